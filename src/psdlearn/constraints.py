@@ -1,0 +1,474 @@
+"""Side information: pairwise must-link / cannot-link constraints and relative triplets.
+
+A :class:`PairwiseConstraints` holds ``m`` unordered pairs ``(i, j)``, ``i < j``, each with
+a sign ``T_ij = +1`` (must-link: same class) or ``-1`` (cannot-link: different classes),
+over ``n_samples`` points. Triplets ``(i, j, k)`` state ``d(i, j) < d(i, k)``.
+"""
+
+from __future__ import annotations
+
+import csv
+import numbers
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import check_random_state
+
+__all__ = ["PairwiseConstraints", "triplets_from_constraints", "triplets_from_labels"]
+
+_SIGN_WORDS = {"+1": 1, "1": 1, "must": 1, "must-link": 1, "ml": 1,
+               "-1": -1, "cannot": -1, "cannot-link": -1, "cl": -1}
+
+
+def _as_index_array(values, name):
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} contains NaN or inf.")
+        if not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must hold integer indices, got non-integer values.")
+    elif arr.dtype.kind not in "iub":
+        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}.")
+    return arr.astype(np.int64)
+
+
+class PairwiseConstraints:
+    """Must-link and cannot-link constraints over ``n_samples`` points.
+
+    Parameters
+    ----------
+    pairs : array-like of shape (m, 2)
+        Index pairs; stored with ``i < j`` (each pair is unordered).
+    signs : array-like of shape (m,)
+        ``+1`` must-link, ``-1`` cannot-link.
+    n_samples : int, optional
+        Number of points the indices refer to; inferred as ``max index + 1`` when omitted.
+
+    Attributes
+    ----------
+    pairs : ndarray of shape (m, 2), int64
+        Sorted rows ``i < j``, lexicographic order, no duplicates.
+    signs : ndarray of shape (m,), int64
+        Values in ``{+1, -1}``.
+    n_samples : int
+
+    Raises
+    ------
+    ValueError
+        On NaN, indices out of range or negative, self-pairs ``(i, i)``, signs other than
+        +-1, or a pair marked both must-link and cannot-link. Duplicated pairs with the
+        same sign are merged with a :class:`UserWarning`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdlearn import PairwiseConstraints
+    >>> C = PairwiseConstraints([[0, 1], [3, 2]], [1, -1], n_samples=4)
+    >>> C.pairs.tolist(), C.signs.tolist()
+    ([[0, 1], [2, 3]], [1, -1])
+    """
+
+    def __init__(self, pairs, signs, n_samples=None):
+        pairs = _as_index_array(pairs, "pairs")
+        if pairs.size == 0:
+            pairs = pairs.reshape(0, 2)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape (m, 2), got {pairs.shape}.")
+        signs = _as_index_array(signs, "signs").ravel()
+        if signs.shape[0] != pairs.shape[0]:
+            raise ValueError(
+                f"signs has {signs.shape[0]} entries but there are {pairs.shape[0]} pairs."
+            )
+        bad = ~np.isin(signs, (-1, 1))
+        if bad.any():
+            raise ValueError(
+                f"signs must be +1 (must-link) or -1 (cannot-link); got {signs[bad][0]} "
+                f"at row {int(np.flatnonzero(bad)[0])}."
+            )
+        if (pairs < 0).any():
+            raise ValueError("pairs contains negative indices.")
+        if n_samples is None:
+            n_samples = int(pairs.max()) + 1 if pairs.size else 0
+        elif not isinstance(n_samples, numbers.Integral) or n_samples < 0:
+            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
+        n_samples = int(n_samples)
+        if pairs.size and pairs.max() >= n_samples:
+            row = int(np.flatnonzero((pairs >= n_samples).any(axis=1))[0])
+            raise ValueError(
+                f"pair index out of range at row {row}: {pairs[row].tolist()} with "
+                f"n_samples={n_samples}."
+            )
+        self_pairs = pairs[:, 0] == pairs[:, 1]
+        if self_pairs.any():
+            row = int(np.flatnonzero(self_pairs)[0])
+            raise ValueError(f"self-pair ({pairs[row, 0]}, {pairs[row, 0]}) at row {row}.")
+        pairs = np.sort(pairs, axis=1)
+        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+        pairs, signs = pairs[order], signs[order]
+        if len(pairs) > 1:
+            same = np.all(pairs[1:] == pairs[:-1], axis=1)
+            if same.any():
+                conflict = same & (signs[1:] != signs[:-1])
+                if conflict.any():
+                    p = pairs[1:][conflict][0].tolist()
+                    raise ValueError(f"pair {p} is marked both must-link and cannot-link.")
+                warnings.warn(
+                    f"{int(same.sum())} duplicated constraint(s) merged.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                keep = np.concatenate([[True], ~same])
+                pairs, signs = pairs[keep], signs[keep]
+        self.pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        self.signs = np.ascontiguousarray(signs, dtype=np.int64)
+        self.n_samples = n_samples
+
+    # ------------------------------------------------------------------ views
+    def __len__(self):
+        return len(self.pairs)
+
+    def __repr__(self):
+        return (
+            f"PairwiseConstraints(n_samples={self.n_samples}, must_link={self.n_must}, "
+            f"cannot_link={self.n_cannot})"
+        )
+
+    @property
+    def must_link(self):
+        """ndarray of shape (n_must, 2): the must-link pairs."""
+        return self.pairs[self.signs == 1]
+
+    @property
+    def cannot_link(self):
+        """ndarray of shape (n_cannot, 2): the cannot-link pairs."""
+        return self.pairs[self.signs == -1]
+
+    @property
+    def n_must(self):
+        """Number of must-link pairs."""
+        return int(np.sum(self.signs == 1))
+
+    @property
+    def n_cannot(self):
+        """Number of cannot-link pairs."""
+        return int(np.sum(self.signs == -1))
+
+    @property
+    def constrained_samples(self):
+        """ndarray of sorted indices of the samples that appear in some pair."""
+        return np.unique(self.pairs)
+
+    def to_array(self):
+        """Return the constraints as an (m, 3) int64 array of rows ``[i, j, sign]``."""
+        return np.column_stack([self.pairs, self.signs]).astype(np.int64)
+
+    # ------------------------------------------------------------- builders
+    @classmethod
+    def from_array(cls, array, n_samples=None):
+        """Build from an (m, 3) array of rows ``[i, j, +1/-1]``.
+
+        Parameters
+        ----------
+        array : array-like of shape (m, 3)
+        n_samples : int, optional
+
+        Returns
+        -------
+        PairwiseConstraints
+        """
+        arr = np.asarray(array)
+        if arr.size == 0:
+            arr = arr.reshape(0, 3)
+        if arr.ndim != 2 or arr.shape[1] != 3:
+            raise ValueError(f"constraint array must have shape (m, 3), got {arr.shape}.")
+        return cls(arr[:, :2], arr[:, 2], n_samples=n_samples)
+
+    @classmethod
+    def from_labels(cls, y, n_must=0.6, n_cannot=0.6, random_state=None):
+        """Random distinct constraints drawn from (partial) labels: the seed 000 protocol.
+
+        ``n_must`` pairs are drawn uniformly among the distinct pairs of labelled points
+        that share a class, ``n_cannot`` among those in different classes (seed 000
+        section IV-A: 0.6 n of each). Points labelled ``-1`` are unlabelled and never used.
+
+        Parameters
+        ----------
+        y : array-like of shape (n_samples,)
+            Integer labels; ``-1`` marks unlabelled points.
+        n_must, n_cannot : float or int, default=0.6
+            Floats are fractions of ``n_samples`` (rounded), ints are counts.
+        random_state : int, RandomState instance or None
+
+        Returns
+        -------
+        PairwiseConstraints
+
+        Raises
+        ------
+        ValueError
+            If more pairs are requested than exist.
+        """
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}.")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or inf.")
+        n = len(y)
+        rng = check_random_state(random_state)
+        counts = [_resolve_count(v, n, name) for v, name in ((n_must, "n_must"),
+                                                            (n_cannot, "n_cannot"))]
+        labelled = np.flatnonzero(y != -1)
+        yl = y[labelled]
+        _, yl_codes, sizes = np.unique(yl, return_inverse=True, return_counts=True)
+        n_same = int(np.sum(sizes * (sizes - 1) // 2))
+        n_all = len(labelled) * (len(labelled) - 1) // 2
+        available = (n_same, n_all - n_same)
+        blocks = []
+        for sign, count, avail in ((1, counts[0], available[0]), (-1, counts[1], available[1])):
+            if count > avail:
+                kind = "must-link" if sign == 1 else "cannot-link"
+                raise ValueError(
+                    f"requested {count} {kind} pairs but the labels allow only {avail}."
+                )
+            if count == 0:
+                continue
+            local = _sample_pairs(yl_codes, count, same=sign == 1, rng=rng)
+            blocks.append((labelled[local], np.full(count, sign)))
+        if not blocks:
+            return cls(np.empty((0, 2), np.int64), np.empty(0, np.int64), n_samples=n)
+        pairs = np.concatenate([b[0] for b in blocks])
+        signs = np.concatenate([b[1] for b in blocks])
+        return cls(pairs, signs, n_samples=n)
+
+    # ------------------------------------------------------------------ I/O
+    def to_csv(self, path):
+        """Write ``i,j,label`` rows (header line, labels +1/-1)."""
+        with open(path, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["i", "j", "label"])
+            for (i, j), s in zip(self.pairs.tolist(), self.signs.tolist(), strict=True):
+                writer.writerow([i, j, f"{s:+d}"])
+
+    @classmethod
+    def from_csv(cls, path, n_samples=None):
+        """Read ``i,j,label`` rows; label is +1/-1 or must/cannot. A header is optional.
+
+        Raises
+        ------
+        ValueError
+            Naming the file, line number and what was expected for malformed lines.
+        """
+        path = Path(path)
+        pairs, signs = [], []
+        with open(path, newline="") as fh:
+            for lineno, row in enumerate(csv.reader(fh), start=1):
+                if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
+                    continue
+                if lineno == 1 and row[0].strip().lower() in ("i", "a", "index_i", "source"):
+                    continue
+                if len(row) != 3:
+                    raise ValueError(
+                        f"{path}:{lineno}: expected 3 fields 'i,j,label', got {len(row)}: "
+                        f"{','.join(row)!r}."
+                    )
+                try:
+                    i, j = int(row[0]), int(row[1])
+                except ValueError:
+                    raise ValueError(
+                        f"{path}:{lineno}: expected integer indices i,j, got "
+                        f"{row[0]!r},{row[1]!r}."
+                    ) from None
+                word = row[2].strip().lower()
+                if word not in _SIGN_WORDS:
+                    raise ValueError(
+                        f"{path}:{lineno}: expected label +1/-1 or must/cannot, got {row[2]!r}."
+                    )
+                pairs.append((i, j))
+                signs.append(_SIGN_WORDS[word])
+        return cls(np.array(pairs, dtype=np.int64).reshape(-1, 2),
+                   np.array(signs, dtype=np.int64), n_samples=n_samples)
+
+    # ----------------------------------------------------------- inference
+    def closure(self):
+        """Constraints implied by transitivity of must-links.
+
+        Must-links define connected components; every pair inside a component is a
+        must-link, and a cannot-link between ``a`` and ``b`` implies a cannot-link between
+        every point of the component of ``a`` and every point of the component of ``b``.
+        Samples in no must-link form singleton components. The output size is quadratic in
+        the component sizes.
+
+        Returns
+        -------
+        PairwiseConstraints
+
+        Raises
+        ------
+        ValueError
+            If a cannot-link joins two points of the same must-link component.
+        """
+        n = self.n_samples
+        ml = self.must_link
+        graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
+        _, comp = connected_components(graph, directed=False)
+        members = {}
+        for c in np.unique(comp[self.pairs.ravel()]) if len(self) else []:
+            members[c] = np.flatnonzero(comp == c)
+        out_pairs, out_signs = [], []
+        for idx in members.values():
+            if len(idx) > 1:
+                iu, ju = np.triu_indices(len(idx), k=1)
+                out_pairs.append(np.column_stack([idx[iu], idx[ju]]))
+                out_signs.append(np.ones(len(iu), np.int64))
+        cl = self.cannot_link
+        comp_pairs = set()
+        for a, b in cl.tolist():
+            ca, cb = comp[a], comp[b]
+            if ca == cb:
+                raise ValueError(
+                    f"inconsistent constraints: cannot-link ({a}, {b}) joins two points that "
+                    "must-links connect."
+                )
+            comp_pairs.add((min(ca, cb), max(ca, cb)))
+        for ca, cb in sorted(comp_pairs):
+            ia, ib = members[ca], members[cb]
+            grid = np.array(np.meshgrid(ia, ib, indexing="ij")).reshape(2, -1).T
+            out_pairs.append(grid)
+            out_signs.append(-np.ones(len(grid), np.int64))
+        if not out_pairs:
+            return PairwiseConstraints(np.empty((0, 2), np.int64), np.empty(0, np.int64), n)
+        return PairwiseConstraints(np.concatenate(out_pairs), np.concatenate(out_signs), n)
+
+
+def _resolve_count(value, n, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float fraction of n or an int count, got {value!r}.")
+    if isinstance(value, numbers.Integral):
+        if value < 0:
+            raise ValueError(f"{name} must be non-negative, got {value}.")
+        return int(value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative finite fraction, got {value}.")
+    return int(round(value * n))
+
+
+def _sample_pairs(codes, count, same, rng):
+    """``count`` distinct pairs (i < j) of positions with equal (``same``) or different codes.
+
+    Uniform over the admissible pairs: rejection sampling of random pairs in batches, or
+    enumeration when the admissible set is small.
+    """
+    n = len(codes)
+    total = n * (n - 1) // 2
+    if total <= 2_000_000:
+        iu, ju = np.triu_indices(n, k=1)
+        ok = (codes[iu] == codes[ju]) == same
+        iu, ju = iu[ok], ju[ok]
+        pick = rng.choice(len(iu), size=count, replace=False)
+        return np.column_stack([iu[pick], ju[pick]])
+    chosen = np.empty(0, dtype=np.int64)
+    while len(chosen) < count:
+        batch = max(2 * (count - len(chosen)), 1024)
+        i = rng.randint(0, n, size=batch)
+        j = rng.randint(0, n, size=batch)
+        ok = (i != j) & ((codes[i] == codes[j]) == same)
+        lo, hi = np.minimum(i, j)[ok], np.maximum(i, j)[ok]
+        keys = lo.astype(np.int64) * n + hi
+        # keep the first occurrence of each key, in draw order, so the sample stays uniform
+        merged = np.concatenate([chosen, keys])
+        _, first = np.unique(merged, return_index=True)
+        chosen = merged[np.sort(first)][:count]
+    return np.column_stack([chosen // n, chosen % n])
+
+
+def triplets_from_labels(X, y, n_triplets=None, random_state=None):
+    """Triplets of seed 002 section 6 from labels.
+
+    For each labelled point ``i``: ``j`` = its nearest neighbour in the same class and
+    ``k`` = its nearest neighbour in a different class (Euclidean), giving ``(i, j, k)``
+    with the intended relation ``d(i, j) < d(i, k)``; then ``n_triplets`` of them are
+    drawn at random without replacement.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Labels, ``-1`` = unlabelled (never used).
+    n_triplets : int, optional
+        Subsample size; all triplets when None.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    triplets : ndarray of shape (t, 3), int64
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    if X.ndim != 2 or len(X) != len(y):
+        raise ValueError(f"X (n, d) and y (n,) disagree: {X.shape} vs {y.shape}.")
+    rng = check_random_state(random_state)
+    labelled = np.flatnonzero(y != -1)
+    classes = np.unique(y[labelled])
+    if len(classes) < 2:
+        raise ValueError("triplets need labelled points from at least 2 classes.")
+    nearest_same = np.full(len(y), -1, dtype=np.int64)
+    nearest_diff = np.full(len(y), -1, dtype=np.int64)
+    for c in classes:
+        inside = labelled[y[labelled] == c]
+        outside = labelled[y[labelled] != c]
+        if len(inside) > 1:
+            nn = NearestNeighbors(n_neighbors=1).fit(X[inside])
+            idx = nn.kneighbors(return_distance=False)[:, 0]
+            nearest_same[inside] = inside[idx]
+        nn = NearestNeighbors(n_neighbors=1).fit(X[outside])
+        nearest_diff[inside] = outside[nn.kneighbors(X[inside], return_distance=False)[:, 0]]
+    ok = labelled[nearest_same[labelled] >= 0]
+    triplets = np.column_stack([ok, nearest_same[ok], nearest_diff[ok]]).astype(np.int64)
+    return _subsample(triplets, n_triplets, rng)
+
+
+def triplets_from_constraints(constraints, n_triplets=None, random_state=None):
+    """Triplets from pairs: must-link ``(i, j)`` and cannot-link ``(i, k)`` give ``(i, j, k)``.
+
+    Parameters
+    ----------
+    constraints : PairwiseConstraints
+    n_triplets : int, optional
+        Random subsample size; all triplets when None.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    triplets : ndarray of shape (t, 3), int64
+    """
+    rng = check_random_state(random_state)
+    n = constraints.n_samples
+
+    def adjacency(p):
+        rows = np.concatenate([p[:, 0], p[:, 1]])
+        cols = np.concatenate([p[:, 1], p[:, 0]])
+        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+
+    must, cannot = adjacency(constraints.must_link), adjacency(constraints.cannot_link)
+    out = []
+    for i in np.intersect1d(np.flatnonzero(must.getnnz(axis=1)),
+                            np.flatnonzero(cannot.getnnz(axis=1))):
+        js = must.indices[must.indptr[i]:must.indptr[i + 1]]
+        ks = cannot.indices[cannot.indptr[i]:cannot.indptr[i + 1]]
+        jj, kk = np.meshgrid(js, ks, indexing="ij")
+        out.append(np.column_stack([np.full(jj.size, i), jj.ravel(), kk.ravel()]))
+    triplets = np.concatenate(out).astype(np.int64) if out else np.empty((0, 3), np.int64)
+    return _subsample(triplets, n_triplets, rng)
+
+
+def _subsample(triplets, n_triplets, rng):
+    if n_triplets is None or n_triplets >= len(triplets):
+        return triplets
+    if n_triplets < 0:
+        raise ValueError(f"n_triplets must be non-negative, got {n_triplets}.")
+    pick = np.sort(rng.choice(len(triplets), size=int(n_triplets), replace=False))
+    return triplets[pick]

@@ -1,0 +1,152 @@
+"""The NPKL problem shared by every solver, and its objective.
+
+Seed 000 eq. (10): with ``K = E E^T`` (``E`` of shape ``(n, r)``, row ``e_i`` the
+representation of sample ``i``, i.e. ``E = V^T`` in the paper's notation),
+
+.. math::
+
+    \\Phi(E) = \\operatorname{tr}(E^T L E)
+             + \\gamma \\sum_{(i, j) \\in \\mathcal{T}} \\ell(T_{ij}\\, e_i^T e_j),
+
+where each unordered constrained pair is counted once, ``T_ij = +1`` for a must-link and
+``-1`` for a cannot-link, and
+
+- ``hinge``: ``l(z) = max(1 - z, 0)``
+- ``squared_hinge``: ``l(z) = max(1 - z, 0)^2``
+- ``square``: ``l(z) = (1 - z)^2`` (i.e. ``(K_ij - T_ij)^2``, targets +-1)
+- ``linear``: ``l(z) = -z``, with the constraint ``||e_i|| <= b`` (seed 000 eq. 29).
+
+The same number is reported by every solver (``bcd``, ``sdp``, ...), so they can be
+compared directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["LOSSES", "NPKLProblem", "loss_values", "npkl_objective"]
+
+LOSSES = ("hinge", "squared_hinge", "square", "linear")
+
+
+def loss_values(z, loss):
+    """Elementwise loss ``l(z)`` of seed 000 Fig. 1.
+
+    Parameters
+    ----------
+    z : ndarray
+        Margins ``T_ij K_ij``.
+    loss : {"hinge", "squared_hinge", "square", "linear"}
+
+    Returns
+    -------
+    ndarray of the shape of ``z``.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    if loss == "hinge":
+        return np.maximum(1.0 - z, 0.0)
+    if loss == "squared_hinge":
+        return np.maximum(1.0 - z, 0.0) ** 2
+    if loss == "square":
+        return (1.0 - z) ** 2
+    if loss == "linear":
+        return -z
+    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
+
+
+def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
+    """Objective (10) of seed 000 at ``K = E E^T``.
+
+    Parameters
+    ----------
+    E : ndarray of shape (n_samples, rank)
+        Embedding; ``K = E @ E.T``.
+    laplacian : sparse matrix of shape (n_samples, n_samples)
+        Graph Laplacian ``L``.
+    pairs : ndarray of shape (m, 2)
+        Constrained pairs, each unordered pair once.
+    signs : ndarray of shape (m,)
+        ``+1`` must-link, ``-1`` cannot-link.
+    loss : str
+        One of :data:`LOSSES`.
+    gamma : float
+        Trade-off ``gamma`` of eq. (3).
+
+    Returns
+    -------
+    float
+        ``tr(E^T L E) + gamma * sum_k loss(signs[k] * <e_i, e_j>)``. The norm constraint
+        of the linear loss is not checked here.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    smooth = float(np.sum(E * (laplacian @ E)))
+    if len(pairs) == 0:
+        return smooth
+    k_ij = np.einsum("ij,ij->i", E[pairs[:, 0]], E[pairs[:, 1]])
+    return smooth + gamma * float(np.sum(loss_values(signs * k_ij, loss)))
+
+
+@dataclass(frozen=True)
+class NPKLProblem:
+    """An instance of the NPKL problem: Laplacian, constraints, loss and trade-off.
+
+    Parameters
+    ----------
+    laplacian : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        Symmetric positive definite graph Laplacian, sorted indices.
+    pairs : ndarray of shape (m, 2), int64
+        Constrained pairs ``i < j``, each once.
+    signs : ndarray of shape (m,), float64
+        ``+1`` must-link, ``-1`` cannot-link.
+    loss : str
+        One of :data:`LOSSES`.
+    gamma : float
+        Weight of the loss term.
+    b : float, default=1.0
+        Radius bound ``||e_i|| <= b`` of the linear loss (seed 000 eq. 29).
+    """
+
+    laplacian: sp.csr_matrix
+    pairs: np.ndarray
+    signs: np.ndarray
+    loss: str
+    gamma: float
+    b: float = 1.0
+
+    @property
+    def n_samples(self):
+        """Number of samples ``n``."""
+        return self.laplacian.shape[0]
+
+    @property
+    def n_constraints(self):
+        """Number of unordered constrained pairs ``m``."""
+        return len(self.pairs)
+
+    def objective(self, E):
+        """Objective (10) at ``K = E E^T``; see :func:`npkl_objective`."""
+        return npkl_objective(E, self.laplacian, self.pairs, self.signs, self.loss, self.gamma)
+
+    def neighbors(self):
+        """Constraint adjacency in CSR form: for sample ``i``, the ``j`` in ``T(i)``.
+
+        Returns
+        -------
+        indptr : ndarray of shape (n_samples + 1,), int64
+        indices : ndarray of shape (2 m,), int64
+            Partners ``j`` of each ``i``, both orders of every pair.
+        signs : ndarray of shape (2 m,), float64
+            ``T_ij`` aligned with ``indices``.
+        """
+        n = self.n_samples
+        rows = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
+        cols = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]])
+        vals = np.concatenate([self.signs, self.signs]).astype(np.float64)
+        order = np.lexsort((cols, rows))
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(indptr, rows + 1, 1)
+        np.cumsum(indptr, out=indptr)
+        return indptr, cols[order].astype(np.int64), vals[order]

@@ -1,0 +1,381 @@
+"""The NPKL estimator: nonparametric low-rank kernel learning from pairwise constraints.
+
+Problem (seed 000 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
+
+.. math::
+
+    \\min_E \\; \\operatorname{tr}(E^T L E)
+        + \\gamma \\sum_{(i, j) \\in \\mathcal{T}} \\ell(T_{ij}\\, e_i^T e_j)
+
+over the kNN Laplacian ``L`` of the data and the must-link (``T_ij = +1``) /
+cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl._problem` for the losses. Solvers:
+``"bcd"`` (seed 000 Algorithm 1, low rank, linear time per sweep) and ``"sdp"`` (the convex
+problem over ``K >= 0`` solved exactly by cvxpy: the reference, small ``n`` only).
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import factorized
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from psdlearn.constraints import PairwiseConstraints
+from psdlearn.graph import DEFAULT_DELTA, knn_graph, knn_laplacian, normalized_laplacian
+from psdlearn.npkl._problem import LOSSES, NPKLProblem
+
+__all__ = ["NPKL", "auto_rank", "as_constraints"]
+
+SOLVERS = ("bcd", "sdp")
+
+
+def auto_rank(n_constraints):
+    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (seed 000 section IV-A); at least 1."""
+    m = int(n_constraints)
+    r = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
+    while (r + 1) * (r + 2) // 2 <= m:
+        r += 1
+    while r > 0 and r * (r + 1) // 2 > m:
+        r -= 1
+    return max(r, 1)
+
+
+def as_constraints(side_info, n_samples):
+    """Turn any accepted form of side information into :class:`PairwiseConstraints`.
+
+    Parameters
+    ----------
+    side_info : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+        Constraints, rows ``[i, j, +1/-1]``, or partial labels (``-1`` = unlabelled) from
+        which every pair of labelled points becomes a constraint (must-link when the labels
+        agree, cannot-link otherwise).
+    n_samples : int
+
+    Returns
+    -------
+    PairwiseConstraints
+    """
+    if isinstance(side_info, PairwiseConstraints):
+        if side_info.n_samples > n_samples:
+            raise ValueError(
+                f"side_info refers to {side_info.n_samples} samples but X has {n_samples}."
+            )
+        return PairwiseConstraints(side_info.pairs, side_info.signs, n_samples=n_samples)
+    arr = np.asarray(side_info)
+    if arr.ndim == 1:
+        if len(arr) != n_samples:
+            raise ValueError(
+                f"partial labels have length {len(arr)} but X has {n_samples} samples."
+            )
+        labelled = np.flatnonzero(arr != -1)
+        iu, ju = np.triu_indices(len(labelled), k=1)
+        signs = np.where(arr[labelled][iu] == arr[labelled][ju], 1, -1)
+        return PairwiseConstraints(np.column_stack([labelled[iu], labelled[ju]]), signs,
+                                   n_samples=n_samples)
+    if arr.ndim == 2 and arr.shape[1] == 3:
+        return PairwiseConstraints.from_array(arr, n_samples=n_samples)
+    raise ValueError(
+        "side_info must be a PairwiseConstraints, an (m, 3) array of [i, j, +1/-1] rows or "
+        f"a 1-D vector of partial labels; got an array of shape {arr.shape}."
+    )
+
+
+class NPKL(TransformerMixin, BaseEstimator):
+    """Nonparametric low-rank kernel learning from pairwise constraints (seed 000).
+
+    Learns ``K = E E^T`` that is smooth on the data manifold (small ``tr(L K)``) and agrees
+    with the must-link / cannot-link pairs (see the module docstring for the objective).
+
+    Parameters
+    ----------
+    loss : {"hinge", "squared_hinge", "square", "linear"}, default="hinge"
+        Loss on the margins ``T_ij K_ij``.
+    solver : {"bcd", "sdp"}, default="bcd"
+        ``"bcd"``: block coordinate descent over the rows of ``E`` (seed 000 Algorithm 1).
+        ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``); small ``n``.
+    rank : int or "auto", default="auto"
+        Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``.
+        Ignored by ``solver="sdp"`` (the rank of its solution is whatever it is).
+    gamma : float, default=1.0
+        Weight of the loss. Not given in seed 000. With the normalized Laplacian
+        (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``, independent of ``n``) the
+        per-sample problem (18) balances ``L_ii / 2 ||v||^2`` against ``gamma / 2`` per
+        violated pair, so ``gamma = 1`` weighs one unit of smoothness against one unit of
+        loss for any ``n``; SimpleNPKL (JMLR 2011) also uses ``C = 1`` on the adult sets.
+    n_neighbors : int, default=5
+        ``k`` of the kNN graph (the papers: 5, and 50 for the adult sets).
+    sigma : float or "auto", default="auto"
+        Gaussian width of the graph weights (see :func:`psdlearn.graph.knn_laplacian`).
+    delta : float, default=0.01
+        Ridge of the normalized Laplacian.
+    graph : {"knn", "precomputed"}, default="knn"
+        With ``"precomputed"``, ``X`` in :meth:`fit` is the (n, n) sparse Laplacian.
+    b : float, default=1.0
+        Radius ``||e_i|| <= b`` for the linear loss (seed 000 sets ``b = 1``).
+    max_iter : int, default=1000
+        Maximum BCD sweeps (seed 000: 1000; 800 on the adult sets).
+    tol : float, default=1e-5
+        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol``.
+    unconstrained : {"sequential", "block"}, default="sequential"
+        Update of the unconstrained samples: eq. (13) one by one, or the block iteration
+        (17).
+    sdp_max_samples : int, default=300
+        Size guard of ``solver="sdp"``; larger problems raise unless ``sdp_force=True``.
+    sdp_force : bool, default=False
+    random_state : int, RandomState instance or None, default=None
+        Seeds the random initial ``E`` and the sample order of each sweep.
+    verbose : int, default=0
+        With ``verbose >= 1`` a progress bar over the sweeps shows the objective.
+
+    Attributes
+    ----------
+    embedding_ : ndarray of shape (n_samples, rank_)
+        Learned kernel ``K = embedding_ @ embedding_.T``.
+    objective_history_ : list of float
+        Objective (eq. 10) at the initial point and after every sweep.
+    n_iter_ : int
+    rank_ : int
+    laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+    constraints_ : PairwiseConstraints
+    sigma_ : float or None
+        Gaussian width used for the graph (None with a precomputed graph).
+    fit_time_ : float
+        Seconds spent in the solver.
+    sdp_status_ : str
+        Solver status (``solver="sdp"`` only).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import psdlearn as pl
+    >>> X, y = pl.datasets.load("iris")
+    >>> C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    >>> model = pl.NPKL(loss="square", random_state=0).fit(X, C)
+    >>> model.embedding_.shape
+    (150, 18)
+    """
+
+    _parameter_constraints = {
+        "loss": [StrOptions(set(LOSSES))],
+        "solver": [StrOptions(set(SOLVERS))],
+        "rank": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None, closed="left")],
+        "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
+        "sigma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
+        "graph": [StrOptions({"knn", "precomputed"})],
+        "b": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "unconstrained": [StrOptions({"sequential", "block"})],
+        "sdp_max_samples": [Interval(numbers.Integral, 1, None, closed="left")],
+        "sdp_force": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        loss="hinge",
+        solver="bcd",
+        rank="auto",
+        gamma=1.0,
+        n_neighbors=5,
+        sigma="auto",
+        delta=DEFAULT_DELTA,
+        graph="knn",
+        b=1.0,
+        max_iter=1000,
+        tol=1e-5,
+        unconstrained="sequential",
+        sdp_max_samples=300,
+        sdp_force=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.loss = loss
+        self.solver = solver
+        self.rank = rank
+        self.gamma = gamma
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.delta = delta
+        self.graph = graph
+        self.b = b
+        self.max_iter = max_iter
+        self.tol = tol
+        self.unconstrained = unconstrained
+        self.sdp_max_samples = sdp_max_samples
+        self.sdp_force = sdp_force
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _build_laplacian(self, X):
+        if self.graph == "precomputed":
+            if not sp.issparse(X):
+                X = sp.csr_matrix(np.asarray(X, dtype=np.float64))
+            L = sp.csr_matrix(X, dtype=np.float64)
+            if L.shape[0] != L.shape[1]:
+                raise ValueError(
+                    f"with graph='precomputed', X must be a square Laplacian, got {L.shape}."
+                )
+            if L.shape[0] < 2:
+                raise ValueError("the Laplacian must have at least 2 samples.")
+            if not np.all(np.isfinite(L.data)):
+                raise ValueError("the precomputed Laplacian contains NaN or inf.")
+            if abs(L - L.T).max() > 1e-10 * max(abs(L).max(), 1.0):
+                raise ValueError("the precomputed Laplacian must be symmetric.")
+            if np.any(L.diagonal() <= 0):
+                raise ValueError("the precomputed Laplacian must have a positive diagonal.")
+            L.sort_indices()
+            self.n_features_in_ = L.shape[0]
+            self.sigma_ = None
+            return L
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        S, self.sigma_ = knn_graph(X, n_neighbors=self.n_neighbors, sigma=self.sigma)
+        self.X_fit_ = X
+        return normalized_laplacian(S, self.delta)
+
+    def fit(self, X, side_info):
+        """Learn the kernel.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or sparse (n_samples, n_samples)
+            Data from which the kNN Laplacian is built; with ``graph="precomputed"``, the
+            Laplacian itself.
+        side_info : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            Pairwise constraints, ``[i, j, +1/-1]`` rows, or partial labels (``-1`` =
+            unlabelled; every pair of labelled points becomes a constraint).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        L = self._build_laplacian(X)
+        n = L.shape[0]
+        C = as_constraints(side_info, n)
+        if len(C) == 0:
+            raise ValueError("side_info holds no constraint: NPKL needs at least one pair.")
+        rank = auto_rank(len(C)) if self.rank == "auto" else int(self.rank)
+        if rank > n:
+            raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
+        problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
+                              float(self.gamma), float(self.b))
+        rng = check_random_state(self.random_state)
+        start = time.perf_counter()
+        if self.solver == "sdp":
+            self._fit_sdp(problem)
+        else:
+            self._fit_bcd(problem, rank, rng)
+        self.fit_time_ = time.perf_counter() - start
+        self.laplacian_ = L
+        self.constraints_ = C
+        return self
+
+    def _fit_bcd(self, problem, rank, rng):
+        from psdlearn.npkl.bcd import initial_embedding, solve_bcd
+
+        E0 = initial_embedding(problem.n_samples, rank, rng,
+                               b=self.b if self.loss == "linear" else None)
+        bar = None
+        callback = None
+        if self.verbose:
+            from tqdm import tqdm
+
+            bar = tqdm(total=self.max_iter, desc="NPKL bcd", unit="sweep", file=sys.stderr)
+
+            def callback(it, objective):
+                bar.update(1)
+                bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
+        try:
+            res = solve_bcd(problem, E0, max_iter=self.max_iter, tol=self.tol,
+                            random_state=rng, unconstrained=self.unconstrained,
+                            callback=callback)
+        finally:
+            if bar is not None:
+                bar.close()
+        self.embedding_ = res.embedding
+        self.objective_history_ = list(res.objective_history)
+        self.time_history_ = list(res.time_history)
+        self.n_iter_ = res.n_iter
+        self.rank_ = rank
+        if not res.converged:
+            warnings.warn(
+                f"NPKL(solver='bcd') stopped at max_iter={self.max_iter} sweeps before the "
+                f"relative change of E fell below tol={self.tol}; increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _fit_sdp(self, problem):
+        from psdlearn.npkl.sdp import solve_sdp
+
+        res = solve_sdp(problem, max_samples=self.sdp_max_samples, force=self.sdp_force,
+                        verbose=bool(self.verbose))
+        self.embedding_ = res.embedding
+        self.objective_history_ = [res.objective]
+        self.n_iter_ = 1
+        self.rank_ = res.embedding.shape[1]
+        self.sdp_status_ = res.status
+        self.sdp_value_ = res.sdp_value
+
+    def fit_transform(self, X, side_info):
+        """Fit and return ``embedding_`` (n_samples, rank_)."""
+        return self.fit(X, side_info).embedding_
+
+    def objective(self, E=None):
+        """Objective (10) of the fitted problem at ``E`` (default: ``embedding_``)."""
+        check_is_fitted(self, "embedding_")
+        problem = NPKLProblem(self.laplacian_, self.constraints_.pairs,
+                              self.constraints_.signs.astype(np.float64), self.loss,
+                              float(self.gamma), float(self.b))
+        return problem.objective(self.embedding_ if E is None else E)
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X):
+        """Out-of-sample embedding (seed 000 section III-E).
+
+        The new points join the kNN graph of the training points (the graph is rebuilt on
+        the union with the training ``sigma_``), as unconstrained samples; with the
+        training rows ``E_I`` held fixed, their rows minimize
+        ``tr([E_I; E_O]^T L [E_I; E_O])``, i.e. solve ``L_OO E_O = -L_OI E_I``: the fixed
+        point of the updates (13)/(17), computed here by a sparse factorization of the
+        positive definite ``L_OO``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_new, n_features)
+
+        Returns
+        -------
+        E_new : ndarray of shape (n_new, rank_)
+        """
+        check_is_fitted(self, "embedding_")
+        if self.graph == "precomputed":
+            raise ValueError(
+                "transform needs feature vectors: it is unavailable when the model was fit "
+                "with graph='precomputed'."
+            )
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        n_in = len(self.X_fit_)
+        L = knn_laplacian(np.vstack([self.X_fit_, X]), n_neighbors=self.n_neighbors,
+                          sigma=self.sigma_, delta=self.delta)
+        L_oo = L[n_in:, n_in:].tocsc()
+        L_oi = L[n_in:, :n_in]
+        rhs = -(L_oi @ self.embedding_)
+        solve = factorized(L_oo)
+        return np.column_stack([solve(rhs[:, c]) for c in range(rhs.shape[1])])
