@@ -8,8 +8,10 @@ from psdlearn.constraints import (
     triplets_from_constraints,
     triplets_from_labels,
 )
+from psdlearn.npkl import NPKL
 
 __all__ = [
+    "NPKL",
     "PairwiseConstraints",
     "__version__",
     "datasets",
