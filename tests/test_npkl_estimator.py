@@ -90,8 +90,9 @@ def test_precomputed_graph_matches_knn_and_input_untouched():
 def test_fit_attributes_monotone_and_deterministic(loss):
     X, y = _blobs(seed=2)
     C = pl.PairwiseConstraints.from_labels(y, random_state=2)
-    m1 = pl.NPKL(loss=loss, random_state=4).fit(X, C)
-    m2 = pl.NPKL(loss=loss, random_state=4).fit(X, C)
+    # Theorem 1 is about Algorithm 1 itself: no smoothing stages for the hinge here
+    m1 = pl.NPKL(loss=loss, random_state=4, hinge_smoothing=None).fit(X, C)
+    m2 = pl.NPKL(loss=loss, random_state=4, hinge_smoothing=None).fit(X, C)
     assert m1.embedding_.shape == (len(X), auto_rank(len(C))) == (len(X), m1.rank_)
     assert np.array_equal(m1.embedding_, m2.embedding_)
     hist = np.asarray(m1.objective_history_)
@@ -175,3 +176,19 @@ def test_bcd_within_one_percent_of_sdp(loss):
         best = min(best, f)
     f_sdp = sdp.objective_history_[-1]
     assert abs(best - f_sdp) <= 0.01 * abs(f_sdp)
+
+
+def test_hinge_smoothing_stages_and_final_exact_stage_monotone():
+    X, y = _blobs(seed=2)
+    C = pl.PairwiseConstraints.from_labels(y, random_state=2)
+    plain = pl.NPKL(loss="hinge", random_state=4, hinge_smoothing=None).fit(X, C)
+    smooth = pl.NPKL(loss="hinge", random_state=4).fit(X, C)
+    mus = [mu for mu, _ in smooth.smoothing_stages_]
+    assert mus == [0.1, 0.01, 0.001, 0.0001, 0.0]
+    assert sum(k for _, k in smooth.smoothing_stages_) == smooth.n_iter_
+    assert len(smooth.objective_history_) == smooth.n_iter_ + 1
+    last = smooth.smoothing_stages_[-1][1]
+    tail = np.asarray(smooth.objective_history_[-(last + 1):])
+    assert np.all(np.diff(tail) <= 1e-10 * np.abs(tail).max())
+    # the smoothed continuation escapes the non-stationary stall of plain row-wise BCD
+    assert smooth.objective_history_[-1] < plain.objective_history_[-1]

@@ -36,6 +36,8 @@ from psdlearn.npkl._problem import LOSSES, NPKLProblem
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
 
 SOLVERS = ("bcd", "sdp")
+#: Smoothing continuation of ``hinge_smoothing="auto"``, followed by an exact hinge stage.
+HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
 
 
 def auto_rank(n_constraints):
@@ -128,6 +130,17 @@ class NPKL(TransformerMixin, BaseEstimator):
     unconstrained : {"sequential", "block"}, default="sequential"
         Update of the unconstrained samples: eq. (13) one by one, or the block iteration
         (17).
+    hinge_smoothing : "auto", float or None, default="auto"
+        Hinge loss only. Row-wise BCD on the hinge can stop at a point that is optimal in
+        every row but not stationary (the hinge couples ``e_i`` and ``e_j`` through a kink;
+        seed 000's Theorem 1 relies on a smooth objective): on small problems this leaves
+        the objective 4-7% above the SDP optimum. ``"auto"`` first runs BCD on the
+        Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3, 1e-4`` (each stage warm-started,
+        each ``C^1``, so it reaches a stationary point), then the exact hinge BCD of
+        Algorithm 1 from there; this reaches the SDP optimum to about 1e-6. A float runs
+        one smoothed stage with that ``mu`` before the exact stage; ``None`` runs
+        Algorithm 1 alone, as in the paper. The hinge objective (10) is non-increasing
+        within the exact stage, not across the smoothed ones (their surrogate is).
     sdp_max_samples : int, default=200
         Size guard of ``solver="sdp"``; larger problems raise unless ``sdp_force=True``
         (measured with Clarabel: about 25 s at n = 200, 200 s and 4.8 GB at n = 300).
@@ -142,7 +155,11 @@ class NPKL(TransformerMixin, BaseEstimator):
     embedding_ : ndarray of shape (n_samples, rank_)
         Learned kernel ``K = embedding_ @ embedding_.T``.
     objective_history_ : list of float
-        Objective (eq. 10) at the initial point and after every sweep.
+        Objective (eq. 10) at the initial point and after every sweep (of every stage).
+    time_history_ : list of float
+        Cumulative solver seconds aligned with ``objective_history_`` (``bcd`` only).
+    smoothing_stages_ : list of (float, int)
+        ``(mu, sweeps)`` of each BCD stage, ``mu = 0`` for the exact one (``bcd`` only).
     n_iter_ : int
     rank_ : int
     laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
@@ -178,6 +195,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "unconstrained": [StrOptions({"sequential", "block"})],
+        "hinge_smoothing": [StrOptions({"auto"}), Interval(numbers.Real, 0, None,
+                                                           closed="neither"), None],
         "sdp_max_samples": [Interval(numbers.Integral, 1, None, closed="left")],
         "sdp_force": ["boolean"],
         "random_state": ["random_state"],
@@ -199,6 +218,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         max_iter=1000,
         tol=1e-5,
         unconstrained="sequential",
+        hinge_smoothing="auto",
         sdp_max_samples=200,
         sdp_force=False,
         random_state=None,
@@ -216,6 +236,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.unconstrained = unconstrained
+        self.hinge_smoothing = hinge_smoothing
         self.sdp_max_samples = sdp_max_samples
         self.sdp_force = sdp_force
         self.random_state = random_state
@@ -286,33 +307,52 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.constraints_ = C
         return self
 
+    def _smoothing_schedule(self):
+        if self.loss != "hinge" or self.hinge_smoothing is None:
+            return [0.0]
+        if isinstance(self.hinge_smoothing, str):
+            return [*HINGE_SMOOTHING_AUTO, 0.0]
+        return [float(self.hinge_smoothing), 0.0]
+
     def _fit_bcd(self, problem, rank, rng):
         from psdlearn.npkl.bcd import initial_embedding, solve_bcd
 
-        E0 = initial_embedding(problem.n_samples, rank, rng,
-                               max_norm=self.b if self.loss == "linear" else None)
+        E = initial_embedding(problem.n_samples, rank, rng,
+                              max_norm=self.b if self.loss == "linear" else None)
+        schedule = self._smoothing_schedule()
         bar = None
         callback = None
         if self.verbose:
             from tqdm import tqdm
 
-            bar = tqdm(total=self.max_iter, desc="NPKL bcd", unit="sweep", file=sys.stderr)
+            bar = tqdm(total=self.max_iter * len(schedule), desc="NPKL bcd", unit="sweep",
+                       file=sys.stderr)
 
-            def callback(it, objective):
+            def callback(it, E, objective):
                 bar.update(1)
                 bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
 
+        history, times, stages, n_iter = [], [], [], 0
         try:
-            res = solve_bcd(problem, E0, max_iter=self.max_iter, tol=self.tol,
-                            random_state=rng, unconstrained=self.unconstrained,
-                            callback=callback)
+            for mu in schedule:
+                res = solve_bcd(problem, E, max_iter=self.max_iter, tol=self.tol,
+                                random_state=rng, unconstrained=self.unconstrained,
+                                smoothing=mu, callback=callback)
+                offset = times[-1] if times else 0.0
+                skip = 1 if history else 0  # a stage starts where the previous one ended
+                history += res.objective_history[skip:]
+                times += [offset + t for t in res.time_history[skip:]]
+                stages.append((mu, res.n_iter))
+                n_iter += res.n_iter
+                E = res.embedding
         finally:
             if bar is not None:
                 bar.close()
-        self.embedding_ = res.embedding
-        self.objective_history_ = list(res.objective_history)
-        self.time_history_ = list(res.time_history)
-        self.n_iter_ = res.n_iter
+        self.embedding_ = E
+        self.objective_history_ = history
+        self.time_history_ = times
+        self.smoothing_stages_ = stages
+        self.n_iter_ = n_iter
         self.rank_ = rank
         if not res.converged:
             warnings.warn(

@@ -1,0 +1,624 @@
+"""Compiled kernels of the NPKL block-coordinate-descent solver (seed 000, Algorithm 1).
+
+Storage: the embedding ``E`` (``= V^T`` of the paper) is ``(n, r)`` C-ordered float64, so the
+block ``e_i`` of sample ``i`` is a contiguous row. The Laplacian ``L`` enters through its CSR
+arrays ``(Lp, Li, Lx)`` and its diagonal ``diag``; the constraints through the adjacency
+CSR ``(Tp, Ti, Ts)`` of :meth:`NPKLProblem.neighbors`, in which slot ``t`` of row ``i``
+holds a partner ``j in T(i)`` and ``T_ij``. Every kernel is ``O(r)`` per stored nonzero, so a
+sweep costs ``O(r (nnz(L) + m))`` plus the small dual QPs, and nothing ``n x n`` is formed.
+
+Per-sample problem (seed 000 eq. 18). The part of the objective (10) that depends on
+``e_i`` is ``L_ii ||e_i||^2 + 2 e_i^T s_i + gamma sum_{j in T(i)} l(T_ij e_i^T e_j)`` with
+``s_i = sum_{k != i} L_ik e_k``; halving it,
+
+.. math::
+
+    \\Phi_i(v) = \\tfrac12 L_{ii} \\|v\\|^2 + v^T s_i
+                + \\tfrac{\\gamma}{2} \\sum_{j \\in T(i)} \\ell(T_{ij} v^T e_j).
+
+Each update replaces ``e_i`` by the exact minimizer of ``Phi_i``, so the objective never
+increases (Theorem 1). Write ``a_j = T_ij e_j`` and ``A = [a_j]`` (``r x d``, ``d = |T(i)|``).
+
+Hinge (eqs. 19-22). With slacks, ``min 1/2 L_ii ||v||^2 + v^T s_i + gamma/2 sum xi_j`` s.t.
+``a_j^T v >= 1 - xi_j``, ``xi_j >= 0``. The Lagrangian stationarity gives
+``0 <= alpha_j <= gamma/2`` and ``v = (A alpha - s_i) / L_ii`` (21). Substituting, the dual
+function is ``sum_j alpha_j - ||A alpha - s_i||^2 / (2 L_ii)``; multiplying by ``L_ii`` and
+dropping constants, the dual is
+
+.. math::
+
+    \\min_{0 \\le \\alpha \\le \\gamma / 2} \\tfrac12 \\alpha^T P \\alpha - q^T \\alpha,
+    \\qquad P = A^T A \\; (P_{st} = T_{is} T_{it} e_s^T e_t),
+    \\qquad q_s = L_{ii} + T_{is} e_s^T s_i,
+
+which is eq. (22) with (23) read as ``q_s = T_is e_s^T (sum_{k != i} L_ik e_k) + L_ii``.
+
+Squared hinge (eqs. 24-25). Slacks ``xi_j`` free with ``gamma/2 sum xi_j^2``: stationarity
+in ``xi`` gives ``xi = alpha / gamma``, the dual function gains ``-||alpha||^2 / (2 gamma)``,
+and after the same scaling by ``L_ii``: ``min_{alpha >= 0} 1/2 alpha^T H alpha - q^T alpha``
+with ``H = P + (L_ii / gamma) I`` and the same ``q``; ``v`` again by (21).
+
+Both duals are solved exactly by :func:`psdlearn.npkl._qp.box_qp` (closed form
+``alpha = clip(q / H, 0, hi)`` when ``d = 1``), warm-started from the multipliers of the
+previous sweep, kept per adjacency slot.
+
+Square (eqs. 26-28). ``grad Phi_i = L_ii v + s_i + gamma sum_j (v^T e_j - T_ij) e_j = 0``,
+i.e. ``M v = c`` with ``M = L_ii I + gamma B B^T``, ``B = [e_j]`` and
+``c = gamma sum_j T_ij e_j - s_i``. When ``d < r`` the Woodbury identity
+``M^{-1} = (I - B ((L_ii / gamma) I + B^T B)^{-1} B^T) / L_ii`` needs only a ``d x d``
+Cholesky; otherwise ``M`` (``r x r``) is factored directly.
+
+Linear (eqs. 29-31). ``Phi_i(v) = 1/2 L_ii ||v||^2 + v^T (s_i - gamma/2 sum_j T_ij e_j)``
+over ``||v|| <= b``: an isotropic quadratic, so the minimizer is the projection onto the
+ball of ``v~ = (gamma/2 sum_j T_ij e_j - s_i) / L_ii``.
+
+Smoothed hinge (not in seed 000). The hinge couples ``e_i`` and ``e_j`` through a kink, so
+row-wise BCD can stop at a point that is a minimum in every row but not stationary (a
+pair at margin 1 whose multipliers seen from ``i`` and from ``j`` differ). The Huber
+smoothing ``h_mu(u) = max_{0 <= beta <= 1} beta u - mu beta^2 / 2`` of ``max(u, 0)``
+(``u = 1 - z``) is ``C^1``; its per-sample dual is the hinge dual with the diagonal of
+``P`` raised by ``2 mu L_ii / gamma`` (the conjugate term ``mu alpha^2 / gamma`` scaled by
+``L_ii``), same box ``[0, gamma / 2]`` and same ``v`` from (21).
+
+Unconstrained samples (eq. 13): ``e_i = -s_i / L_ii`` (projected onto the ball for the
+linear loss, where eq. 29 bounds every sample).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._qp import box_qp, box_qp_reference, cholesky_inplace, cholesky_solve
+
+__all__ = [
+    "LOSS_CODES",
+    "SQUARE_AUTO",
+    "SQUARE_DIRECT",
+    "SQUARE_SMW",
+    "jacobi_unconstrained",
+    "objective",
+    "sample_objective_reference",
+    "sweep_constrained",
+    "sweep_unconstrained",
+    "update_sample",
+    "update_sample_reference",
+]
+
+#: Integer codes of the losses inside the kernels.
+LOSS_CODES = {"hinge": 0, "squared_hinge": 1, "square": 2, "linear": 3}
+HINGE, SQUARED_HINGE, SQUARE, LINEAR, SMOOTH_HINGE = 0, 1, 2, 3, 4
+
+#: Square-loss linear solve: Woodbury when ``|T(i)| < r`` (auto), or forced either way.
+SQUARE_AUTO, SQUARE_SMW, SQUARE_DIRECT = 0, 1, 2
+
+
+@njit(cache=True)
+def _offdiag_product(i, E, Lp, Li, Lx, out):
+    """``out = s_i = sum_{k != i} L_ik e_k`` from the CSR row ``i`` of ``L``."""
+    r = E.shape[1]
+    for c in range(r):
+        out[c] = 0.0
+    for t in range(Lp[i], Lp[i + 1]):
+        k = Li[t]
+        if k == i:
+            continue
+        w = Lx[t]
+        for c in range(r):
+            out[c] += w * E[k, c]
+
+
+@njit(cache=True)
+def _dot_rows(E, j, s):
+    """``e_j^T s``."""
+    t = 0.0
+    for c in range(E.shape[1]):
+        t += E[j, c] * s[c]
+    return t
+
+
+@njit(cache=True)
+def _project_ball(v, radius):
+    """Project ``v`` onto ``{||v|| <= radius}`` in place (``radius = inf``: no-op)."""
+    if radius == np.inf:
+        return
+    nrm = 0.0
+    for c in range(v.shape[0]):
+        nrm += v[c] * v[c]
+    nrm = np.sqrt(nrm)
+    if nrm > radius:
+        f = radius / nrm
+        for c in range(v.shape[0]):
+            v[c] *= f
+
+
+@njit(cache=True)
+def _write_row(E, i, v):
+    """``E[i] = v``; returns ``||v - e_i||^2`` (the row's share of ``||E_t - E_{t-1}||_F^2``)."""
+    ch = 0.0
+    for c in range(E.shape[1]):
+        dlt = v[c] - E[i, c]
+        ch += dlt * dlt
+        E[i, c] = v[c]
+    return ch
+
+
+@njit(cache=True)
+def update_sample(
+    i,
+    E,
+    Lp,
+    Li,
+    Lx,
+    diag,
+    Tp,
+    Ti,
+    Ts,
+    loss,
+    gamma,
+    b,
+    alpha,
+    square_path,
+    s,
+    v,
+    H,
+    q,
+    x,
+    g,
+    p,
+    nul,
+    state,
+    idx,
+    Hs,
+    Fs,
+    M,
+    FM,
+):
+    """Replace ``e_i`` by the exact minimizer of the per-sample problem (18).
+
+    See the module docstring for the four closed forms / duals. Samples without partners
+    get (13) (projected onto the ball for the linear loss).
+
+    Parameters
+    ----------
+    i : int
+        Sample to update.
+    E : ndarray of shape (n, r)
+        Embedding, row ``i`` overwritten.
+    Lp, Li, Lx : ndarray
+        CSR arrays of ``L`` (int64, int64, float64).
+    diag : ndarray of shape (n,)
+        ``L_ii > 0``.
+    Tp, Ti, Ts : ndarray
+        Constraint adjacency CSR: partners ``j`` and signs ``T_ij`` of each sample.
+    loss : int
+        Code from :data:`LOSS_CODES`.
+    gamma : float
+        Loss weight.
+    b : float
+        Ball radius of the linear loss; the smoothing ``mu > 0`` of the smoothed hinge.
+    alpha : ndarray of shape (2 m,)
+        Dual variables per adjacency slot: read as warm start, overwritten (hinge losses).
+    square_path : int
+        :data:`SQUARE_AUTO`, :data:`SQUARE_SMW` or :data:`SQUARE_DIRECT`.
+    s, v : ndarray of shape (r,)
+        Workspaces.
+    H, Hs, Fs : ndarray of shape (dmax, dmax)
+        Workspaces, ``dmax >= |T(i)|``.
+    q, x, g, p, nul : ndarray of shape (dmax,)
+        Workspaces.
+    state, idx : ndarray of shape (dmax,), int64
+        Workspaces.
+    M, FM : ndarray of shape (r, r)
+        Workspaces of the direct square-loss solve (may be ``(1, 1)`` otherwise).
+
+    Returns
+    -------
+    float
+        ``||e_i^new - e_i^old||^2``.
+    """
+    r = E.shape[1]
+    lii = diag[i]
+    _offdiag_product(i, E, Lp, Li, Lx, s)
+    start = Tp[i]
+    d = Tp[i + 1] - start
+    if d == 0 or loss == LINEAR:
+        # (13) or (31): both are ball projections of an isotropic quadratic's centre.
+        for c in range(r):
+            v[c] = -s[c]
+        for t in range(d):
+            j = Ti[start + t]
+            w = 0.5 * gamma * Ts[start + t]
+            for c in range(r):
+                v[c] += w * E[j, c]
+        for c in range(r):
+            v[c] /= lii
+        if loss == LINEAR:
+            _project_ball(v, b)
+        return _write_row(E, i, v)
+    if loss == SQUARE:
+        # c = gamma sum_j T_ij e_j - s_i, then M v = c with M = L_ii I + gamma B B^T.
+        for c in range(r):
+            v[c] = -s[c]
+        for t in range(d):
+            j = Ti[start + t]
+            w = gamma * Ts[start + t]
+            for c in range(r):
+                v[c] += w * E[j, c]
+        use_smw = d < r if square_path == SQUARE_AUTO else square_path == SQUARE_SMW
+        if use_smw:
+            # v = (c - B y) / L_ii with ((L_ii / gamma) I + B^T B) y = B^T c.
+            for a in range(d):
+                ja = Ti[start + a]
+                x[a] = _dot_rows(E, ja, v)
+                for c2 in range(a + 1):
+                    h = _dot_rows(E, ja, E[Ti[start + c2]])
+                    H[a, c2] = h
+                    H[c2, a] = h
+                H[a, a] += lii / gamma
+            cholesky_inplace(H, d, Fs, 0.0)
+            cholesky_solve(Fs, d, x)
+            for a in range(d):
+                ja = Ti[start + a]
+                for c in range(r):
+                    v[c] -= x[a] * E[ja, c]
+            for c in range(r):
+                v[c] /= lii
+        else:
+            for c in range(r):
+                for c2 in range(c + 1):
+                    M[c, c2] = 0.0
+                M[c, c] = lii
+            for t in range(d):
+                j = Ti[start + t]
+                for c in range(r):
+                    w = gamma * E[j, c]
+                    for c2 in range(c + 1):
+                        M[c, c2] += w * E[j, c2]
+            cholesky_inplace(M, r, FM, 0.0)
+            cholesky_solve(FM, r, v)
+        return _write_row(E, i, v)
+    # Hinge / squared hinge: dual (22) / (25), then v = (A alpha - s_i) / L_ii (21).
+    for a in range(d):
+        ja = Ti[start + a]
+        ta = Ts[start + a]
+        q[a] = lii + ta * _dot_rows(E, ja, s)
+        for c2 in range(a + 1):
+            h = ta * Ts[start + c2] * _dot_rows(E, ja, E[Ti[start + c2]])
+            H[a, c2] = h
+            H[c2, a] = h
+        if loss == SQUARED_HINGE:
+            H[a, a] += lii / gamma
+        elif loss == SMOOTH_HINGE:
+            H[a, a] += 2.0 * b * lii / gamma
+    hi = np.inf if loss == SQUARED_HINGE else 0.5 * gamma
+    if d == 1:
+        if H[0, 0] > 0.0:
+            x[0] = min(max(q[0] / H[0, 0], 0.0), hi)
+        else:  # e_j = 0: the loss term is constant, any alpha gives the same v
+            x[0] = hi if q[0] > 0.0 else 0.0
+    else:
+        for a in range(d):
+            x[a] = alpha[start + a]
+        box_qp(H, q, d, 0.0, hi, x, g, p, nul, state, idx, Hs, Fs)
+    for c in range(r):
+        v[c] = -s[c]
+    for a in range(d):
+        alpha[start + a] = x[a]
+        ja = Ti[start + a]
+        w = x[a] * Ts[start + a]
+        for c in range(r):
+            v[c] += w * E[ja, c]
+    for c in range(r):
+        v[c] /= lii
+    return _write_row(E, i, v)
+
+
+@njit(cache=True)
+def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path):
+    """Gauss-Seidel pass of :func:`update_sample` over the samples in ``order``.
+
+    Parameters
+    ----------
+    order : ndarray of shape (n_updates,), int64
+        Samples to update, in this order (a random permutation of the constrained set).
+    E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path
+        As in :func:`update_sample`.
+
+    Returns
+    -------
+    float
+        ``sum_i ||e_i^new - e_i^old||^2`` over the updated rows.
+    """
+    r = E.shape[1]
+    dmax = 1
+    for t in range(order.shape[0]):
+        i = order[t]
+        dmax = max(dmax, Tp[i + 1] - Tp[i])
+    s = np.empty(r)
+    v = np.empty(r)
+    H = np.empty((dmax, dmax))
+    Hs = np.empty((dmax, dmax))
+    Fs = np.empty((dmax, dmax))
+    q = np.empty(dmax)
+    x = np.empty(dmax)
+    g = np.empty(dmax)
+    p = np.empty(dmax)
+    nul = np.empty(dmax)
+    state = np.empty(dmax, dtype=np.int64)
+    idx = np.empty(dmax, dtype=np.int64)
+    rm = r if loss == SQUARE else 1
+    M = np.empty((rm, rm))
+    FM = np.empty((rm, rm))
+    change = 0.0
+    for t in range(order.shape[0]):
+        change += update_sample(
+            order[t],
+            E,
+            Lp,
+            Li,
+            Lx,
+            diag,
+            Tp,
+            Ti,
+            Ts,
+            loss,
+            gamma,
+            b,
+            alpha,
+            square_path,
+            s,
+            v,
+            H,
+            q,
+            x,
+            g,
+            p,
+            nul,
+            state,
+            idx,
+            Hs,
+            Fs,
+            M,
+            FM,
+        )
+    return change
+
+
+@njit(cache=True)
+def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius):
+    """Gauss-Seidel pass of (13), ``e_i = P_radius(-s_i / L_ii)``, over the samples ``U``.
+
+    Parameters
+    ----------
+    U : ndarray of shape (n_u,), int64
+        Unconstrained samples.
+    E, Lp, Li, Lx, diag
+        As in :func:`update_sample`.
+    radius : float
+        Ball radius (``b`` for the linear loss, ``inf`` otherwise).
+
+    Returns
+    -------
+    float
+        ``sum_i ||e_i^new - e_i^old||^2``.
+    """
+    r = E.shape[1]
+    s = np.empty(r)
+    change = 0.0
+    for t in range(U.shape[0]):
+        i = U[t]
+        _offdiag_product(i, E, Lp, Li, Lx, s)
+        for c in range(r):
+            s[c] = -s[c] / diag[i]
+        _project_ball(s, radius)
+        change += _write_row(E, i, s)
+    return change
+
+
+@njit(cache=True)
+def jacobi_unconstrained(U, E, Lp, Li, Lx, diag, radius, n_iter, buf, start):
+    """``n_iter`` Jacobi steps (17) on the unconstrained block, ``E_L`` held fixed.
+
+    ``E_U <- -(L_UL E_L + (L_UU - D_UU) E_U) D_UU^{-1}`` row-wise from the old ``E_U``
+    (projected onto the ball for the linear loss). For the normalized Laplacian the
+    iteration matrix has spectral radius ``<= 1 / (1 + delta)`` (Proposition 1), so it
+    contracts to the minimizer over ``E_U``; and because ``2 D_UU - L_UU`` is positive
+    definite for a diagonally dominant ``L``, every step decreases the objective.
+
+    Parameters
+    ----------
+    U : ndarray of shape (n_u,), int64
+    E, Lp, Li, Lx, diag, radius
+        As in :func:`sweep_unconstrained`.
+    n_iter : int
+        Number of Jacobi steps.
+    buf, start : ndarray of shape (n_u, r)
+        Workspaces (new rows; rows at entry, for the change).
+
+    Returns
+    -------
+    float
+        ``||E_U^new - E_U^old||_F^2`` over the whole call.
+    """
+    r = E.shape[1]
+    nu = U.shape[0]
+    for t in range(nu):
+        for c in range(r):
+            start[t, c] = E[U[t], c]
+    for _ in range(n_iter):
+        for t in range(nu):
+            i = U[t]
+            _offdiag_product(i, E, Lp, Li, Lx, buf[t])
+            for c in range(r):
+                buf[t, c] = -buf[t, c] / diag[i]
+            _project_ball(buf[t], radius)
+        for t in range(nu):
+            for c in range(r):
+                E[U[t], c] = buf[t, c]
+    change = 0.0
+    for t in range(nu):
+        for c in range(r):
+            dlt = E[U[t], c] - start[t, c]
+            change += dlt * dlt
+    return change
+
+
+@njit(cache=True)
+def objective(E, Lp, Li, Lx, pairs, signs, loss, gamma, mu=0.0):
+    """Objective (10): ``tr(E^T L E) + gamma sum_k l(signs_k e_{i_k}^T e_{j_k})``.
+
+    ``O(r (nnz(L) + m))``, no temporary of size ``n``.
+
+    Parameters
+    ----------
+    E : ndarray of shape (n, r)
+    Lp, Li, Lx : ndarray
+        CSR arrays of ``L`` (diagonal included).
+    pairs : ndarray of shape (m, 2), int64
+    signs : ndarray of shape (m,)
+    loss : int
+        Code from :data:`LOSS_CODES`.
+    gamma : float
+    mu : float, default=0.0
+        Smoothing of the smoothed hinge (loss code ``SMOOTH_HINGE``).
+
+    Returns
+    -------
+    float
+    """
+    n, r = E.shape
+    row = np.empty(r)
+    smooth = 0.0
+    for i in range(n):
+        # (L E)_i as an axpy loop (vectorizes), then one reduction per row: a dot product
+        # per nonzero would serialize on its accumulator (no fastmath).
+        for c in range(r):
+            row[c] = 0.0
+        for t in range(Lp[i], Lp[i + 1]):
+            k = Li[t]
+            w = Lx[t]
+            for c in range(r):
+                row[c] += w * E[k, c]
+        smooth += _dot_rows(E, i, row)
+    total = 0.0
+    for t in range(pairs.shape[0]):
+        z = signs[t] * _dot_rows(E, pairs[t, 0], E[pairs[t, 1]])
+        if loss == HINGE:
+            total += max(1.0 - z, 0.0)
+        elif loss == SQUARED_HINGE:
+            h = max(1.0 - z, 0.0)
+            total += h * h
+        elif loss == SQUARE:
+            total += (1.0 - z) * (1.0 - z)
+        elif loss == SMOOTH_HINGE:
+            u = 1.0 - z
+            if u >= mu:
+                total += u - 0.5 * mu
+            elif u > 0.0:
+                total += 0.5 * u * u / mu
+        else:
+            total -= z
+    return smooth + gamma * total
+
+
+# ---------------------------------------------------------------------------------------
+# Plain-NumPy references (tests only)
+# ---------------------------------------------------------------------------------------
+
+
+def sample_objective_reference(v, i, E, laplacian, Tp, Ti, Ts, loss, gamma):
+    """``Phi_i(v)`` of eq. (18), in NumPy.
+
+    Parameters
+    ----------
+    v : ndarray of shape (r,)
+        Candidate value of ``e_i``.
+    i : int
+    E : ndarray of shape (n, r)
+        Current embedding (row ``i`` ignored).
+    laplacian : scipy.sparse.csr_matrix
+    Tp, Ti, Ts : ndarray
+        Constraint adjacency CSR.
+    loss : str
+    gamma : float
+
+    Returns
+    -------
+    float
+        ``1/2 L_ii ||v||^2 + v^T s_i + gamma/2 sum_j l(T_ij v^T e_j)``.
+    """
+    from ._problem import loss_values
+
+    lii, s = _row_terms(i, E, laplacian)
+    sl = slice(Tp[i], Tp[i + 1])
+    z = Ts[sl] * (E[Ti[sl]] @ v)
+    return (
+        0.5 * lii * float(v @ v) + float(v @ s) + 0.5 * gamma * float(np.sum(loss_values(z, loss)))
+    )
+
+
+def _row_terms(i, E, laplacian):
+    """``L_ii`` and ``s_i = sum_{k != i} L_ik e_k`` in NumPy."""
+    row = laplacian.getrow(i)
+    lii = float(laplacian[i, i])
+    s = np.asarray(row @ E).ravel() - lii * E[i]
+    return lii, s
+
+
+def update_sample_reference(
+    i, E, laplacian, Tp, Ti, Ts, loss, gamma, b=1.0, alpha0=None, square_path="auto"
+):
+    """Plain-NumPy reference of :func:`update_sample` (returns instead of writing).
+
+    Parameters
+    ----------
+    i : int
+        Sample.
+    E : ndarray of shape (n, r)
+        Embedding (not modified).
+    laplacian : scipy.sparse.csr_matrix of shape (n, n)
+    Tp, Ti, Ts : ndarray
+        Constraint adjacency CSR.
+    loss : str
+    gamma : float
+    b : float, default=1.0
+        Ball radius (linear loss).
+    alpha0 : ndarray of shape (|T(i)|,), optional
+        Warm start of the dual (hinge losses).
+    square_path : {"auto", "smw", "direct"}, default="auto"
+
+    Returns
+    -------
+    v : ndarray of shape (r,)
+        Minimizer of ``Phi_i``.
+    alpha : ndarray of shape (|T(i)|,) or None
+        Dual solution for the hinge losses.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    r = E.shape[1]
+    lii, s = _row_terms(i, E, laplacian)
+    sl = slice(Tp[i], Tp[i + 1])
+    T = np.asarray(Ts[sl], dtype=np.float64)
+    B = E[Ti[sl]].T  # r x d, columns e_j
+    d = B.shape[1]
+    if d == 0 or loss == "linear":
+        v = (0.5 * gamma * (B @ T) - s) / lii
+        if loss == "linear" and np.linalg.norm(v) > b:
+            v *= b / np.linalg.norm(v)
+        return v, None
+    if loss == "square":
+        c = gamma * (B @ T) - s
+        smw = d < r if square_path == "auto" else square_path == "smw"
+        if smw:
+            y = np.linalg.solve((lii / gamma) * np.eye(d) + B.T @ B, B.T @ c)
+            return (c - B @ y) / lii, None
+        return np.linalg.solve(lii * np.eye(r) + gamma * (B @ B.T), c), None
+    A = B * T  # columns a_j = T_ij e_j
+    H = A.T @ A
+    if loss == "squared_hinge":
+        H = H + (lii / gamma) * np.eye(d)
+    q = lii + A.T @ s
+    hi = 0.5 * gamma if loss == "hinge" else np.inf
+    alpha = box_qp_reference(H, q, 0.0, hi, alpha0)
+    return (A @ alpha - s) / lii, alpha

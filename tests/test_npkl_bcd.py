@@ -1,0 +1,509 @@
+"""Tests of the NPKL block-coordinate-descent solver (seed 000, Algorithm 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.optimize import minimize
+from sklearn.datasets import make_blobs
+
+from psdlearn.constraints import PairwiseConstraints
+from psdlearn.graph import knn_laplacian
+from psdlearn.npkl import _kernels as K
+from psdlearn.npkl._problem import NPKLProblem
+from psdlearn.npkl._qp import box_qp, box_qp_reference, kkt_residual
+from psdlearn.npkl.bcd import _update_sample_reference, initial_embedding, solve_bcd
+
+LOSSES = ("hinge", "squared_hinge", "square", "linear")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _label_pairs(y, n_must, n_cannot, rng):
+    """Random distinct must-link / cannot-link pairs ``i < j`` drawn from labels ``y``."""
+    n = len(y)
+    seen, pairs, signs = set(), [], []
+    want = {1.0: n_must, -1.0: n_cannot}
+    while want[1.0] or want[-1.0]:
+        i, j = sorted(rng.choice(n, size=2, replace=False).tolist())
+        sign = 1.0 if y[i] == y[j] else -1.0
+        if (i, j) in seen or not want[sign]:
+            continue
+        seen.add((i, j))
+        pairs.append((i, j))
+        signs.append(sign)
+        want[sign] -= 1
+    return np.array(pairs, dtype=np.int64), np.array(signs)
+
+
+def _blob_problem(n, n_classes, seed, loss, gamma=1.0, b=1.0, delta=0.01, frac=0.6):
+    """Blobs, kNN Laplacian (k=5) and 0.6 n must + 0.6 n cannot pairs from the labels."""
+    rng = np.random.default_rng(seed)
+    X, y = make_blobs(
+        n_samples=n, centers=n_classes, n_features=4, cluster_std=1.5, random_state=seed
+    )
+    L = knn_laplacian(X, n_neighbors=5, delta=delta)
+    m = int(round(frac * n))
+    pairs, signs = _label_pairs(y, m, m, rng)
+    return NPKLProblem(L, pairs, signs, loss, gamma, b)
+
+
+def _csr_arrays(L):
+    return (
+        L.indptr.astype(np.int64),
+        L.indices.astype(np.int64),
+        L.data.astype(np.float64),
+        L.diagonal().astype(np.float64),
+    )
+
+
+def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUTO):
+    """Call the compiled per-sample update with freshly allocated workspaces."""
+    r = E.shape[1]
+    dmax = max(1, int(Tp[i + 1] - Tp[i]))
+    Lp, Li, Lx, diag = _csr_arrays(L)
+    f = [np.empty(r), np.empty(r), np.empty((dmax, dmax))]
+    v = [np.empty(dmax) for _ in range(5)]
+    iw = [np.empty(dmax, dtype=np.int64) for _ in range(2)]
+    m = [np.empty((dmax, dmax)), np.empty((dmax, dmax)), np.empty((r, r)), np.empty((r, r))]
+    return K.update_sample(
+        i,
+        E,
+        Lp,
+        Li,
+        Lx,
+        diag,
+        Tp,
+        Ti,
+        Ts,
+        K.LOSS_CODES[loss],
+        gamma,
+        b,
+        alpha,
+        path,
+        *f,
+        *v,
+        *iw,
+        *m,
+    )
+
+
+def _instance(d, r, seed, gamma=None):
+    """Sample 0 with ``d`` partners, a random Laplacian row and a random embedding."""
+    rng = np.random.default_rng(seed)
+    n = d + 4
+    E = rng.normal(size=(n, r)) * rng.uniform(0.5, 1.5) / np.sqrt(r) * 1.5
+    dense = np.eye(n)
+    dense[0, 0] = rng.uniform(0.5, 2.0)
+    nbrs = rng.choice(np.arange(1, n), size=min(4, n - 1), replace=False)
+    w = -rng.uniform(0.05, 0.5, size=len(nbrs))
+    dense[0, nbrs] = w
+    dense[nbrs, 0] = w
+    L = sp.csr_matrix(dense)
+    L.sort_indices()
+    pairs = np.stack([np.zeros(d, dtype=np.int64), np.arange(1, d + 1)], axis=1)
+    signs = rng.choice([-1.0, 1.0], size=d)
+    gamma = float(rng.choice([0.5, 2.0, 10.0])) if gamma is None else gamma
+    return E, L, pairs, signs, gamma
+
+
+def _margins_ok(v, E, L, Tp, Ti, Ts, loss, gamma, alpha, tol):
+    """Optimality certificate of ``v = (A alpha - s) / L_ii`` for the hinge duals."""
+    sl = slice(Tp[0], Tp[1])
+    lii, s = float(L[0, 0]), np.asarray(L.getrow(0) @ E).ravel() - L[0, 0] * E[0]
+    A = E[Ti[sl]].T * Ts[sl]
+    alpha = alpha[sl]
+    assert np.allclose(lii * v, A @ alpha - s, atol=tol, rtol=0)
+    z = A.T @ v  # margins T_ij v^T e_j
+    if loss == "hinge":
+        assert np.all(alpha >= -tol) and np.all(alpha <= gamma / 2 + tol)
+        assert np.all(z[alpha < gamma / 2 - 1e-7] >= 1 - tol)
+        assert np.all(z[alpha > 1e-7] <= 1 + tol)
+        return int(np.sum((alpha > 1e-7) & (alpha < gamma / 2 - 1e-7)))
+    np.testing.assert_allclose(alpha, gamma * np.maximum(1 - z, 0), atol=tol)
+    return int(np.sum(alpha > 1e-7))
+
+
+def _brute_force(E, L, Tp, Ti, Ts, loss, gamma, b, seed):
+    """Minimize Phi_0 by scipy from several random starts (SLSQP on the primal (19) for the
+    hinge, with the ball for the linear loss; L-BFGS-B on the C^1 losses)."""
+    rng = np.random.default_rng(seed)
+    r = E.shape[1]
+    sl = slice(Tp[0], Tp[1])
+    lii, s = float(L[0, 0]), np.asarray(L.getrow(0) @ E).ravel() - L[0, 0] * E[0]
+    A = E[Ti[sl]].T * Ts[sl]
+    d = A.shape[1]
+
+    def phi(v):
+        return K.sample_objective_reference(v, 0, E, L, Tp, Ti, Ts, loss, gamma)
+
+    best = None
+    for _ in range(4):
+        v0 = rng.normal(size=r)
+        if loss == "hinge":
+            x0 = np.concatenate([v0, np.maximum(1 - A.T @ v0, 0) + 0.1])
+            res = minimize(
+                lambda x: 0.5 * lii * x[:r] @ x[:r] + x[:r] @ s + 0.5 * gamma * x[r:].sum(),
+                x0,
+                jac=lambda x: np.concatenate([lii * x[:r] + s, np.full(d, 0.5 * gamma)]),
+                method="SLSQP",
+                options={"ftol": 1e-15, "maxiter": 2000},
+                bounds=[(None, None)] * r + [(0, None)] * d,
+                constraints=[
+                    {
+                        "type": "ineq",
+                        "fun": lambda x: A.T @ x[:r] - 1 + x[r:],
+                        "jac": lambda x: np.hstack([A.T, np.eye(d)]),
+                    }
+                ],
+            )
+            v = res.x[:r]
+        elif loss == "linear":
+            res = minimize(
+                phi,
+                v0 * b / np.linalg.norm(v0) / 2,
+                method="SLSQP",
+                options={"ftol": 1e-15, "maxiter": 2000},
+                constraints=[{"type": "ineq", "fun": lambda v: b * b - v @ v}],
+            )
+            v = res.x * min(1.0, b / np.linalg.norm(res.x))  # SLSQP may overshoot by ~1e-8
+        else:
+
+            def grad(v):
+                z = A.T @ v
+                if loss == "square":
+                    dl = -2 * (1 - z)
+                else:
+                    dl = -2 * np.maximum(1 - z, 0)
+                return lii * v + s + 0.5 * gamma * A @ dl
+
+            v = minimize(
+                phi,
+                v0,
+                jac=grad,
+                method="L-BFGS-B",
+                options={"gtol": 1e-13, "ftol": 1e-16, "maxiter": 10000},
+            ).x
+        if best is None or phi(v) < phi(best):
+            best = v
+    return best, phi
+
+
+# ------------------------------------------------------------------ small QP
+
+
+@pytest.mark.parametrize("d,rank", [(2, 2), (5, 2), (12, 2), (5, 5), (12, 20), (30, 4)])
+@pytest.mark.parametrize("hi", [0.7, np.inf])
+def test_box_qp_kkt_and_reference(d, rank, hi):
+    """Active set is exact (KKT residual at rounding level) on singular and regular H."""
+    rng = np.random.default_rng(d * 100 + rank)
+    for trial in range(10):
+        A = rng.normal(size=(rank, d))
+        if trial % 3 == 0:
+            A[:, 1] = A[:, 0]  # parallel partners: singular even when d <= rank
+        H = A.T @ A + (0.0 if hi < np.inf else 0.05) * np.eye(d)
+        q = 1.0 + A.T @ rng.normal(size=rank)
+        for x0 in (np.zeros(d), rng.uniform(0, 1, size=d)):
+            x = x0.copy()
+            ws = [np.empty(d) for _ in range(3)] + [np.empty(d, dtype=np.int64) for _ in range(2)]
+            status = box_qp(H, q, d, 0.0, hi, x, *ws, np.empty((d, d)), np.empty((d, d)))
+            assert status > 0  # the active set itself terminated, no fallback
+            assert np.all(x >= 0) and np.all(x <= hi)
+            res, scale = kkt_residual(H, q, d, 0.0, hi, x, np.empty(d))
+            assert res <= 1e-10 * scale
+            xr = box_qp_reference(H, q, 0.0, hi, x0)
+            f = 0.5 * x @ H @ x - q @ x
+            fr = 0.5 * xr @ H @ xr - q @ xr
+            assert abs(f - fr) <= 1e-10 * (1 + abs(f))
+            # the primal point A x is unique even where x is not
+            np.testing.assert_allclose(A @ x, A @ xr, atol=1e-8 * (1 + np.abs(A @ x).max()))
+
+
+# ------------------------------------------------------------------ per-sample updates
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_update_is_exact_minimizer(loss):
+    """Kernel = NumPy reference (1e-10), optimality certificate, and brute force agree."""
+    n_interior = 0
+    for d in (1, 2, 5, 12):
+        for rank in (2, 5, 20):
+            seed = 1000 * d + rank
+            E, L, pairs, signs, gamma = _instance(d, rank, seed)
+            b = 0.8
+            Tp, Ti, Ts = NPKLProblem(L, pairs, signs, loss, gamma, b).neighbors()
+            ref, alpha_ref = _update_sample_reference(0, E, L, Tp, Ti, Ts, loss, gamma, b)
+            Ek = E.copy()
+            alpha = np.zeros(len(Ti))
+            _kernel_update(0, Ek, L, Tp, Ti, Ts, loss, gamma, b, alpha)
+            v = Ek[0]
+            assert np.array_equal(Ek[1:], E[1:])
+            np.testing.assert_allclose(v, ref, rtol=0, atol=1e-10 * (1 + np.abs(ref).max()))
+            if loss in ("hinge", "squared_hinge"):
+                n_interior += _margins_ok(v, E, L, Tp, Ti, Ts, loss, gamma, alpha, 1e-9)
+            elif loss == "square":
+                A = E[Ti[: Tp[1]]].T * Ts[: Tp[1]]
+                lii = L[0, 0]
+                s = np.asarray(L.getrow(0) @ E).ravel() - lii * E[0]
+                grad = lii * v + s - gamma * A @ (1 - A.T @ v)
+                assert np.abs(grad).max() <= 1e-10 * (1 + np.abs(s).max())
+            else:
+                assert np.linalg.norm(v) <= b + 1e-12
+            vb, phi = _brute_force(E, L, Tp, Ti, Ts, loss, gamma, b, seed)
+            assert phi(v) <= phi(vb) + 1e-9 * (1 + abs(phi(vb)))
+            np.testing.assert_allclose(v, vb, atol=1e-3 * (1 + np.abs(v).max()))
+    if loss in ("hinge", "squared_hinge"):
+        assert n_interior > 0  # the instances exercise multipliers strictly inside the box
+
+
+@pytest.mark.sdp
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_update_matches_cvxpy_primal(loss):
+    """Hinge duals against the primal QPs (19)/(24) solved by cvxpy."""
+    cp = pytest.importorskip("cvxpy")
+    for d, rank in [(2, 5), (5, 2), (12, 5), (12, 20)]:
+        E, L, pairs, signs, gamma = _instance(d, rank, 7 * d + rank)
+        Tp, Ti, Ts = NPKLProblem(L, pairs, signs, loss, gamma).neighbors()
+        Ek = E.copy()
+        _kernel_update(0, Ek, L, Tp, Ti, Ts, loss, gamma, 1.0, np.zeros(len(Ti)))
+        lii = float(L[0, 0])
+        s = np.asarray(L.getrow(0) @ E).ravel() - lii * E[0]
+        A = E[Ti[: Tp[1]]].T * Ts[: Tp[1]]
+        v = cp.Variable(rank)
+        xi = cp.pos(1 - A.T @ v)
+        pen = cp.sum(xi) if loss == "hinge" else cp.sum_squares(xi)
+        cp.Problem(cp.Minimize(0.5 * lii * cp.sum_squares(v) + s @ v + 0.5 * gamma * pen)).solve(
+            solver=cp.CLARABEL
+        )
+        np.testing.assert_allclose(Ek[0], v.value, atol=1e-6)
+
+
+@pytest.mark.parametrize("d,rank", [(1, 4), (3, 4), (3, 10), (7, 5), (7, 20), (25, 20)])
+def test_square_smw_equals_direct(d, rank):
+    """Woodbury path (d x d solve) and direct r x r Cholesky give the same update."""
+    for seed in range(5):
+        E, L, pairs, signs, gamma = _instance(d, rank, 31 * seed + d)
+        Tp, Ti, Ts = NPKLProblem(L, pairs, signs, "square", gamma).neighbors()
+        out = []
+        for path in (K.SQUARE_SMW, K.SQUARE_DIRECT, K.SQUARE_AUTO):
+            Ek = E.copy()
+            _kernel_update(0, Ek, L, Tp, Ti, Ts, "square", gamma, 1.0, np.zeros(len(Ti)), path)
+            out.append(Ek[0])
+        for path in ("smw", "direct"):
+            out.append(
+                _update_sample_reference(0, E, L, Tp, Ti, Ts, "square", gamma, square_path=path)[0]
+            )
+        for other in out[1:]:
+            np.testing.assert_allclose(
+                out[0], other, rtol=0, atol=1e-10 * (1 + np.abs(out[0]).max())
+            )
+
+
+def test_warm_start_does_not_change_update():
+    """The dual warm start only changes the path, not the (unique) primal minimizer."""
+    rng = np.random.default_rng(3)
+    for loss in ("hinge", "squared_hinge"):
+        for d, rank in [(5, 2), (12, 5), (5, 20)]:
+            E, L, pairs, signs, gamma = _instance(d, rank, d + rank)
+            Tp, Ti, Ts = NPKLProblem(L, pairs, signs, loss, gamma).neighbors()
+            cold = E.copy()
+            _kernel_update(0, cold, L, Tp, Ti, Ts, loss, gamma, 1.0, np.zeros(len(Ti)))
+            warm = E.copy()
+            alpha = rng.uniform(0, gamma, size=len(Ti))
+            _kernel_update(0, warm, L, Tp, Ti, Ts, loss, gamma, 1.0, alpha)
+            np.testing.assert_allclose(cold[0], warm[0], atol=1e-10)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_single_updates_never_increase_objective(loss):
+    """Each per-sample update (constrained or not) is a descent step of the objective (10)."""
+    prob = _blob_problem(70, 3, 5, loss, gamma=2.0, b=1.0)
+    L = prob.laplacian
+    Lp, Li, Lx, _ = _csr_arrays(L)
+    Tp, Ti, Ts = prob.neighbors()
+    code = K.LOSS_CODES[loss]
+    E = initial_embedding(prob.n_samples, 4, 0, max_norm=1.0)
+    alpha = np.zeros(len(Ti))
+    rng = np.random.default_rng(0)
+    f = K.objective(E, Lp, Li, Lx, prob.pairs, prob.signs, code, prob.gamma)
+    np.testing.assert_allclose(f, prob.objective(E), rtol=1e-12)
+    for _ in range(2):
+        for i in rng.permutation(prob.n_samples):
+            _kernel_update(i, E, L, Tp, Ti, Ts, loss, prob.gamma, prob.b, alpha)
+            f_new = K.objective(E, Lp, Li, Lx, prob.pairs, prob.signs, code, prob.gamma)
+            assert f_new <= f + 1e-10 * abs(f)
+            f = f_new
+
+
+# ------------------------------------------------------------------ full solver
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_objective_monotone_over_sweeps(loss):
+    """Theorem 1: Phi(E_t) is non-increasing, on several data sets, seeds and both modes."""
+    for n, n_classes, data_seed in [(60, 2, 0), (100, 3, 1), (150, 4, 2)]:
+        prob = _blob_problem(n, n_classes, data_seed, loss, gamma=1.0 + data_seed)
+        for seed, mode in [(0, "sequential"), (1, "block"), (2, "sequential")]:
+            E0 = initial_embedding(n, 3 + seed, seed, max_norm=prob.b)
+            res = solve_bcd(
+                prob, E0, max_iter=60, tol=1e-9, random_state=seed, unconstrained=mode, block_iter=2
+            )
+            h = np.asarray(res.objective_history)
+            assert len(h) == res.n_iter + 1 == len(res.time_history)
+            assert np.all(np.diff(h) <= 1e-10 * np.abs(h[1:]))
+            assert h[-1] < h[0]
+            assert np.all(np.diff(res.time_history) >= 0)
+            np.testing.assert_allclose(h[-1], prob.objective(res.embedding), rtol=1e-10)
+
+
+def test_linear_loss_rows_stay_in_ball():
+    """Every row satisfies ||e_i|| <= b after every sweep (the start is projected too)."""
+    for b in (0.5, 1.0, 2.0):
+        prob = _blob_problem(90, 3, 4, "linear", gamma=3.0, b=b)
+        E0 = initial_embedding(prob.n_samples, 5, 1, scale=3.0)  # infeasible on purpose
+        norms = []
+
+        def cb(it, E, obj, norms=norms):
+            norms.append(np.linalg.norm(E, axis=1).max())
+
+        for mode in ("sequential", "block"):
+            res = solve_bcd(prob, E0, max_iter=40, random_state=0, unconstrained=mode, callback=cb)
+            assert np.linalg.norm(res.embedding, axis=1).max() <= b + 1e-12
+        assert len(norms) > 2 and max(norms) <= b + 1e-12
+        # the ball is active: the unconstrained optimum would leave it
+        assert max(norms) >= b - 1e-9
+
+
+def test_block_and_sequential_reach_same_fixed_point():
+    """With E_L fixed, Gauss-Seidel (13) and Jacobi (17) both converge to
+    E_U* = -L_UU^{-1} L_UL E_L, the minimizer of the strictly convex problem in E_U."""
+    prob = _blob_problem(120, 3, 9, "square", delta=0.1, frac=0.15)
+    L = prob.laplacian
+    Lp, Li, Lx, diag = _csr_arrays(L)
+    Tp = prob.neighbors()[0]
+    U = np.flatnonzero(np.diff(Tp) == 0).astype(np.int64)
+    C = np.flatnonzero(np.diff(Tp) > 0)
+    assert 10 < len(U) < prob.n_samples
+    E = initial_embedding(prob.n_samples, 6, 0)
+    Luu = L[U][:, U].tocsc()
+    Eu_star = -spla.splu(Luu).solve(L[U][:, C] @ E[C])
+
+    seq = E.copy()
+    for _ in range(300):
+        K.sweep_unconstrained(U, seq, Lp, Li, Lx, diag, np.inf)
+    jac = E.copy()
+    buf, start = np.empty((len(U), 6)), np.empty((len(U), 6))
+    K.jacobi_unconstrained(U, jac, Lp, Li, Lx, diag, np.inf, 300, buf, start)
+    for out in (seq, jac):
+        np.testing.assert_allclose(out[U], Eu_star, atol=1e-10)
+        np.testing.assert_array_equal(out[C], E[C])
+    # one Jacobi step = one step of (17) written with matrices
+    one = E.copy()
+    K.jacobi_unconstrained(U, one, Lp, Li, Lx, diag, np.inf, 1, buf, start)
+    Lbar = L - sp.diags(diag)
+    np.testing.assert_allclose(one[U], -(Lbar[U] @ E) / diag[U, None], atol=1e-13)
+
+
+def test_determinism_and_input_untouched():
+    prob = _blob_problem(80, 3, 3, "hinge")
+    E0 = initial_embedding(prob.n_samples, 4, 11)
+    E0_copy = E0.copy()
+    a = solve_bcd(prob, E0, max_iter=30, random_state=5)
+    b = solve_bcd(prob, E0, max_iter=30, random_state=np.random.default_rng(5))
+    c = solve_bcd(prob, E0, max_iter=30, random_state=6)
+    np.testing.assert_array_equal(E0, E0_copy)
+    np.testing.assert_array_equal(a.embedding, b.embedding)
+    assert a.objective_history == b.objective_history
+    assert not np.array_equal(a.embedding, c.embedding)
+    np.testing.assert_array_equal(initial_embedding(50, 3, 2), initial_embedding(50, 3, 2))
+
+
+def test_convergence_flag_and_callback():
+    prob = _blob_problem(60, 2, 0, "square")
+    E0 = initial_embedding(prob.n_samples, 3, 0)
+    res = solve_bcd(prob, E0, max_iter=2000, tol=1e-6, random_state=0)
+    assert res.converged and res.n_iter < 2000
+    short = solve_bcd(prob, E0, max_iter=3, tol=1e-12, random_state=0)
+    assert not short.converged and short.n_iter == 3
+    seen = []
+    stop = solve_bcd(
+        prob,
+        E0,
+        max_iter=50,
+        tol=0.0,
+        random_state=0,
+        callback=lambda it, E, f: seen.append((it, f)) or it == 4,
+    )
+    assert stop.n_iter == 4 and [s[0] for s in seen] == [1, 2, 3, 4]
+    assert [s[1] for s in seen] == stop.objective_history[1:]
+    # initial_embedding: rows of norm ~ scale, projected when max_norm is given
+    E = initial_embedding(4000, 50, 0, scale=2.0)
+    assert abs(np.mean(np.sum(E**2, axis=1)) - 4.0) < 0.1
+    assert np.linalg.norm(initial_embedding(100, 5, 0, max_norm=0.3), axis=1).max() <= 0.3 + 1e-15
+
+
+def test_invalid_arguments():
+    prob = _blob_problem(60, 2, 0, "hinge")
+    E0 = initial_embedding(prob.n_samples, 3, 0)
+    with pytest.raises(ValueError, match="unconstrained"):
+        solve_bcd(prob, E0, unconstrained="jacobi")
+    with pytest.raises(ValueError, match="E0"):
+        solve_bcd(prob, E0[:-1])
+    with pytest.raises(ValueError, match="block_iter"):
+        solve_bcd(prob, E0, unconstrained="block", block_iter=0)
+    bad = NPKLProblem(prob.laplacian, prob.pairs, prob.signs, "pcp", 1.0)
+    with pytest.raises(ValueError, match="loss"):
+        solve_bcd(bad, E0)
+
+
+@pytest.mark.parametrize("mu", [0.1, 1e-3])
+def test_smoothed_hinge_surrogate_never_increases(mu):
+    """Each smoothed stage is exact BCD on a C^1 surrogate: its objective is monotone."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(scale=2.5, size=(3, 3))
+    y = np.arange(90) % 3
+    X = centers[y] + rng.normal(size=(90, 3))
+    L = knn_laplacian(X, n_neighbors=5)
+    C = PairwiseConstraints.from_labels(y, random_state=0)
+    prob = NPKLProblem(L, C.pairs, C.signs.astype(float), "hinge", 1.0, 1.0)
+    res = solve_bcd(prob, initial_embedding(90, 10, 0), smoothing=mu, max_iter=300, tol=0,
+                    random_state=0)
+    sur = np.asarray(res.surrogate_history)
+    hinge = np.asarray(res.objective_history)
+    assert np.all(np.diff(sur) <= 1e-10 * np.abs(sur).max())
+    # hinge - mu/2 <= h_mu <= hinge, summed over the m pairs with weight gamma = 1
+    assert np.all(sur <= hinge + 1e-12)
+    assert np.all(hinge - sur <= 0.5 * mu * len(C) + 1e-9)
+
+
+@pytest.mark.parametrize("mu", [0.5, 1e-2, 1e-4])
+def test_smoothed_hinge_row_update_is_stationary(mu):
+    """The smoothed-hinge row update zeroes the gradient of the (C^1, strictly convex) row
+    objective 1/2 L_ii |v|^2 + v.s_i + gamma/2 sum_j h_mu(1 - T_ij v.e_j)."""
+    rng = np.random.default_rng(1)
+    centers = rng.normal(scale=2.5, size=(3, 3))
+    y = np.arange(60) % 3
+    X = centers[y] + rng.normal(size=(60, 3))
+    L = knn_laplacian(X, n_neighbors=5)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=1)
+    gamma = 2.0
+    prob = NPKLProblem(L, C.pairs, C.signs.astype(float), "hinge", gamma, 1.0)
+    Tp, Ti, Ts = prob.neighbors()
+    E = initial_embedding(60, 6, 3) * 2.0
+    Lp, Li, Lx = L.indptr.astype(np.int64), L.indices.astype(np.int64), L.data
+    diag = L.diagonal().copy()
+    alpha = np.zeros(len(Ti))
+    i = int(np.argmax(np.diff(Tp)))  # the sample with most partners
+    K.sweep_constrained(np.array([i], dtype=np.int64), E, Lp, Li, Lx, diag, Tp, Ti, Ts,
+                        K.SMOOTH_HINGE, gamma, mu, alpha, K.SQUARE_AUTO)
+    v = E[i]
+    s_i = L[i] @ E - L[i, i] * v
+    grad = L[i, i] * v + np.ravel(s_i)
+    for t in range(Tp[i], Tp[i + 1]):
+        a = Ts[t] * E[Ti[t]]
+        u = 1.0 - a @ v
+        grad -= 0.5 * gamma * np.clip(u / mu, 0.0, 1.0) * a
+    assert np.abs(grad).max() < 1e-9 * max(1.0, np.abs(E).max())
