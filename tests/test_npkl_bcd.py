@@ -60,7 +60,7 @@ def _csr_arrays(L):
     )
 
 
-def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUTO):
+def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUTO, acc=None):
     """Call the compiled per-sample update with freshly allocated workspaces."""
     r = E.shape[1]
     dmax = max(1, int(Tp[i + 1] - Tp[i]))
@@ -88,6 +88,7 @@ def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUT
         *v,
         *iw,
         *m,
+        np.zeros(2) if acc is None else acc,
     )
 
 
@@ -332,9 +333,12 @@ def test_single_updates_never_increase_objective(loss):
     np.testing.assert_allclose(f, prob.objective(E), rtol=1e-12)
     for _ in range(2):
         for i in rng.permutation(prob.n_samples):
-            _kernel_update(i, E, L, Tp, Ti, Ts, loss, prob.gamma, prob.b, alpha)
+            acc = np.zeros(2)
+            _kernel_update(i, E, L, Tp, Ti, Ts, loss, prob.gamma, prob.b, alpha, acc=acc)
             f_new = K.objective(E, Lp, Li, Lx, prob.pairs, prob.signs, code, prob.gamma)
             assert f_new <= f + 1e-10 * abs(f)
+            # the update reports its exact objective change (used for the per-sweep history)
+            assert acc[0] == pytest.approx(f_new - f, rel=1e-8, abs=1e-10 * abs(f))
             f = f_new
 
 
@@ -393,7 +397,7 @@ def test_block_and_sequential_reach_same_fixed_point():
 
     seq = E.copy()
     for _ in range(300):
-        K.sweep_unconstrained(U, seq, Lp, Li, Lx, diag, np.inf)
+        K.sweep_unconstrained(U, seq, Lp, Li, Lx, diag, np.inf, np.zeros(2))
     jac = E.copy()
     buf, start = np.empty((len(U), 6)), np.empty((len(U), 6))
     K.jacobi_unconstrained(U, jac, Lp, Li, Lx, diag, np.inf, 300, buf, start)
@@ -498,7 +502,7 @@ def test_smoothed_hinge_row_update_is_stationary(mu):
     alpha = np.zeros(len(Ti))
     i = int(np.argmax(np.diff(Tp)))  # the sample with most partners
     K.sweep_constrained(np.array([i], dtype=np.int64), E, Lp, Li, Lx, diag, Tp, Ti, Ts,
-                        K.SMOOTH_HINGE, gamma, mu, alpha, K.SQUARE_AUTO)
+                        K.SMOOTH_HINGE, gamma, mu, alpha, K.SQUARE_AUTO, np.zeros(2))
     v = E[i]
     s_i = L[i] @ E - L[i, i] * v
     grad = L[i, i] * v + np.ravel(s_i)
@@ -507,3 +511,21 @@ def test_smoothed_hinge_row_update_is_stationary(mu):
         u = 1.0 - a @ v
         grad -= 0.5 * gamma * np.clip(u / mu, 0.0, 1.0) * a
     assert np.abs(grad).max() < 1e-9 * max(1.0, np.abs(E).max())
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("smoothing", [0.0, 0.01])
+def test_history_equals_exact_objective_every_sweep(loss, smoothing):
+    """The per-sweep history is accumulated from per-row increments: check it is exact."""
+    if smoothing and loss != "hinge":
+        pytest.skip("smoothing applies to the hinge only")
+    prob = _blob_problem(80, 3, 5, loss, gamma=1.5, b=1.0)
+    seen = []
+
+    def callback(it, E, obj):
+        seen.append((obj, prob.objective(E)))
+
+    solve_bcd(prob, initial_embedding(prob.n_samples, 6, 1, max_norm=1.0), max_iter=60,
+              tol=0, random_state=0, smoothing=smoothing, callback=callback)
+    got, want = np.array(seen).T
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())

@@ -95,6 +95,6 @@ def summarize(records):
         "rand_std": float(rand.std()),
         "cpu_mean": float(cpu.mean()),
         "cpu_std": float(cpu.std()),
-        "iters_mean": float(np.mean([r["n_iter"] for r in records])),
+        "iters_mean": float(np.mean([r.get("n_iter", 1) for r in records])),
         "reps": len(records),
     }

@@ -144,6 +144,58 @@ def _write_row(E, i, v):
 
 
 @njit(cache=True)
+def _loss_value(z, loss, mu):
+    """``l(z)`` for a loss code (``mu``: smoothing of ``SMOOTH_HINGE``)."""
+    if loss == HINGE:
+        return max(1.0 - z, 0.0)
+    if loss == SQUARED_HINGE:
+        h = max(1.0 - z, 0.0)
+        return h * h
+    if loss == SQUARE:
+        return (1.0 - z) * (1.0 - z)
+    if loss == SMOOTH_HINGE:
+        u = 1.0 - z
+        if u >= mu:
+            return u - 0.5 * mu
+        return 0.5 * u * u / mu if u > 0.0 else 0.0
+    return -z
+
+
+@njit(cache=True)
+def _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
+    """The part of the objective (10) that depends on row ``e_i = v``.
+
+    ``L_ii ||v||^2 + 2 v^T s_i + gamma sum_{j in T(i)} l(T_ij v^T e_j)``; with ``s_i`` and
+    the partners fixed, the objective changes by exactly the change of this value.
+    """
+    total = 0.0
+    for c in range(v.shape[0]):
+        total += v[c] * (lii * v[c] + 2.0 * s[c])
+    for t in range(d):
+        total += gamma * _loss_value(Ts[start + t] * _dot_rows(E, Ti[start + t], v), loss, mu)
+    return total
+
+
+@njit(cache=True)
+def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc):
+    """Add the objective changes to ``acc`` and write ``e_i = v``.
+
+    ``acc[0]`` accumulates the change of the objective (10) (the hinge for the smoothed
+    hinge), ``acc[1]`` that of the objective the rows minimize.
+    """
+    true_loss = HINGE if loss == SMOOTH_HINGE else loss
+    old = E[i]
+    acc[0] += (_row_value(v, lii, s, E, start, d, Ti, Ts, true_loss, gamma, param)
+               - _row_value(old, lii, s, E, start, d, Ti, Ts, true_loss, gamma, param))
+    if loss == true_loss:
+        acc[1] = acc[0]
+    else:
+        acc[1] += (_row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+                   - _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param))
+    return _write_row(E, i, v)
+
+
+@njit(cache=True)
 def update_sample(
     i,
     E,
@@ -173,6 +225,7 @@ def update_sample(
     Fs,
     M,
     FM,
+    acc,
 ):
     """Replace ``e_i`` by the exact minimizer of the per-sample problem (18).
 
@@ -211,6 +264,8 @@ def update_sample(
         Workspaces.
     M, FM : ndarray of shape (r, r)
         Workspaces of the direct square-loss solve (may be ``(1, 1)`` otherwise).
+    acc : ndarray of shape (2,)
+        Objective-change accumulators, see :func:`_finish_row`.
 
     Returns
     -------
@@ -235,7 +290,7 @@ def update_sample(
             v[c] /= lii
         if loss == LINEAR:
             _project_ball(v, b)
-        return _write_row(E, i, v)
+        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc)
     if loss == SQUARE:
         # c = gamma sum_j T_ij e_j - s_i, then M v = c with M = L_ii I + gamma B B^T.
         for c in range(r):
@@ -277,7 +332,7 @@ def update_sample(
                         M[c, c2] += w * E[j, c2]
             cholesky_inplace(M, r, FM, 0.0)
             cholesky_solve(FM, r, v)
-        return _write_row(E, i, v)
+        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc)
     # Hinge / squared hinge: dual (22) / (25), then v = (A alpha - s_i) / L_ii (21).
     for a in range(d):
         ja = Ti[start + a]
@@ -311,18 +366,19 @@ def update_sample(
             v[c] += w * E[ja, c]
     for c in range(r):
         v[c] /= lii
-    return _write_row(E, i, v)
+    return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc)
 
 
 @njit(cache=True)
-def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path):
+def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path,
+                      acc):
     """Gauss-Seidel pass of :func:`update_sample` over the samples in ``order``.
 
     Parameters
     ----------
     order : ndarray of shape (n_updates,), int64
         Samples to update, in this order (a random permutation of the constrained set).
-    E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path
+    E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path, acc
         As in :func:`update_sample`.
 
     Returns
@@ -381,12 +437,13 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
             Fs,
             M,
             FM,
+            acc,
         )
     return change
 
 
 @njit(cache=True)
-def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius):
+def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc):
     """Gauss-Seidel pass of (13), ``e_i = P_radius(-s_i / L_ii)``, over the samples ``U``.
 
     Parameters
@@ -397,6 +454,8 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius):
         As in :func:`update_sample`.
     radius : float
         Ball radius (``b`` for the linear loss, ``inf`` otherwise).
+    acc : ndarray of shape (2,)
+        Objective-change accumulators (both receive the same change: no loss term).
 
     Returns
     -------
@@ -405,14 +464,22 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius):
     """
     r = E.shape[1]
     s = np.empty(r)
+    v = np.empty(r)
     change = 0.0
     for t in range(U.shape[0]):
         i = U[t]
+        lii = diag[i]
         _offdiag_product(i, E, Lp, Li, Lx, s)
         for c in range(r):
-            s[c] = -s[c] / diag[i]
-        _project_ball(s, radius)
-        change += _write_row(E, i, s)
+            v[c] = -s[c] / lii
+        _project_ball(v, radius)
+        # L_ii |v|^2 + 2 v.s_i, new minus old
+        delta = 0.0
+        for c in range(r):
+            delta += v[c] * (lii * v[c] + 2.0 * s[c]) - E[i, c] * (lii * E[i, c] + 2.0 * s[c])
+        acc[0] += delta
+        acc[1] += delta
+        change += _write_row(E, i, v)
     return change
 
 
