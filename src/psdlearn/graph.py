@@ -54,7 +54,7 @@ def sigma_rule(distances):
     return sigma if sigma > 0 else 1.0
 
 
-def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean"):
+def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean", n_jobs=None):
     """Symmetric kNN similarity graph with Gaussian weights.
 
     ``S_ij = exp(-d(x_i, x_j)^2 / (2 sigma^2))`` when ``j`` is among the ``n_neighbors``
@@ -70,6 +70,8 @@ def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean"):
         Gaussian width; ``"auto"`` applies :func:`sigma_rule`.
     metric : str, default="euclidean"
         Any metric accepted by :class:`sklearn.neighbors.NearestNeighbors`.
+    n_jobs : int, optional
+        Parallel jobs of the neighbour search (scikit-learn convention).
 
     Returns
     -------
@@ -86,7 +88,7 @@ def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean"):
         raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
     k = min(int(n_neighbors), n - 1)
     k_query = min(max(k, SIGMA_NEIGHBORS), n - 1)
-    nn = NearestNeighbors(n_neighbors=k_query, metric=metric).fit(X)
+    nn = NearestNeighbors(n_neighbors=k_query, metric=metric, n_jobs=n_jobs).fit(X)
     # Querying with X=None excludes each point from its own neighbour list, even when
     # duplicates exist (a duplicate then appears as a neighbour at distance 0).
     dist, ind = nn.kneighbors()
@@ -108,7 +110,8 @@ def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean"):
     return S, sigma
 
 
-def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, metric="euclidean"):
+def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, metric="euclidean",
+                  n_jobs=None):
     """Normalized Laplacian ``(1 + delta) I - D^-1/2 S D^-1/2`` of the kNN graph (seed 000 eq. 1).
 
     Parameters
@@ -125,6 +128,8 @@ def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, metric="e
         ``[delta, 2 + delta]``.
     metric : str, default="euclidean"
         Metric for the neighbour search.
+    n_jobs : int, optional
+        Parallel jobs of the neighbour search.
 
     Returns
     -------
@@ -143,7 +148,7 @@ def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, metric="e
     """
     if not (isinstance(delta, numbers.Real) and np.isfinite(delta) and delta > 0):
         raise ValueError(f"delta must be a positive float, got {delta!r}.")
-    S, _ = knn_graph(X, n_neighbors=n_neighbors, sigma=sigma, metric=metric)
+    S, _ = knn_graph(X, n_neighbors=n_neighbors, sigma=sigma, metric=metric, n_jobs=n_jobs)
     return normalized_laplacian(S, delta)
 
 
