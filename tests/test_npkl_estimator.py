@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
@@ -192,3 +193,20 @@ def test_hinge_smoothing_stages_and_final_exact_stage_monotone():
     assert np.all(np.diff(tail) <= 1e-10 * np.abs(tail).max())
     # the smoothed continuation escapes the non-stationary stall of plain row-wise BCD
     assert smooth.objective_history_[-1] < plain.objective_history_[-1]
+
+
+def test_omega_auto_rule():
+    """Young's SOR factor from the Jacobi radius bound 1 / (1 + delta) (seed 000 Prop. 1)."""
+    X, y = _blobs()
+    C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    m = pl.NPKL(loss="square", delta=0.01, random_state=0).fit(X, C)
+    rho = 1 / 1.01
+    assert m.omega_ == pytest.approx(2 / (1 + np.sqrt(1 - rho**2)))
+    # a precomputed Laplacian with a non-constant diagonal: Lanczos estimate of rho
+    L = pl.graph.knn_laplacian(X) + 0.3 * sp.diags(np.linspace(0, 1, len(X)))
+    m2 = pl.NPKL(loss="square", graph="precomputed", random_state=0).fit(L, C)
+    D = L.diagonal()
+    A = (np.diag(D) - L.toarray()) / np.sqrt(np.outer(D, D))
+    rho2 = np.abs(np.linalg.eigvalsh(A)).max()
+    assert m2.omega_ == pytest.approx(2 / (1 + np.sqrt(1 - rho2**2)), rel=1e-3)
+    assert pl.NPKL(loss="square", omega=1.0, random_state=0).fit(X, C).omega_ == 1.0

@@ -177,14 +177,27 @@ def _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
 
 
 @njit(cache=True)
-def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc):
-    """Add the objective changes to ``acc`` and write ``e_i = v``.
+def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omega, w):
+    """Optionally over-relax, add the objective changes to ``acc`` and write ``e_i``.
 
+    ``v`` holds the exact row minimizer ``v*``. With ``omega != 1`` the over-relaxed
+    ``w = e_i + omega (v* - e_i)`` (projected onto the ball for the linear loss) replaces
+    it when it does not increase the minimized row objective (always the case for a
+    quadratic row and ``0 < omega < 2``), so the objective stays non-increasing.
     ``acc[0]`` accumulates the change of the objective (10) (the hinge for the smoothed
     hinge), ``acc[1]`` that of the objective the rows minimize.
     """
     true_loss = HINGE if loss == SMOOTH_HINGE else loss
     old = E[i]
+    if omega != 1.0:
+        for c in range(v.shape[0]):
+            w[c] = old[c] + omega * (v[c] - old[c])
+        if loss == LINEAR:
+            _project_ball(w, param)
+        if (_row_value(w, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+                <= _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param)):
+            for c in range(v.shape[0]):
+                v[c] = w[c]
     acc[0] += (_row_value(v, lii, s, E, start, d, Ti, Ts, true_loss, gamma, param)
                - _row_value(old, lii, s, E, start, d, Ti, Ts, true_loss, gamma, param))
     if loss == true_loss:
@@ -226,6 +239,8 @@ def update_sample(
     M,
     FM,
     acc,
+    omega,
+    work,
 ):
     """Replace ``e_i`` by the exact minimizer of the per-sample problem (18).
 
@@ -266,6 +281,10 @@ def update_sample(
         Workspaces of the direct square-loss solve (may be ``(1, 1)`` otherwise).
     acc : ndarray of shape (2,)
         Objective-change accumulators, see :func:`_finish_row`.
+    omega : float
+        Safeguarded over-relaxation factor (1: plain BCD), see :func:`_finish_row`.
+    work : ndarray of shape (r,)
+        Workspace.
 
     Returns
     -------
@@ -290,7 +309,7 @@ def update_sample(
             v[c] /= lii
         if loss == LINEAR:
             _project_ball(v, b)
-        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc)
+        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
     if loss == SQUARE:
         # c = gamma sum_j T_ij e_j - s_i, then M v = c with M = L_ii I + gamma B B^T.
         for c in range(r):
@@ -332,7 +351,7 @@ def update_sample(
                         M[c, c2] += w * E[j, c2]
             cholesky_inplace(M, r, FM, 0.0)
             cholesky_solve(FM, r, v)
-        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc)
+        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
     # Hinge / squared hinge: dual (22) / (25), then v = (A alpha - s_i) / L_ii (21).
     for a in range(d):
         ja = Ti[start + a]
@@ -366,19 +385,19 @@ def update_sample(
             v[c] += w * E[ja, c]
     for c in range(r):
         v[c] /= lii
-    return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc)
+    return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
 
 
 @njit(cache=True)
 def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path,
-                      acc):
+                      acc, omega=1.0):
     """Gauss-Seidel pass of :func:`update_sample` over the samples in ``order``.
 
     Parameters
     ----------
     order : ndarray of shape (n_updates,), int64
         Samples to update, in this order (a random permutation of the constrained set).
-    E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path, acc
+    E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path, acc, omega
         As in :func:`update_sample`.
 
     Returns
@@ -406,6 +425,7 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
     rm = r if loss == SQUARE else 1
     M = np.empty((rm, rm))
     FM = np.empty((rm, rm))
+    w = np.empty(r)
     change = 0.0
     for t in range(order.shape[0]):
         change += update_sample(
@@ -438,12 +458,14 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
             M,
             FM,
             acc,
+            omega,
+            w,
         )
     return change
 
 
 @njit(cache=True)
-def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc):
+def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
     """Gauss-Seidel pass of (13), ``e_i = P_radius(-s_i / L_ii)``, over the samples ``U``.
 
     Parameters
@@ -456,6 +478,11 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc):
         Ball radius (``b`` for the linear loss, ``inf`` otherwise).
     acc : ndarray of shape (2,)
         Objective-change accumulators (both receive the same change: no loss term).
+    omega : float, default=1.0
+        Over-relaxation ``e_i <- (1 - omega) e_i + omega v*`` (SOR) with ``v*`` the exact
+        minimizer (13); the row objective is an isotropic quadratic, so any
+        ``0 < omega < 2`` decreases it by ``omega (2 - omega)`` times the exact decrease.
+        Ignored (``omega = 1``) with a finite ``radius``.
 
     Returns
     -------
@@ -470,9 +497,13 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc):
         i = U[t]
         lii = diag[i]
         _offdiag_product(i, E, Lp, Li, Lx, s)
-        for c in range(r):
-            v[c] = -s[c] / lii
-        _project_ball(v, radius)
+        if radius < np.inf or omega == 1.0:
+            for c in range(r):
+                v[c] = -s[c] / lii
+            _project_ball(v, radius)
+        else:
+            for c in range(r):
+                v[c] = (1.0 - omega) * E[i, c] - omega * s[c] / lii
         # L_ii |v|^2 + 2 v.s_i, new minus old
         delta = 0.0
         for c in range(r):

@@ -129,6 +129,7 @@ def solve_bcd(
     unconstrained="sequential",
     block_iter=1,
     smoothing=0.0,
+    omega=1.0,
     callback=None,
 ):
     """Minimize the NPKL objective (10) over ``E`` by block coordinate descent (Alg. 1).
@@ -159,6 +160,13 @@ def solve_bcd(
         hinge ``h_mu`` (see :mod:`psdlearn.npkl._kernels`) instead of the hinge, a ``C^1``
         surrogate with ``hinge - mu / 2 <= h_mu <= hinge``; the smoothed objective then
         never increases, and ``objective_history`` still reports the hinge objective (10).
+    omega : float, default=1.0
+        Over-relaxation of the row updates (not in seed 000): a row moves to
+        ``e_i + omega (v* - e_i)`` instead of the exact row minimizer ``v*`` when that does
+        not increase its row objective (always, for quadratic rows and ``0 < omega < 2``),
+        else to ``v*``. The objective stays non-increasing; ``omega = 1`` is Algorithm 1.
+        On kNN Laplacians with few constrained samples ``omega ~ 1.8`` cuts the sweeps
+        several-fold (successive over-relaxation of the Laplacian part).
     callback : callable, optional
         ``callback(n_iter, E, objective)`` after every sweep (``E`` is the live array: do not
         modify it), including the last one; returning ``True`` stops the solver.
@@ -202,6 +210,9 @@ def solve_bcd(
 
     loss = K.LOSS_CODES[problem.loss]
     b = float(problem.b)
+    if not (isinstance(omega, numbers.Real) and 0 < omega < 2):
+        raise ValueError(f"omega must be in (0, 2), got {omega!r}.")
+    omega = float(omega)
     if not (isinstance(smoothing, numbers.Real) and smoothing >= 0):
         raise ValueError(f"smoothing must be a non-negative float, got {smoothing!r}.")
     # the kernels read the smoothing through their scalar parameter ``b`` (unused by hinge)
@@ -250,12 +261,13 @@ def solve_bcd(
         acc[:] = 0.0
         change = K.sweep_constrained(
             order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, inner_loss, gamma, param, alpha,
-            K.SQUARE_AUTO, acc
+            K.SQUARE_AUTO, acc, omega
         )
         exact = n_iter % REFRESH == 0
         if len(free):
             if unconstrained == "sequential":
-                change += K.sweep_unconstrained(free, E, Lp, Li, Lx, diag, radius, acc)
+                change += K.sweep_unconstrained(free, E, Lp, Li, Lx, diag, radius, acc,
+                                                omega)
             else:
                 exact = True
                 change += K.jacobi_unconstrained(
