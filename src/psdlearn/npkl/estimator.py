@@ -148,8 +148,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         the objective 4-7% above the SDP optimum. ``"auto"`` first runs BCD on the
         Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3, 1e-4`` (each stage warm-started,
         each ``C^1``, so it reaches a stationary point; each stops at ``10 tol``), then the
-        exact hinge BCD of
-        Algorithm 1 from there; this reaches the SDP optimum to about 1e-6. A float runs
+        exact hinge BCD of Algorithm 1 from there; this reaches the SDP optimum to about
+        1e-5. A float runs
         one smoothed stage with that ``mu`` before the exact stage; ``None`` runs
         Algorithm 1 alone, as in the paper. The hinge objective (10) is non-increasing
         within the exact stage, not across the smoothed ones (their surrogate is).
