@@ -25,12 +25,11 @@ def _cmd_datasets(args):
     rows = datasets.list_datasets()
     print(f"{'name':<16}{'n':>8}{'d':>8}{'classes':>9}  {'source':<10}{'available':<10}")
     for info in rows:
-        get = info.get if isinstance(info, dict) else lambda k, i=info: getattr(i, k, None)
-        n, d, c = get("n_samples"), get("n_features"), get("n_classes")
+        n, d, c = info.n_samples, info.n_features, info.n_classes
         print(
-            f"{get('name'):<16}{'' if n is None else n:>8}{'' if d is None else d:>8}"
-            f"{'' if c is None else c:>9}  {get('source'):<10}"
-            f"{'yes' if get('available') else 'no':<10}"
+            f"{info.name:<16}{'' if n is None else n:>8}{'' if d is None else d:>8}"
+            f"{'' if c is None else c:>9}  {info.source:<10}"
+            f"{'yes' if info.available else 'no':<10}"
         )
     return 0
 

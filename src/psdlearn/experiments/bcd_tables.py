@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments import bcd_convergence
 from psdlearn.experiments._protocol import (
@@ -27,6 +28,7 @@ from psdlearn.experiments._protocol import (
 )
 from psdlearn.experiments._report import write_results
 from psdlearn.graph import knn_laplacian
+from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl._problem import LOSSES
 from psdlearn.npkl.estimator import NPKL
 
@@ -51,9 +53,6 @@ _JMLR_COLUMN = {"linear": (1, "NPKL+LL (SDPT3)"), "hinge": (2, "NPKL+HL (SDPT3)"
 
 def _sdp_records(X, y, L, loss, reps):
     """SDP reference on the same constraint draws (seeds 0 .. reps-1)."""
-    from psdlearn.cluster import kernel_kmeans
-    from psdlearn.metrics import pairwise_accuracy
-
     out = []
     for seed in range(reps):
         C = PairwiseConstraints.from_labels(y, random_state=seed)

@@ -187,24 +187,26 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
     ``acc[0]`` accumulates the change of the objective (10) (the hinge for the smoothed
     hinge), ``acc[1]`` that of the objective the rows minimize.
     """
-    true_loss = HINGE if loss == SMOOTH_HINGE else loss
     old = E[i]
+    # the minimized row objective at the old row and at the exact minimizer
+    f_old = _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+    f_new = _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
     if omega != 1.0:
         for c in range(v.shape[0]):
             w[c] = old[c] + omega * (v[c] - old[c])
         if loss == LINEAR:
             _project_ball(w, param)
-        if (_row_value(w, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
-                <= _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param)):
+        f_w = _row_value(w, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+        if f_w <= f_old:
             for c in range(v.shape[0]):
                 v[c] = w[c]
-    acc[0] += (_row_value(v, lii, s, E, start, d, Ti, Ts, true_loss, gamma, param)
-               - _row_value(old, lii, s, E, start, d, Ti, Ts, true_loss, gamma, param))
-    if loss == true_loss:
-        acc[1] = acc[0]
+            f_new = f_w
+    acc[1] += f_new - f_old
+    if loss == SMOOTH_HINGE:  # the reported objective (10) uses the hinge itself
+        acc[0] += (_row_value(v, lii, s, E, start, d, Ti, Ts, HINGE, gamma, param)
+                   - _row_value(old, lii, s, E, start, d, Ti, Ts, HINGE, gamma, param))
     else:
-        acc[1] += (_row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
-                   - _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param))
+        acc[0] += f_new - f_old
     return _write_row(E, i, v)
 
 
