@@ -11,7 +11,7 @@ from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments._protocol import load_set
 from psdlearn.experiments._report import write_results
 from psdlearn.graph import knn_laplacian
-from psdlearn.npkl._problem import LOSSES
+from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
 
 __all__ = ["run"]

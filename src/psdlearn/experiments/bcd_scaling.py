@@ -19,7 +19,7 @@ from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments._report import scaling_exponent, write_results
 from psdlearn.graph import knn_laplacian
-from psdlearn.npkl._problem import LOSSES
+from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
 
 __all__ = ["run"]

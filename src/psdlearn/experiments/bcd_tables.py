@@ -29,7 +29,7 @@ from psdlearn.experiments._protocol import (
 from psdlearn.experiments._report import write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
-from psdlearn.npkl._problem import LOSSES
+from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
 
 __all__ = ["JMLR_TABLE2", "run"]

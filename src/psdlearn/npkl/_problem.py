@@ -16,6 +16,18 @@ where each unordered constrained pair is counted once, ``T_ij = +1`` for a must-
 - ``square``: ``l(z) = (1 - z)^2`` (i.e. ``(K_ij - T_ij)^2``, targets +-1)
 - ``linear``: ``l(z) = -z``, with the constraint ``||e_i|| <= b`` (seed 000 eq. 29).
 
+``pcp`` is the pairwise constraint propagation objective of seed 001 eq. (1),
+
+.. math::
+
+    \\Psi(E) = \\operatorname{tr}(E^T L E)
+             + \\frac{\\gamma}{2} \\sum_{(i, j) \\in \\mathcal{T}} (K_{ij} - t_{ij})^2,
+
+over the *ordered* set ``T``: both orders of every constrained pair plus ``(i, i)`` for
+every sample, with targets ``t = 1`` (must-link and diagonal) and ``0`` (cannot-link). In
+unordered pairs this is ``gamma * sum_pairs (K_ij - t_ij)^2 + gamma / 2 * sum_i
+(K_ii - 1)^2``.
+
 The same number is reported by every solver (``bcd``, ``sdp``, ...), so they can be
 compared directly.
 """
@@ -29,7 +41,7 @@ import scipy.sparse as sp
 
 __all__ = ["LOSSES", "NPKLProblem", "loss_values", "npkl_objective"]
 
-LOSSES = ("hinge", "squared_hinge", "square", "linear")
+LOSSES = ("hinge", "squared_hinge", "square", "linear", "pcp")
 
 
 def loss_values(z, loss):
@@ -45,6 +57,8 @@ def loss_values(z, loss):
     -------
     ndarray of the shape of ``z``.
     """
+    if loss == "pcp":
+        raise ValueError("the pcp loss is not a function of the margin alone; use npkl_objective.")
     z = np.asarray(z, dtype=np.float64)
     if loss == "hinge":
         return np.maximum(1.0 - z, 0.0)
@@ -78,14 +92,21 @@ def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
     Returns
     -------
     float
-        ``tr(E^T L E) + gamma * sum_k loss(signs[k] * <e_i, e_j>)``. The norm constraint
-        of the linear loss is not checked here.
+        ``tr(E^T L E) + gamma * sum_k loss(signs[k] * <e_i, e_j>)``, or for ``pcp``
+        ``tr(E^T L E) + gamma * sum_k (K_ij - t_k)^2 + gamma / 2 * sum_i (K_ii - 1)^2``
+        with ``t_k = 1`` (must-link) or ``0`` (cannot-link). The norm constraint of the
+        linear loss is not checked here.
     """
     E = np.asarray(E, dtype=np.float64)
     smooth = float(np.sum(E * (laplacian @ E)))
+    if loss == "pcp":
+        diag = np.einsum("ij,ij->i", E, E)
+        smooth += 0.5 * gamma * float(np.sum((diag - 1.0) ** 2))
     if len(pairs) == 0:
         return smooth
     k_ij = np.einsum("ij,ij->i", E[pairs[:, 0]], E[pairs[:, 1]])
+    if loss == "pcp":
+        return smooth + gamma * float(np.sum((k_ij - (signs > 0)) ** 2))
     return smooth + gamma * float(np.sum(loss_values(signs * k_ij, loss)))
 
 
@@ -150,3 +171,35 @@ class NPKLProblem:
         np.add.at(indptr, rows + 1, 1)
         np.cumsum(indptr, out=indptr)
         return indptr, cols[order].astype(np.int64), vals[order]
+
+    def ordered_targets(self):
+        """The ordered pair set ``T`` of seed 001 eq. (5) with its targets, in CSR form.
+
+        ``pcp``: both orders of every pair plus ``(i, i)`` for every sample, targets 1
+        (must-link, diagonal) and 0 (cannot-link). ``square``: both orders of every pair,
+        targets ``T_ij = +-1``. In both cases the objective is
+        ``tr(E^T L E) + gamma / 2 * sum_{(i, j) in T} (e_i . e_j - t_ij)^2``.
+
+        Returns
+        -------
+        indptr : ndarray of shape (n_samples + 1,), int64
+        indices : ndarray of shape (|T|,), int64
+            ``j`` in ``T_i``, sorted within each row.
+        targets : ndarray of shape (|T|,), float64
+        """
+        if self.loss not in ("pcp", "square"):
+            raise ValueError(
+                f"ordered targets exist for the pcp and square losses, not {self.loss!r}."
+            )
+        indptr, indices, signs = self.neighbors()
+        if self.loss == "square":
+            return indptr, indices, signs
+        n = self.n_samples
+        rows = np.concatenate([np.repeat(np.arange(n), np.diff(indptr)), np.arange(n)])
+        cols = np.concatenate([indices, np.arange(n)])
+        vals = np.concatenate([(signs > 0).astype(np.float64), np.ones(n)])
+        order = np.lexsort((cols, rows))
+        counts = np.diff(indptr) + 1
+        out_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=out_ptr[1:])
+        return out_ptr, cols[order].astype(np.int64), vals[order]

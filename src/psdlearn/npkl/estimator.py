@@ -8,8 +8,10 @@ Problem (seed 000 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
         + \\gamma \\sum_{(i, j) \\in \\mathcal{T}} \\ell(T_{ij}\\, e_i^T e_j)
 
 over the kNN Laplacian ``L`` of the data and the must-link (``T_ij = +1``) /
-cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl._problem` for the losses. Solvers:
-``"bcd"`` (seed 000 Algorithm 1, low rank, linear time per sweep) and ``"sdp"`` (the convex
+cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl._problem` for the losses, including
+``pcp`` (seed 001 eq. 1). Solvers: ``"bcd"`` (seed 000 Algorithm 1, low rank, linear time
+per sweep), ``"admm"`` (seed 001 Algorithm 1, for the quadratic losses ``pcp`` and
+``square``), ``"simplenpkl"`` (the baseline of both papers) and ``"sdp"`` (the convex
 problem over ``K >= 0`` solved exactly by cvxpy: the reference, small ``n`` only).
 """
 
@@ -35,7 +37,14 @@ from psdlearn.npkl._problem import LOSSES, NPKLProblem
 
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
 
-SOLVERS = ("bcd", "sdp")
+SOLVERS = ("bcd", "sdp", "simplenpkl", "admm")
+#: Losses each solver handles.
+SOLVER_LOSSES = {
+    "bcd": ("hinge", "squared_hinge", "square", "linear"),
+    "admm": ("pcp", "square"),
+    "simplenpkl": LOSSES,
+    "sdp": LOSSES,
+}
 #: Smoothing continuation of ``hinge_smoothing="auto"``, followed by an exact hinge stage.
 HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
 #: The smoothed stages stop at ``SMOOTHING_TOL_FACTOR * tol`` (measured on a1a: a third of
@@ -102,14 +111,21 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"hinge", "squared_hinge", "square", "linear"}, default="hinge"
-        Loss on the margins ``T_ij K_ij``.
-    solver : {"bcd", "sdp"}, default="bcd"
-        ``"bcd"``: block coordinate descent over the rows of ``E`` (seed 000 Algorithm 1).
-        ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``); small ``n``.
+    loss : {"hinge", "squared_hinge", "square", "linear", "pcp"}, default="hinge"
+        Loss on the margins ``T_ij K_ij``, or ``"pcp"``: ``gamma / 2 sum (K_ij - t_ij)^2``
+        over both orders of every pair and the diagonal, targets 1 (must-link, diagonal)
+        and 0 (cannot-link) (seed 001 eq. 1).
+    solver : {"bcd", "admm", "simplenpkl", "sdp"}, default="bcd"
+        ``"bcd"``: block coordinate descent over the rows of ``E`` (seed 000 Algorithm 1;
+        hinge, squared hinge, square, linear). ``"admm"``: ADMM on ``K = V^T U``, ``V = U``
+        (seed 001 Algorithm 1; pcp and square). ``"simplenpkl"``: the SimpleNPKL baseline
+        (JMLR 2011). ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``);
+        small ``n``.
     rank : int or "auto", default="auto"
-        Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``.
-        Ignored by ``solver="sdp"`` (the rank of its solution is whatever it is).
+        Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``,
+        with ``m`` the number of constrained pairs, or for ``loss="pcp"`` the size of its
+        ordered set, ``2 m + n`` (seed 001 Table 1 counts it so). Ignored by
+        ``solver="sdp"`` (the rank of its solution is whatever it is).
     gamma : float, default=1.0
         Weight of the loss. Not given in seed 000. With the normalized Laplacian
         (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``, independent of ``n``) the
@@ -127,9 +143,11 @@ class NPKL(TransformerMixin, BaseEstimator):
     b : float, default=1.0
         Radius ``||e_i|| <= b`` for the linear loss (seed 000 sets ``b = 1``).
     max_iter : int, default=1000
-        Maximum BCD sweeps (seed 000: 1000; 800 on the adult sets).
+        Maximum BCD sweeps (seed 000: 1000; 800 on the adult sets) or ADMM iterations
+        (seed 001: 500; 100 on the adult sets).
     tol : float, default=1e-5
-        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol``.
+        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol``; ADMM also requires
+        ``||V - U||_F / ||V||_F <= tol``.
     unconstrained : {"sequential", "block"}, default="sequential"
         Update of the unconstrained samples: eq. (13) one by one, or the block iteration
         (17).
@@ -157,6 +175,21 @@ class NPKL(TransformerMixin, BaseEstimator):
         Size guard of ``solver="sdp"``; larger problems raise unless ``sdp_force=True``
         (measured with Clarabel: about 25 s at n = 200, 200 s and 4.8 GB at n = 300).
     sdp_force : bool, default=False
+    rho : float, default=100.0
+        ``solver="admm"`` only: initial penalty of the augmented Lagrangian (seed 001:
+        100), then adapted by its schedule (15).
+    init : {"random", "bcd"}, default="random"
+        ``solver="admm"`` only: start from a random ``V = U`` (the paper) or from the BCD
+        solution of the square loss (targets ``+-1``, stopped at relative change
+        ``max(tol, 1e-3)``).
+    B : float or "auto", default="auto"
+        ``solver="simplenpkl"`` only: capacity ``tr(K^p) <= B`` of SimpleNPKL (JMLR 2011).
+        ``"auto"``: ``100`` for ``n <= 1000`` and ``100 n`` above (seed 000 IV-A.2: 100 on
+        its small sets, n <= 270, and 100 n on the adult sets, n >= 1605), ``100 n`` for
+        ``loss="pcp"`` (seed 001 footnote 3); see :func:`psdlearn.npkl.simplenpkl.default_B`.
+    p : int, default=2
+        ``solver="simplenpkl"`` only: exponent of ``tr(K^p)``; the papers' ``p = 2`` is the
+        one implemented.
     random_state : int, RandomState instance or None, default=None
         Seeds the random initial ``E`` and the sample order of each sweep.
     verbose : int, default=0
@@ -169,7 +202,7 @@ class NPKL(TransformerMixin, BaseEstimator):
     objective_history_ : list of float
         Objective (eq. 10) at the initial point and after every sweep (of every stage).
     time_history_ : list of float
-        Cumulative solver seconds aligned with ``objective_history_`` (``bcd`` only).
+        Cumulative solver seconds aligned with ``objective_history_`` (``bcd``, ``admm``).
     omega_ : float
         Over-relaxation factor used (``bcd`` only).
     smoothing_stages_ : list of (float, int)
@@ -182,6 +215,16 @@ class NPKL(TransformerMixin, BaseEstimator):
         Gaussian width used for the graph (None with a precomputed graph).
     fit_time_ : float
         Seconds spent in the solver.
+    simplenpkl_objective_history_ : list of float
+        ``solver="simplenpkl"`` only: the saddle-point dual ``J`` it maximizes, per step
+        (``objective_history_`` holds objective (10) of its kernel at the same steps).
+    B_ : float
+        Capacity used by ``solver="simplenpkl"``.
+    primal_residual_history_, dual_residual_history_ : list of float
+        ``solver="admm"`` only: ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F`` per
+        iteration (seed 001 eq. 14).
+    rho_history_ : list of float
+        ``solver="admm"`` only: the penalty of every iteration.
     sdp_status_ : str
         Solver status (``solver="sdp"`` only).
     n_features_in_ : int
@@ -214,6 +257,10 @@ class NPKL(TransformerMixin, BaseEstimator):
                                                            closed="neither"), None],
         "sdp_max_samples": [Interval(numbers.Integral, 1, None, closed="left")],
         "sdp_force": ["boolean"],
+        "rho": [Interval(numbers.Real, 0, None, closed="neither")],
+        "init": [StrOptions({"random", "bcd"})],
+        "B": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "p": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -237,6 +284,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         hinge_smoothing="auto",
         sdp_max_samples=200,
         sdp_force=False,
+        rho=100.0,
+        init="random",
+        B="auto",
+        p=2,
         random_state=None,
         verbose=0,
     ):
@@ -256,6 +307,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.hinge_smoothing = hinge_smoothing
         self.sdp_max_samples = sdp_max_samples
         self.sdp_force = sdp_force
+        self.rho = rho
+        self.init = init
+        self.B = B
+        self.p = p
         self.random_state = random_state
         self.verbose = verbose
 
@@ -308,7 +363,14 @@ class NPKL(TransformerMixin, BaseEstimator):
         C = as_constraints(side_info, n)
         if len(C) == 0:
             raise ValueError("side_info holds no constraint: NPKL needs at least one pair.")
-        rank = auto_rank(len(C)) if self.rank == "auto" else int(self.rank)
+        if self.loss not in SOLVER_LOSSES[self.solver]:
+            raise ValueError(
+                f"solver={self.solver!r} handles the losses {SOLVER_LOSSES[self.solver]}, not "
+                f"loss={self.loss!r}."
+            )
+        # seed 001 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
+        m = 2 * len(C) + n if self.loss == "pcp" else len(C)
+        rank = auto_rank(m) if self.rank == "auto" else int(self.rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
         problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
@@ -317,6 +379,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         if self.solver == "sdp":
             self._fit_sdp(problem)
+        elif self.solver == "simplenpkl":
+            self._fit_simplenpkl(problem, rank, rng)
+        elif self.solver == "admm":
+            self._fit_admm(problem, rank, rng)
         else:
             self._fit_bcd(problem, rank, rng)
         self.fit_time_ = time.perf_counter() - start
@@ -403,6 +469,73 @@ class NPKL(TransformerMixin, BaseEstimator):
             warnings.warn(
                 f"NPKL(solver='bcd') stopped at max_iter={self.max_iter} sweeps before the "
                 f"relative change of E fell below tol={self.tol}; increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _fit_admm(self, problem, rank, rng):
+        from psdlearn.npkl.admm import solve_admm
+        from psdlearn.npkl.bcd import initial_embedding, solve_bcd
+
+        V0 = initial_embedding(problem.n_samples, rank, rng)
+        if self.init == "bcd":
+            # warm start: BCD on the square loss of seed 000 (targets +-1, no diagonal)
+            square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
+                                 problem.gamma)
+            V0 = solve_bcd(square, V0, max_iter=self.max_iter, tol=max(self.tol, 1e-3),
+                           random_state=rng,
+                           omega=self._relaxation(problem.laplacian)).embedding
+        bar = callback = None
+        if self.verbose:
+            from tqdm import tqdm
+
+            bar = tqdm(total=self.max_iter, desc="NPKL admm", unit="iter", file=sys.stderr)
+
+            def callback(it, V, objective):
+                bar.update(1)
+                bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
+        try:
+            res = solve_admm(problem, V0, rho=float(self.rho), max_iter=self.max_iter,
+                             tol=self.tol, callback=callback)
+        finally:
+            if bar is not None:
+                bar.close()
+        self.embedding_ = res.embedding
+        self.objective_history_ = list(res.objective_history)
+        self.time_history_ = list(res.time_history)
+        self.primal_residual_history_ = list(res.primal_residual_history)
+        self.dual_residual_history_ = list(res.dual_residual_history)
+        self.rho_history_ = list(res.rho_history)
+        self.n_iter_ = res.n_iter
+        self.rank_ = rank
+        if not res.converged:
+            warnings.warn(
+                f"NPKL(solver='admm') stopped at max_iter={self.max_iter} iterations before "
+                f"the residuals fell below tol={self.tol} (relative to ||V||); increase "
+                "max_iter or tol, or start from init='bcd'.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+    def _fit_simplenpkl(self, problem, rank, rng):
+        from psdlearn.npkl.simplenpkl import default_B, solve_simplenpkl
+
+        B = default_B(problem.n_samples, self.loss) if self.B == "auto" else float(self.B)
+        res = solve_simplenpkl(problem, B=B, p=self.p, rank=rank, max_iter=self.max_iter,
+                               tol=self.tol, random_state=rng)
+        self.embedding_ = res.embedding
+        self.objective_history_ = res.objective_history
+        self.simplenpkl_objective_history_ = res.simplenpkl_objective_history
+        self.time_history_ = res.time_history
+        self.n_iter_ = res.n_iter
+        self.rank_ = rank
+        self.B_ = B
+        if not res.converged:
+            warnings.warn(
+                f"NPKL(solver='simplenpkl') stopped at max_iter={self.max_iter} steps before "
+                f"the relative change of K fell below tol={self.tol}; increase max_iter or "
+                "tol.",
                 ConvergenceWarning,
                 stacklevel=3,
             )

@@ -13,7 +13,9 @@ convex SDP (3) of seed 000,
 with each unordered constrained pair ``(i_k, j_k)`` counted once, ``T_k = +1`` for a
 must-link and ``-1`` for a cannot-link, ``l(z) = max(1 - z, 0)`` (hinge),
 ``max(1 - z, 0)^2`` (squared hinge), ``(1 - z)^2`` (square) or ``-z`` (linear; the bound
-``K_ii <= b^2`` is ``||e_i|| <= b`` of seed 000 eq. 29, imposed on every sample). Its
+``K_ii <= b^2`` is ``||e_i|| <= b`` of seed 000 eq. 29, imposed on every sample). The
+``pcp`` loss of seed 001 eq. (1) adds ``gamma (K_ij - t_k)^2`` per pair (``t = 1`` / ``0``
+for must / cannot) and ``gamma / 2 (K_ii - 1)^2`` per sample. Its
 optimal value is a lower bound on the objective of every ``E``, and it is attained at any
 ``E`` with ``E E^T`` optimal for (P); this module computes it.
 
@@ -35,9 +37,12 @@ diagonal bounds, conjugating the losses gives
 
 where ``g(a) = a`` on ``0 <= a <= gamma`` (hinge), ``g(a) = a - a^2 / (4 gamma)`` on
 ``a >= 0`` (squared hinge) or on all ``a`` (square), and ``alpha_k = gamma`` fixed
-(linear; ``mu = 0`` for the other losses). ``K`` is the multiplier of ``Z >= 0``; at the
-optimum ``Z K = 0`` (complementary slackness) and the optimal values of (P) and (D)
-coincide (``K = epsilon I`` is strictly feasible for (P), so Slater's condition holds).
+(linear; ``mu = 0`` for the other losses). For ``pcp`` each term ``w (K_ij - t)^2`` (pairs
+with ``w = gamma``, and the diagonal with ``w = gamma / 2``) enters with its own multiplier
+and ``g(a) = t a - a^2 / (4 w)``, without the sign ``T_k``. ``K`` is the multiplier of
+``Z >= 0``; at the optimum ``Z K = 0`` (complementary slackness) and the optimal values of
+(P) and (D) coincide (``K = epsilon I`` is strictly feasible for (P), so Slater's condition
+holds).
 ``Z`` has the sparsity of ``L`` plus the constrained pairs, so Clarabel splits the
 ``n x n`` cone into the cliques of a chordal extension of that pattern and returns a
 positive semidefinite completion of ``K``. Any PSD completion is optimal, since (P) reads
@@ -220,9 +225,14 @@ def _primal_model(cp, L, pairs, signs, loss, gamma, b):
             penalty = cp.sum_squares(cp.pos(1.0 - z))
         elif loss == "square":
             penalty = cp.sum_squares(1.0 - z)
+        elif loss == "pcp":
+            targets = (signs > 0).astype(np.float64)
+            penalty = cp.sum_squares(k_vec[pairs[:, 0] + n * pairs[:, 1]] - targets)
         else:
             penalty = -cp.sum(z)
         objective = objective + gamma * penalty
+    if loss == "pcp" and gamma > 0:
+        objective = objective + 0.5 * gamma * cp.sum_squares(cp.diag(K) - 1.0)
     constraints = [cp.diag(K) <= b * b] if loss == "linear" else []
     return cp.Problem(cp.Minimize(objective), constraints), lambda: K.value
 
@@ -232,23 +242,39 @@ def _dual_model(cp, L, pairs, signs, loss, gamma, b):
     n = L.shape[0]
     m = len(pairs)
     has_loss = m > 0 and gamma > 0
-    # column k of A is vec(T_k S_k) = T_k (e_i e_j^T + e_j e_i^T) / 2, C-order vec
+    diag = sp.csc_matrix((np.ones(n), (np.arange(n) * (n + 1), np.arange(n))), shape=(n * n, n))
+    # column k of A is vec(T_k S_k) = T_k (e_i e_j^T + e_j e_i^T) / 2, C-order vec; for pcp
+    # the targets enter the dual objective instead of the sign, so the column is vec(S_k)
+    coef = np.ones(m) if loss == "pcp" else signs
     if m:
         rows = np.concatenate([pairs[:, 0] * n + pairs[:, 1], pairs[:, 1] * n + pairs[:, 0]])
         cols = np.concatenate([np.arange(m), np.arange(m)])
-        A = sp.csc_matrix((0.5 * np.concatenate([signs, signs]), (rows, cols)), shape=(n * n, m))
+        A = sp.csc_matrix((0.5 * np.concatenate([coef, coef]), (rows, cols)), shape=(n * n, m))
     else:
         A = sp.csc_matrix((n * n, 1))  # one dummy multiplier, fixed at zero below
-    alpha = cp.Variable(A.shape[1], name="alpha")
     constraints = []
-    if loss == "linear":
+    if loss == "pcp":
+        # weight w = gamma per unordered pair, gamma / 2 per diagonal entry (K_ii - 1)^2;
+        # conjugate of w (z - t)^2 gives g(a) = t a - a^2 / (4 w), with columns e_i e_i^T
+        A = sp.hstack([A, diag]).tocsc() if m else diag
+        alpha = cp.Variable(A.shape[1], name="alpha")
+        targets = np.concatenate([(signs > 0).astype(np.float64), np.ones(n)])
+        if gamma > 0:
+            weights = np.concatenate([np.full(m, gamma), np.full(n, 0.5 * gamma)])
+            objective = targets @ alpha - cp.sum(cp.multiply(0.25 / weights, cp.square(alpha)))
+        else:
+            constraints.append(alpha == 0.0)
+            objective = cp.sum(alpha)
+        z_vec = -(A @ alpha)
+    elif loss == "linear":
         # alpha_k = gamma: Z = L - gamma sum_k T_k S_k + Diag(mu), maximize -b^2 sum(mu)
+        alpha = cp.Variable(A.shape[1], name="alpha")
         mu = cp.Variable(n, name="mu", nonneg=True)
         constraints.append(alpha == (gamma if m else 0.0))
         objective = -(b * b) * cp.sum(mu)
-        diag = sp.csc_matrix((np.ones(n), (np.arange(n) * (n + 1), np.arange(n))), shape=(n * n, n))
         z_vec = diag @ mu - A @ alpha
     else:
+        alpha = cp.Variable(A.shape[1], name="alpha")
         if not has_loss:
             constraints.append(alpha == 0.0)
             objective = cp.sum(alpha)

@@ -1,0 +1,174 @@
+"""Compiled half steps of the ADMM solver (seed 001 Algorithm 1, eqs. 11-13 and 25).
+
+With ``K = V^T U`` stored as row matrices ``V, U`` of shape ``(n, r)`` (row ``i`` is the
+paper's column ``v_i``), the augmented Lagrangian (6) is separable over the rows of one
+factor when the other is fixed. Row ``i`` of the V-step minimizes
+
+    tr(V L U^T) + gamma / 2 sum_{j in T_i} (v_i . u_j - t_ij)^2
+        + Lambda_i . (v_i - u_i) + rho / 2 ||v_i - u_i||^2,
+
+whose gradient ``A_i v_i - c_i`` (eq. 9) vanishes at ``v_i = A_i^{-1} c_i`` with
+``A_i = rho I + gamma P_i^T P_i`` (rows of ``P_i``: the ``u_j``, ``j in T_i``) and
+``c_i = gamma P_i^T t_i - (L U)_i + rho u_i - Lambda_i``. The U-step is the same with the
+roles of ``U`` and ``V`` swapped and ``+Lambda_i`` (eq. 12). ``A_i^{-1}`` is applied by the
+Sherman-Morrison-Woodbury identity (25),
+
+    A_i^{-1} c = (c - P_i^T (rho / gamma I + P_i P_i^T)^{-1} P_i c) / rho,
+
+so each row costs ``O(nnz(L_i) r + |T_i|^2 r + |T_i|^3)``; ``(L U)_i`` is formed on the
+fly, never stored. Rows are independent, hence ``prange``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = ["PARALLEL_MIN_WORK", "half_step", "half_step_serial"]
+
+#: Below this many multiply-adds per half step (``(nnz(L) + |T|) * r``) the serial kernel
+#: is used: waking threads twice per iteration costs more than it saves on small problems
+#: (and much more when the cores are oversubscribed).
+PARALLEL_MIN_WORK = 2_000_000
+
+
+@njit(cache=True)
+def _dot(X, a, Y, b):
+    s = 0.0
+    for c in range(X.shape[1]):
+        s += X[a, c] * Y[b, c]
+    return s
+
+
+@njit(cache=True)
+def _smw_apply(S, Ti, t0, k, rhs, rho, gamma):
+    """Overwrite ``rhs`` by ``A^{-1} rhs`` with ``A = rho I + gamma P^T P`` (eq. 25)."""
+    r = rhs.shape[0]
+    if k > 0 and gamma > 0.0:
+        M = np.empty((k, k))
+        y = np.empty(k)
+        for a in range(k):
+            ja = Ti[t0 + a]
+            s = 0.0
+            for c in range(r):
+                s += S[ja, c] * rhs[c]
+            y[a] = s
+            for b in range(a + 1):
+                M[a, b] = _dot(S, ja, S, Ti[t0 + b])
+            M[a, a] += rho / gamma
+        # Cholesky of the small SPD matrix M = rho / gamma I + P P^T, in place (lower)
+        for a in range(k):
+            d = M[a, a]
+            for q in range(a):
+                d -= M[a, q] * M[a, q]
+            d = np.sqrt(d)
+            M[a, a] = d
+            for b in range(a + 1, k):
+                s = M[b, a]
+                for q in range(a):
+                    s -= M[b, q] * M[a, q]
+                M[b, a] = s / d
+        for a in range(k):
+            s = y[a]
+            for q in range(a):
+                s -= M[a, q] * y[q]
+            y[a] = s / M[a, a]
+        for a in range(k - 1, -1, -1):
+            s = y[a]
+            for q in range(a + 1, k):
+                s -= M[q, a] * y[q]
+            y[a] = s / M[a, a]
+        for a in range(k):
+            ja = Ti[t0 + a]
+            for c in range(r):
+                rhs[c] -= y[a] * S[ja, c]
+    for c in range(r):
+        rhs[c] /= rho
+
+
+def _half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
+    """One ADMM block update ``X <- argmin_X L(...)`` with the other factor ``S`` fixed.
+
+    Parameters
+    ----------
+    Lp, Li, Lx : ndarray
+        CSR arrays of the Laplacian ``L`` (n x n).
+    Tp, Ti, Tt : ndarray
+        CSR arrays of the ordered pair set ``T`` and its targets ``t_ij``.
+    S : ndarray of shape (n, r)
+        The fixed factor (``U`` for the V-step, ``V`` for the U-step).
+    own : ndarray of shape (n, r)
+        The factor in the proximal term ``rho / 2 ||v_i - u_i||^2`` (``U`` for the V-step,
+        the new ``V`` for the U-step).
+    lam : ndarray of shape (n, r)
+        Multipliers ``Lambda``; with ``finish`` they are updated in place to
+        ``Lambda + rho (V - U_new)``.
+    lam_sign : float
+        ``-1`` for the V-step (``c_i``), ``+1`` for the U-step (``d_i``).
+    rho, gamma : float
+    X : ndarray of shape (n, r)
+        The updated factor, overwritten row by row (it is not read by other rows).
+    finish : bool
+        U-step only: also update ``lam`` and accumulate the primal residual and the
+        objective at ``V = S``.
+
+    Returns
+    -------
+    change : float
+        ``||X_new - X_old||_F^2``.
+    primal : float
+        ``||S - X_new||_F^2`` (``finish`` only, else 0).
+    smooth : float
+        ``tr(S^T L S)`` (``finish`` only).
+    fit : float
+        ``sum_{(i, j) in T} (s_i . s_j - t_ij)^2`` (``finish`` only).
+    """
+    n, r = S.shape
+    change = 0.0
+    primal = 0.0
+    smooth = 0.0
+    fit = 0.0
+    for i in prange(n):
+        acc = np.zeros(r)
+        for p in range(Lp[i], Lp[i + 1]):
+            j = Li[p]
+            w = Lx[p]
+            for c in range(r):
+                acc[c] += w * S[j, c]
+        rhs = np.empty(r)
+        for c in range(r):
+            rhs[c] = rho * own[i, c] + lam_sign * lam[i, c] - acc[c]
+        t0 = Tp[i]
+        k = Tp[i + 1] - t0
+        for q in range(k):
+            j = Ti[t0 + q]
+            g = gamma * Tt[t0 + q]
+            for c in range(r):
+                rhs[c] += g * S[j, c]
+        _smw_apply(S, Ti, t0, k, rhs, rho, gamma)
+        d2 = 0.0
+        for c in range(r):
+            diff = rhs[c] - X[i, c]
+            d2 += diff * diff
+            X[i, c] = rhs[c]
+        change += d2
+        if finish:
+            p2 = 0.0
+            sm = 0.0
+            for c in range(r):
+                diff = own[i, c] - rhs[c]
+                p2 += diff * diff
+                lam[i, c] += rho * diff
+                sm += S[i, c] * acc[c]
+            primal += p2
+            smooth += sm
+            f = 0.0
+            for q in range(k):
+                z = _dot(S, i, S, Ti[t0 + q]) - Tt[t0 + q]
+                f += z * z
+            fit += f
+    return change, primal, smooth, fit
+
+
+half_step = njit(parallel=True, cache=True)(_half_step)
+half_step_serial = njit(cache=True)(_half_step)
