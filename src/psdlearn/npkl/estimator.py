@@ -198,7 +198,10 @@ class NPKL(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     embedding_ : ndarray of shape (n_samples, rank_)
-        Learned kernel ``K = embedding_ @ embedding_.T``.
+        Learned kernel ``K = embedding_ @ embedding_.T``. For ``solver="admm"`` it is ``V``
+        (the paper's output ``K = V^T V``), not ``(V + U) / 2``: the objective history is
+        that of ``V``, so the embedding scores exactly its last entry, and ``U`` differs
+        from ``V`` by the last primal residual only.
     objective_history_ : list of float
         Objective (eq. 10) at the initial point and after every sweep (of every stage).
     time_history_ : list of float
