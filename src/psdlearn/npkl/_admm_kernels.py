@@ -86,7 +86,49 @@ def _smw_apply(S, Ti, t0, k, rhs, rho, gamma):
         rhs[c] /= rho
 
 
-def _half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
+@njit(cache=True)
+def _update_row(i, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
+    """Row ``i`` of :func:`half_step`; returns its four contributions."""
+    r = S.shape[1]
+    acc = np.zeros(r)
+    for p in range(Lp[i], Lp[i + 1]):
+        j = Li[p]
+        w = Lx[p]
+        for c in range(r):
+            acc[c] += w * S[j, c]
+    rhs = np.empty(r)
+    for c in range(r):
+        rhs[c] = rho * own[i, c] + lam_sign * lam[i, c] - acc[c]
+    t0 = Tp[i]
+    k = Tp[i + 1] - t0
+    for q in range(k):
+        j = Ti[t0 + q]
+        g = gamma * Tt[t0 + q]
+        for c in range(r):
+            rhs[c] += g * S[j, c]
+    _smw_apply(S, Ti, t0, k, rhs, rho, gamma)
+    d2 = 0.0
+    for c in range(r):
+        diff = rhs[c] - X[i, c]
+        d2 += diff * diff
+        X[i, c] = rhs[c]
+    p2 = 0.0
+    sm = 0.0
+    f = 0.0
+    if finish:
+        for c in range(r):
+            diff = own[i, c] - rhs[c]
+            p2 += diff * diff
+            lam[i, c] += rho * diff
+            sm += S[i, c] * acc[c]
+        for q in range(k):
+            z = _dot(S, i, S, Ti[t0 + q]) - Tt[t0 + q]
+            f += z * z
+    return d2, p2, sm, f
+
+
+@njit(parallel=True, cache=True)
+def half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
     """One ADMM block update ``X <- argmin_X L(...)`` with the other factor ``S`` fixed.
 
     Parameters
@@ -123,52 +165,32 @@ def _half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, fin
     fit : float
         ``sum_{(i, j) in T} (s_i . s_j - t_ij)^2`` (``finish`` only).
     """
-    n, r = S.shape
     change = 0.0
     primal = 0.0
     smooth = 0.0
     fit = 0.0
-    for i in prange(n):
-        acc = np.zeros(r)
-        for p in range(Lp[i], Lp[i + 1]):
-            j = Li[p]
-            w = Lx[p]
-            for c in range(r):
-                acc[c] += w * S[j, c]
-        rhs = np.empty(r)
-        for c in range(r):
-            rhs[c] = rho * own[i, c] + lam_sign * lam[i, c] - acc[c]
-        t0 = Tp[i]
-        k = Tp[i + 1] - t0
-        for q in range(k):
-            j = Ti[t0 + q]
-            g = gamma * Tt[t0 + q]
-            for c in range(r):
-                rhs[c] += g * S[j, c]
-        _smw_apply(S, Ti, t0, k, rhs, rho, gamma)
-        d2 = 0.0
-        for c in range(r):
-            diff = rhs[c] - X[i, c]
-            d2 += diff * diff
-            X[i, c] = rhs[c]
+    for i in prange(S.shape[0]):
+        d2, p2, sm, f = _update_row(i, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho,
+                                    gamma, X, finish)
         change += d2
-        if finish:
-            p2 = 0.0
-            sm = 0.0
-            for c in range(r):
-                diff = own[i, c] - rhs[c]
-                p2 += diff * diff
-                lam[i, c] += rho * diff
-                sm += S[i, c] * acc[c]
-            primal += p2
-            smooth += sm
-            f = 0.0
-            for q in range(k):
-                z = _dot(S, i, S, Ti[t0 + q]) - Tt[t0 + q]
-                f += z * z
-            fit += f
+        primal += p2
+        smooth += sm
+        fit += f
     return change, primal, smooth, fit
 
 
-half_step = njit(parallel=True, cache=True)(_half_step)
-half_step_serial = njit(cache=True)(_half_step)
+@njit(cache=True)
+def half_step_serial(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
+    """:func:`half_step` on one thread (same arguments and results)."""
+    change = 0.0
+    primal = 0.0
+    smooth = 0.0
+    fit = 0.0
+    for i in range(S.shape[0]):
+        d2, p2, sm, f = _update_row(i, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho,
+                                    gamma, X, finish)
+        change += d2
+        primal += p2
+        smooth += sm
+        fit += f
+    return change, primal, smooth, fit
