@@ -1,0 +1,18 @@
+"""Generalized Nystrom low-rank kernel learning (seed 003): estimator and solvers."""
+
+from psdlearn.nystroem._dictionary import (
+    QuadraticData,
+    closed_form_start,
+    psd_projection,
+    solve_dictionary,
+)
+from psdlearn.nystroem.estimator import GeneralizedNystroem, mean_squared_distance
+
+__all__ = [
+    "GeneralizedNystroem",
+    "QuadraticData",
+    "closed_form_start",
+    "mean_squared_distance",
+    "psd_projection",
+    "solve_dictionary",
+]

@@ -1,0 +1,336 @@
+"""Generalized Nystrom (seed 003): closed forms, monotone solvers, limits, conventions."""
+
+import numpy as np
+import pytest
+from scipy.linalg import pinvh
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics.pairwise import rbf_kernel
+
+import psdlearn as pl
+from psdlearn.metrics import centered_alignment
+from psdlearn.nystroem import (
+    GeneralizedNystroem,
+    QuadraticData,
+    closed_form_start,
+    mean_squared_distance,
+    psd_projection,
+    solve_dictionary,
+)
+from psdlearn.nystroem._beta import heuristic_beta, iterative_beta
+from psdlearn.nystroem._dictionary import gradient, objective
+from psdlearn.nystroem._multi import multiple_objective, solve_multiple
+from psdlearn.nystroem.estimator import _one_hot
+
+
+def _problem(m=8, n_lab=12, n_classes=3, seed=0):
+    """Random ``E_l``, labels, PSD prior and the labels data term."""
+    rng = np.random.default_rng(seed)
+    E_l = rng.uniform(size=(n_lab, m))
+    y = np.arange(n_lab) % n_classes
+    Y = _one_hot(y)
+    G = rng.normal(size=(m, m))
+    prior = G @ G.T / m
+    s = E_l.T @ Y
+    data = QuadraticData([E_l.T @ E_l], s @ s.T, float(np.sum(Y.sum(0) ** 2)))
+    return E_l, Y, prior, data
+
+
+def _blobs(n=120, d=5, seed=0):
+    """Two classes that differ in 2 of ``d`` dimensions; the rest is wide noise."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    X = rng.normal(size=(n, d)) * np.r_[0.6, 0.6, 3.0 * np.ones(d - 2)]
+    X[:, :2] += 1.5 * (2 * y[:, None] - 1)
+    return X, y
+
+
+def _partial(y, per_class=6, seed=0):
+    rng = np.random.default_rng(seed)
+    yp = np.full_like(y, -1)
+    for c in np.unique(y):
+        idx = rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+        yp[idx] = c
+    return yp
+
+
+def test_data_term_equals_frobenius_form():
+    E_l, Y, _, data = _problem()
+    rng = np.random.default_rng(1)
+    S = rng.normal(size=(8, 8))
+    S = S + S.T
+    direct = np.sum((E_l @ S @ E_l.T - Y @ Y.T) ** 2)
+    assert data.value(S) == pytest.approx(direct, rel=1e-12)
+
+
+def test_group_data_term_equals_masked_form():
+    rng = np.random.default_rng(2)
+    E_g = rng.uniform(size=(10, 6))
+    groups = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3])
+    Y = _one_hot(groups)
+    model = GeneralizedNystroem(side_info="groups")
+    data = model._data_term(E_g, Y)
+    S = rng.normal(size=(6, 6))
+    S = S + S.T
+    M = Y @ Y.T  # the mask T of section 3.3: the within-group pairs
+    assert data.value(S) == pytest.approx(np.sum((M * (E_g @ S @ E_g.T) - M) ** 2),
+                                          rel=1e-12)
+
+
+def test_gradient_matches_finite_differences():
+    _, _, prior, data = _problem()
+    rng = np.random.default_rng(3)
+    S = rng.normal(size=(8, 8))
+    S = S + S.T
+    D = rng.normal(size=(8, 8))
+    D = D + D.T
+    h = 1e-6
+    fd = (objective(S + h * D, prior, 0.3, data) - objective(S - h * D, prior, 0.3, data)) / (
+        2 * h)
+    assert np.sum(gradient(S, prior, 0.3, data) * D) == pytest.approx(fd, rel=1e-6)
+
+
+@pytest.mark.parametrize("lam", [1e-4, 1.0, 1e4])
+def test_closed_form_solves_eq_12(lam):
+    _, _, prior, data = _problem()
+    S = closed_form_start(prior, lam, data)
+    A = data.blocks[0]
+    residual = lam * S + A @ S @ A - lam * prior - data.B
+    scale = np.linalg.norm(lam * prior + data.B)
+    assert np.linalg.norm(residual) <= 1e-12 * scale
+    assert np.allclose(S, S.T, atol=1e-12 * np.abs(S).max())
+    # the unconstrained minimizer: the gradient vanishes there
+    assert np.linalg.norm(gradient(S, prior, lam, data)) <= 1e-11 * scale
+
+
+def test_closed_form_several_blocks_by_cg():
+    rng = np.random.default_rng(4)
+    E = rng.uniform(size=(9, 5))
+    data = GeneralizedNystroem(side_info="groups")._data_term(E, _one_hot([0, 0, 1, 1, 1, 2,
+                                                                           2, 3, 3]))
+    prior = np.eye(5)
+    S = closed_form_start(prior, 0.1, data)
+    residual = 0.1 * S + data.apply(S) - 0.1 * prior - data.B
+    assert np.linalg.norm(residual) <= 1e-9 * np.linalg.norm(0.1 * prior + data.B)
+
+
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_projected_gradient_monotone_and_psd(accelerated):
+    _, _, prior, data = _problem(m=10, n_lab=15, seed=5)
+    lam = 1e-3  # small lambda: the closed form is indefinite, the projection is active
+    assert np.linalg.eigvalsh(closed_form_start(prior, lam, data))[0] < 0
+    res = solve_dictionary(prior, lam, data, max_iter=3000, tol=0.0, accelerated=accelerated)
+    hist = np.array(res.objective_history)
+    assert len(hist) > 2
+    assert np.all(np.diff(hist) <= 1e-12 * np.abs(hist[:-1]))
+    assert np.linalg.eigvalsh(res.S)[0] >= -1e-10 * np.abs(res.S).max()
+    # fixed point of the projected gradient map (first-order optimality over S >= 0)
+    L = 2 * (lam + data.curvature_bound())
+    G = gradient(res.S, prior, lam, data)
+    mapped = psd_projection(res.S - G / L)
+    assert np.linalg.norm(mapped - res.S) <= 1e-3 * np.linalg.norm(res.S)
+
+
+@pytest.mark.sdp
+def test_agrees_with_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    E_l, Y, prior, data = _problem(m=5, n_lab=8, n_classes=2, seed=6)
+    lam = 1e-2
+    S = cp.Variable((5, 5), PSD=True)
+    cost = lam * cp.sum_squares(S - prior) + cp.sum_squares(E_l @ S @ E_l.T - Y @ Y.T)
+    problem = cp.Problem(cp.Minimize(cost))
+    problem.solve()
+    res = solve_dictionary(prior, lam, data, max_iter=5000, tol=1e-14)
+    ref = problem.value
+    assert res.objective_history[-1] <= ref * (1 + 1e-5) + 1e-8
+
+
+def test_lambda_to_infinity_gives_prior():
+    X, y = _blobs()
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e12], random_state=0)
+    g.fit(X, _partial(y))
+    assert np.linalg.norm(g.dictionary_ - g.prior_) <= 1e-6 * np.linalg.norm(g.prior_)
+    W = rbf_kernel(g.landmarks_, gamma=1 / g.kernel_width_)
+    W_pinv = pinvh(W, rtol=1e-10)
+    assert np.allclose(g.prior_, g.beta_ * W_pinv, rtol=1e-10,
+                       atol=1e-12 * np.abs(W_pinv).max() * g.beta_)
+
+
+def test_no_labels_is_standard_nystroem():
+    X, y = _blobs()
+    g = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, np.full_like(y, -1))
+    Q = g.transform(X)
+    E = rbf_kernel(X, g.landmarks_, gamma=1 / g.kernel_width_)
+    K = E @ pinvh(rbf_kernel(g.landmarks_, gamma=1 / g.kernel_width_), rtol=1e-10) @ E.T
+    assert np.allclose(Q @ Q.T, K, atol=1e-8 * np.abs(K).max())
+    assert g.lambda_ is None
+
+
+def test_learned_kernel_aligns_better_than_nystroem():
+    X, y = _blobs(n=200)
+    yp = _partial(y, per_class=10)
+    lab = yp != -1
+    learned = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, yp)
+    plain = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, None)
+    ideal = _one_hot(y[lab])
+    a_learned = centered_alignment(learned.transform(X[lab]), ideal, factors=True)
+    a_plain = centered_alignment(plain.transform(X[lab]), ideal, factors=True)
+    assert a_learned > a_plain + 0.03
+    # also on the unlabelled points, which took no part in the fit
+    ideal_u = _one_hot(y[~lab])
+    assert (centered_alignment(learned.transform(X[~lab]), ideal_u, factors=True)
+            > centered_alignment(plain.transform(X[~lab]), ideal_u, factors=True))
+
+
+def test_transform_new_points_is_extrapolation_formula():
+    X, y = _blobs()
+    g = GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, _partial(y))
+    X_new = np.random.default_rng(7).normal(size=(9, X.shape[1]))
+    E_new = rbf_kernel(X_new, g.landmarks_, gamma=1 / g.kernel_width_)
+    E_old = rbf_kernel(X[:5], g.landmarks_, gamma=1 / g.kernel_width_)
+    K = E_new @ g.dictionary_ @ E_old.T
+    Q_new, Q_old = g.transform(X_new), g.transform(X[:5])
+    assert np.allclose(Q_new @ Q_old.T, K, atol=1e-10 * np.abs(g.dictionary_).max())
+    assert Q_new.shape == (9, g.rank_)
+
+
+def test_alignment_criterion_picks_its_argmax():
+    X, y = _blobs()
+    lambdas = [1e-3, 1e-1, 1e1, 1e3]
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, random_state=0)
+    g.fit(X, _partial(y))
+    assert g.lambda_ == lambdas[int(np.argmax(g.alignment_scores_))]
+    assert np.all(np.abs(g.alignment_scores_) <= 1 + 1e-12)
+    assert np.linalg.eigvalsh(g.dictionary_)[0] >= -1e-10 * np.abs(g.dictionary_).max()
+
+
+def test_heuristic_beta_eq_8():
+    E_l, Y, _, _ = _problem(m=6, n_lab=10)
+    W_pinv = np.diag(np.arange(1.0, 7.0))
+    target = np.linalg.pinv(E_l) @ Y @ Y.T @ np.linalg.pinv(E_l).T
+    expected = np.linalg.norm(target) / np.linalg.norm(W_pinv)
+    assert heuristic_beta(E_l, Y, W_pinv) == pytest.approx(expected, rel=1e-10)
+
+
+def test_iterative_beta_lowers_joint_objective():
+    _, _, prior, data = _problem(m=8, n_lab=12, seed=8)
+    W_pinv = prior
+    lam = 0.05
+    beta0 = 3.0
+    heur = solve_dictionary(beta0 * W_pinv, lam, data)
+    beta, res = iterative_beta(W_pinv, lam, data, beta0)
+    assert beta != beta0
+    assert (objective(res.S, beta * W_pinv, lam, data)
+            <= objective(heur.S, beta0 * W_pinv, lam, data) * (1 + 1e-12))
+    # beta is optimal for the final S: the derivative in beta vanishes
+    assert np.sum((res.S - beta * W_pinv) * W_pinv) == pytest.approx(0.0, abs=1e-6 * np.sum(
+        res.S * W_pinv))
+
+
+def test_multiple_kernels_monotone_and_features():
+    X, y = _blobs(n=150)
+    yp = _partial(y, per_class=8)
+    widths = 2.0 ** np.arange(-2, 3)
+    g = GeneralizedNystroem(n_landmarks=30, kernel_widths=widths, lambdas=[1e-2, 1.0],
+                            max_iter=50, random_state=0).fit(X, yp)
+    hist = np.array(g.objective_history_)
+    assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]))
+    assert g.kernel_weights_.shape == (5,) and np.all(g.kernel_weights_ >= 0)
+    m = g.landmarks_.shape[0]
+    assert m == round(30 * 3.0 / 5)
+    Q = g.transform(X[:7])
+    K = sum(rbf_kernel(X[:7], g.landmarks_, gamma=1 / b)
+            @ g.dictionary_[j * m:(j + 1) * m, j * m:(j + 1) * m]
+            @ rbf_kernel(X[:7], g.landmarks_, gamma=1 / b).T
+            for j, b in enumerate(g.kernel_widths_))
+    assert np.allclose(Q @ Q.T, K, atol=1e-9 * np.abs(K).max())
+
+
+def test_alpha_step_is_eq_19():
+    rng = np.random.default_rng(9)
+    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
+    Y = _one_hot(np.arange(10) % 2)
+    priors = [np.eye(4) * (j + 1) for j in range(3)]
+    cross = [[a.T @ b for b in F] for a in F]
+    s = [a.T @ Y for a in F]
+    c = float(np.sum(Y.sum(0) ** 2))
+    res = solve_multiple(priors, 0.1, cross, s, c, max_iter=5)
+    for T, P, a in zip(res.T, priors, res.alpha, strict=True):
+        assert a == pytest.approx(max(np.sum(P * T) / np.sum(P * P), 0.0), rel=1e-12)
+    # the objective (17) written through the l x l kernel agrees with the m x m form
+    K = sum(Fj @ Tj @ Fj.T for Fj, Tj in zip(F, res.T, strict=True))
+    direct = 0.1 * sum(np.sum((T - a * P) ** 2) for T, P, a in zip(res.T, priors, res.alpha,
+                                                                   strict=True))
+    direct += np.sum((K - Y @ Y.T) ** 2)
+    assert multiple_objective(res.T, res.alpha, priors, 0.1, cross, s, c) == pytest.approx(
+        direct, rel=1e-10)
+
+
+def test_mean_squared_distance_is_exact():
+    X = np.random.default_rng(10).normal(size=(40, 3))
+    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    assert mean_squared_distance(X) == pytest.approx(d2.sum() / (40 * 39), rel=1e-12)
+
+
+def test_groups_side_info_fits_within_group_pairs():
+    X, y = _blobs(n=100)
+    groups = np.full(len(y), -1)
+    groups[:6] = 0
+    groups[6:10] = 1
+    g = GeneralizedNystroem(n_landmarks=15, side_info="groups", lambdas=[1e-2],
+                            random_state=0).fit(X, groups)
+    E = rbf_kernel(X[:10], g.landmarks_, gamma=1 / g.kernel_width_)
+    M = _one_hot(groups[:10])
+    M = M @ M.T
+
+    def masked_loss(S):
+        return np.sum((M * (E @ S @ E.T) - M) ** 2)
+
+    # J(S) <= J(S_0) and the prior term vanishes at S_0, so the data term cannot be worse
+    assert masked_loss(g.dictionary_) < masked_loss(g.prior_)
+    assert masked_loss(g.dictionary_) + 1e-2 * np.sum((g.dictionary_ - g.prior_) ** 2) == (
+        pytest.approx(g.objective_history_[-1], rel=1e-8))
+
+
+def test_params_clone_and_errors():
+    g = GeneralizedNystroem(n_landmarks=12, lambdas=[1.0, 2.0], random_state=3)
+    params = g.get_params()
+    assert params["n_landmarks"] == 12 and list(params["lambdas"]) == [1.0, 2.0]
+    assert clone(g).get_params()["random_state"] == 3
+    X, y = _blobs()
+    with pytest.raises(NotFittedError):
+        g.transform(X)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        GeneralizedNystroem(n_landmarks=1000).fit(X, y)
+    with pytest.raises(ValueError, match="n_landmarks"):
+        GeneralizedNystroem(n_landmarks=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="lambdas"):
+        GeneralizedNystroem(lambdas=[-1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="side_info"):
+        GeneralizedNystroem(side_info="pairs").fit(X, y)
+    with pytest.raises(ValueError, match="entries"):
+        GeneralizedNystroem(n_landmarks=10).fit(X, y[:-1])
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        GeneralizedNystroem(n_landmarks=10).fit(Xn, y)
+    with pytest.raises(ValueError, match="kernel_widths"):
+        GeneralizedNystroem(n_landmarks=10, kernel="linear", kernel_widths=[1.0]).fit(X, y)
+
+
+def test_same_seed_same_result_and_random_landmarks():
+    X, y = _blobs()
+    yp = _partial(y)
+    a = GeneralizedNystroem(n_landmarks=10, landmarks="random", random_state=4).fit(X, yp)
+    b = GeneralizedNystroem(n_landmarks=10, landmarks="random", random_state=4).fit(X, yp)
+    assert np.array_equal(a.landmarks_, b.landmarks_)
+    assert np.array_equal(a.transform(X), b.transform(X))
+    assert all(any(np.array_equal(z, x) for x in X) for z in a.landmarks_)
+
+
+def test_other_kernel_and_public_export():
+    X, y = _blobs()
+    g = pl.GeneralizedNystroem(n_landmarks=10, kernel="polynomial",
+                               kernel_params={"degree": 2}, random_state=0)
+    Q = g.fit(X, _partial(y)).transform(X)
+    assert Q.shape[0] == len(X) and g.kernel_width_ is None
