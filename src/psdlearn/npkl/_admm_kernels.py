@@ -41,12 +41,13 @@ def _dot(X, a, Y, b):
 
 
 @njit(cache=True)
-def _smw_apply(S, Ti, t0, k, rhs, rho, gamma):
-    """Overwrite ``rhs`` by ``A^{-1} rhs`` with ``A = rho I + gamma P^T P`` (eq. 25)."""
+def _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, y):
+    """Overwrite ``rhs`` by ``A^{-1} rhs`` with ``A = rho I + gamma P^T P`` (eq. 25).
+
+    ``M`` (at least ``k x k``) and ``y`` (at least ``k``) are workspace.
+    """
     r = rhs.shape[0]
     if k > 0 and gamma > 0.0:
-        M = np.empty((k, k))
-        y = np.empty(k)
         for a in range(k):
             ja = Ti[t0 + a]
             s = 0.0
@@ -87,44 +88,49 @@ def _smw_apply(S, Ti, t0, k, rhs, rho, gamma):
 
 
 @njit(cache=True)
-def _update_row(i, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
-    """Row ``i`` of :func:`half_step`; returns its four contributions."""
+def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X,
+                 finish, kmax):
+    """Rows ``lo:hi`` of :func:`half_step`, with one workspace; returns their four sums."""
     r = S.shape[1]
-    acc = np.zeros(r)
-    for p in range(Lp[i], Lp[i + 1]):
-        j = Li[p]
-        w = Lx[p]
-        for c in range(r):
-            acc[c] += w * S[j, c]
+    acc = np.empty(r)
     rhs = np.empty(r)
-    for c in range(r):
-        rhs[c] = rho * own[i, c] + lam_sign * lam[i, c] - acc[c]
-    t0 = Tp[i]
-    k = Tp[i + 1] - t0
-    for q in range(k):
-        j = Ti[t0 + q]
-        g = gamma * Tt[t0 + q]
+    M = np.empty((kmax, kmax))
+    y = np.empty(kmax)
+    change = 0.0
+    primal = 0.0
+    smooth = 0.0
+    fit = 0.0
+    for i in range(lo, hi):
+        acc[:] = 0.0
+        for p in range(Lp[i], Lp[i + 1]):
+            j = Li[p]
+            w = Lx[p]
+            for c in range(r):
+                acc[c] += w * S[j, c]
         for c in range(r):
-            rhs[c] += g * S[j, c]
-    _smw_apply(S, Ti, t0, k, rhs, rho, gamma)
-    d2 = 0.0
-    for c in range(r):
-        diff = rhs[c] - X[i, c]
-        d2 += diff * diff
-        X[i, c] = rhs[c]
-    p2 = 0.0
-    sm = 0.0
-    f = 0.0
-    if finish:
-        for c in range(r):
-            diff = own[i, c] - rhs[c]
-            p2 += diff * diff
-            lam[i, c] += rho * diff
-            sm += S[i, c] * acc[c]
+            rhs[c] = rho * own[i, c] + lam_sign * lam[i, c] - acc[c]
+        t0 = Tp[i]
+        k = Tp[i + 1] - t0
         for q in range(k):
-            z = _dot(S, i, S, Ti[t0 + q]) - Tt[t0 + q]
-            f += z * z
-    return d2, p2, sm, f
+            j = Ti[t0 + q]
+            g = gamma * Tt[t0 + q]
+            for c in range(r):
+                rhs[c] += g * S[j, c]
+        _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, y)
+        for c in range(r):
+            diff = rhs[c] - X[i, c]
+            change += diff * diff
+            X[i, c] = rhs[c]
+        if finish:
+            for c in range(r):
+                diff = own[i, c] - rhs[c]
+                primal += diff * diff
+                lam[i, c] += rho * diff
+                smooth += S[i, c] * acc[c]
+            for q in range(k):
+                z = _dot(S, i, S, Ti[t0 + q]) - Tt[t0 + q]
+                fit += z * z
+    return change, primal, smooth, fit
 
 
 @njit(parallel=True, cache=True)
@@ -165,13 +171,20 @@ def half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, fini
     fit : float
         ``sum_{(i, j) in T} (s_i . s_j - t_ij)^2`` (``finish`` only).
     """
+    n = S.shape[0]
+    kmax = 1
+    for i in range(n):
+        kmax = max(kmax, Tp[i + 1] - Tp[i])
+    # rows in chunks, each with its own workspace (no allocation per row)
+    n_chunks = min(n, 64)
     change = 0.0
     primal = 0.0
     smooth = 0.0
     fit = 0.0
-    for i in prange(S.shape[0]):
-        d2, p2, sm, f = _update_row(i, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho,
-                                    gamma, X, finish)
+    for b in prange(n_chunks):
+        d2, p2, sm, f = _update_rows(b * n // n_chunks, (b + 1) * n // n_chunks, Lp, Li, Lx,
+                                     Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish,
+                                     kmax)
         change += d2
         primal += p2
         smooth += sm
@@ -182,15 +195,9 @@ def half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, fini
 @njit(cache=True)
 def half_step_serial(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish):
     """:func:`half_step` on one thread (same arguments and results)."""
-    change = 0.0
-    primal = 0.0
-    smooth = 0.0
-    fit = 0.0
-    for i in range(S.shape[0]):
-        d2, p2, sm, f = _update_row(i, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho,
-                                    gamma, X, finish)
-        change += d2
-        primal += p2
-        smooth += sm
-        fit += f
-    return change, primal, smooth, fit
+    n = S.shape[0]
+    kmax = 1
+    for i in range(n):
+        kmax = max(kmax, Tp[i + 1] - Tp[i])
+    return _update_rows(0, n, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X,
+                        finish, kmax)
