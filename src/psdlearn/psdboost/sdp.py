@@ -1,0 +1,107 @@
+r"""Reference solver: PSDBoost's problem (3) as an SDP in cvxpy (extra ``sdp``).
+
+.. math::
+
+    \max_{X \succeq 0,\ \rho,\ \xi \ge 0} \; \rho - C \sum_r \xi_r
+    \quad \text{s.t.} \quad \operatorname{tr} X = 1, \quad
+    \langle A_r, X \rangle \ge \rho - \xi_r \;\; (w_r \ge 0),
+
+with ``<A_r, X> = vec(A_r)^T vec(X)`` through one dense ``t x D^2`` matrix (fine for the
+sizes where an interior-point SDP is practical at all). The multipliers ``w`` of the margin
+constraints solve (D1) over all trace-one rank-one columns, i.e.
+``min_w lambda_max(sum_r w_r A_r)`` s.t. ``sum w = 1``, ``0 <= w <= C``. One ``D x D``
+cone: fine for ``D`` up to about 64 with a thousand triplets (the benchmark
+``benchmarks/bench_psdboost.py`` measures it); this is a check, not a solver for data
+sets.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["SDPResult", "solve_sdp"]
+
+
+@dataclass
+class SDPResult:
+    """Solution of problem (3).
+
+    Attributes
+    ----------
+    metric : ndarray of shape (D, D)
+    objective : float
+        ``rho - C sum xi``.
+    rho : float
+    slacks : ndarray of shape (t,)
+    dual_weights : ndarray of shape (t,)
+        Multipliers ``w`` of the margin constraints.
+    status : str
+    solve_time : float
+        Seconds spent in the solver (cvxpy's compilation excluded).
+    """
+
+    metric: np.ndarray
+    objective: float
+    rho: float
+    slacks: np.ndarray
+    dual_weights: np.ndarray
+    status: str
+    solve_time: float
+
+
+def solve_sdp(X, triplets, C, solver=None, **solver_options):
+    """Solve problem (3) of seed 002 with cvxpy.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, D)
+    triplets : ndarray of shape (t, 3)
+        Rows ``(i, j, k)`` meaning ``d(i, j) < d(i, k)``.
+    C : float
+        Slack price, ``C t >= 1``.
+    solver : str, optional
+        cvxpy solver name; Clarabel when installed, else SCS. When Clarabel stops at
+        ``optimal_inaccurate`` (it does on some ill-scaled instances), the problem is
+        solved again with SCS at ``eps = 1e-9``.
+    **solver_options
+        Passed to ``problem.solve``.
+
+    Returns
+    -------
+    SDPResult
+    """
+    import cvxpy as cp
+
+    X = np.asarray(X, dtype=np.float64)
+    triplets = np.asarray(triplets, dtype=np.int64)
+    Dj = X[triplets[:, 0]] - X[triplets[:, 1]]
+    Dk = X[triplets[:, 0]] - X[triplets[:, 2]]
+    D, t = X.shape[1], len(triplets)
+    M = cp.Variable((D, D), PSD=True)
+    rho = cp.Variable()
+    xi = cp.Variable(t, nonneg=True)
+    # <A_r, M> = vec(A_r) . vec(M): one dense (t, D^2) constant, which cvxpy compiles far
+    # faster than row-wise quadratic forms.
+    A = (Dk[:, :, None] * Dk[:, None, :] - Dj[:, :, None] * Dj[:, None, :]).reshape(t, D * D)
+    margins = A @ cp.vec(M, order="C")
+    margin_constraint = margins >= rho - xi
+    problem = cp.Problem(cp.Maximize(rho - C * cp.sum(xi)),
+                         [cp.trace(M) == 1, margin_constraint])
+    if solver is None:
+        solver = "CLARABEL" if "CLARABEL" in cp.installed_solvers() else "SCS"
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "inaccurate": handled just below
+        problem.solve(solver=solver, **solver_options)
+    if problem.status == "optimal_inaccurate" and solver == "CLARABEL" and not solver_options:
+        problem.solve(solver="SCS", eps=1e-9, max_iters=100_000)
+    elapsed = time.perf_counter() - start
+    metric = (M.value + M.value.T) / 2.0
+    return SDPResult(metric=metric, objective=float(problem.value), rho=float(rho.value),
+                     slacks=np.asarray(xi.value), status=problem.status,
+                     dual_weights=np.asarray(margin_constraint.dual_value),
+                     solve_time=float(problem.solver_stats.solve_time or elapsed))

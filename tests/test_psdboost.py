@@ -1,0 +1,234 @@
+"""PSDBoost (seed 002): optimality against the SDP, LP duality, invariants, input handling."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+import psdlearn as pl
+from psdlearn.psdboost._pricing import TripletOperator
+
+
+def _problem(n=30, d=5, t=40, seed=0):
+    """Random points and random distinct-index triplets."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
+    T = np.array([rng.choice(n, 3, replace=False) for _ in range(t)])
+    return X, T
+
+
+def _dense_A(X, T):
+    dj = X[T[:, 0]] - X[T[:, 1]]
+    dk = X[T[:, 0]] - X[T[:, 2]]
+    return np.einsum("ri,rj->rij", dk, dk) - np.einsum("ri,rj->rij", dj, dj)
+
+
+def _margins(X, T, M):
+    return np.einsum("rij,ij->r", _dense_A(X, T), M)
+
+
+def test_params_roundtrip_and_clone():
+    model = pl.PSDBoost(C=0.5, tol=1e-6, max_iter=7, n_columns=2, smoothing=0.0,
+                        max_bases=10, n_triplets=20, random_state=3)
+    assert clone(model).get_params() == model.get_params()
+    assert model.get_params()["max_bases"] == 10
+
+
+@pytest.mark.parametrize("kwargs,match", [({"C": -1.0}, "C"), ({"n_columns": 0}, "n_columns"),
+                                          ({"smoothing": 1.0}, "smoothing"),
+                                          ({"max_bases": 1}, "max_bases"),
+                                          ({"eigen_solver": "qr"}, "eigen_solver")])
+def test_invalid_parameters_raise(kwargs, match):
+    X, T = _problem()
+    with pytest.raises(ValueError, match=match):
+        pl.PSDBoost(**kwargs).fit_triplets(X, T)
+
+
+def test_bad_triplets_raise_and_duplicates_warn():
+    X, T = _problem(n=10, t=5)
+    model = pl.PSDBoost()
+    with pytest.raises(ValueError, match="out of range"):
+        model.fit_triplets(X, np.vstack([T, [0, 1, 10]]))
+    with pytest.raises(ValueError, match="out of range"):
+        model.fit_triplets(X, np.vstack([T, [-1, 1, 2]]))
+    with pytest.raises(ValueError, match="repeats an index"):
+        model.fit_triplets(X, np.vstack([T, [3, 3, 4]]))
+    with pytest.raises(ValueError, match="shape"):
+        model.fit_triplets(X, T[:, :2])
+    with pytest.raises(ValueError, match="empty"):
+        model.fit_triplets(X, np.empty((0, 3), dtype=int))
+    with pytest.raises(TypeError, match="integer"):
+        model.fit_triplets(X, T + 0.5)
+    with pytest.raises(ValueError, match="C="):
+        pl.PSDBoost(C=0.1).fit_triplets(X, T)  # C t = 0.5 < 1: (3) unbounded
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(ValueError):
+        model.fit_triplets(X_nan, T)
+    T_before = T.copy()
+    with pytest.warns(UserWarning, match="duplicate"):
+        model.fit_triplets(X, np.vstack([T, T[:2]]))
+    assert len(model.triplets_) == len(T)
+    assert np.array_equal(T, T_before)
+
+
+def test_degenerate_triplets_warn():
+    # Collinear: a_i - a_j is a shorter multiple of a_i - a_k, so A_r is PSD and every
+    # metric satisfies every triplet.
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
+    T = np.array([[0, 1, 2], [0, 1, 3], [1, 2, 3]])
+    with pytest.warns(UserWarning, match="satisfied by every metric"):
+        pl.PSDBoost().fit_triplets(X, T)
+
+
+def test_matrix_free_operator_matches_dense():
+    X, T = _problem(d=7)
+    op = TripletOperator(X, T)
+    A = _dense_A(X, T)
+    w = np.random.default_rng(1).uniform(size=len(T))
+    H = np.einsum("r,rij->ij", w, A)
+    assert np.allclose(op.hessian(w), H)
+    U = np.random.default_rng(2).normal(size=(7, 3))
+    assert np.allclose(op.column_coefficients(U), np.einsum("ia,rij,ja->ra", U, A, U))
+    vals, vecs, _ = op.top_eigenpairs(w, 2, "lanczos")
+    assert np.allclose(vals, np.linalg.eigvalsh(H)[::-1][:2])
+    assert np.allclose(np.abs(vecs[:, 0] @ np.linalg.eigh(H)[1][:, -1]), 1.0)
+
+
+def test_single_triplet_closed_form():
+    # t = 1 forces C >= 1, so xi = 0 and the optimum is max_{tr X = 1} <A, X> =
+    # lambda_max(A), attained by the top eigenvector of A.
+    X, T = _problem(n=5, d=4, t=1, seed=3)
+    m = pl.PSDBoost(tol=1e-10).fit_triplets(X, T)
+    lam = np.linalg.eigvalsh(_dense_A(X, T)[0])[-1]
+    assert m.objective_ == pytest.approx(lam, rel=1e-8)
+    assert np.allclose(m.slacks_, 0.0)
+
+
+def test_hard_margin_when_C_at_least_one():
+    # With C >= 1 no slack pays off: rho equals the smallest margin of metric_.
+    X, T = _problem(t=15, seed=4)
+    m = pl.PSDBoost(C=1.0, tol=1e-6).fit_triplets(X, T)
+    assert np.allclose(m.slacks_, 0.0, atol=1e-9)
+    assert _margins(X, T, m.metric_).min() == pytest.approx(m.rho_, abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_metric_invariants_and_transform(seed):
+    X, T = _problem(seed=seed)
+    m = pl.PSDBoost(tol=1e-8, random_state=0).fit_triplets(X, T)
+    M = m.get_mahalanobis_matrix()
+    assert np.allclose(M, M.T)
+    assert np.linalg.eigvalsh(M).min() >= -1e-10
+    assert np.trace(M) == pytest.approx(1.0, abs=1e-12)
+    assert np.allclose(m.components_.T @ m.components_, M)
+    Z = m.transform(X)
+    d_learned = np.sum((Z[T[:, 0]] - Z[T[:, 1]]) ** 2, axis=1)
+    diff = X[T[:, 0]] - X[T[:, 1]]
+    assert np.allclose(d_learned, np.einsum("ri,ij,rj->r", diff, M, diff))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lp_duality_and_complementary_slackness(seed):
+    X, T = _problem(seed=seed)
+    m = pl.PSDBoost(tol=1e-8).fit_triplets(X, T)
+    w, C, pi = m.dual_weights_, m.C_, m.dual_objective_history_[-1]
+    # Dual feasibility of (D1) and equal primal / dual values.
+    assert w.sum() == pytest.approx(1.0, abs=1e-9)
+    assert w.min() >= 0 and w.max() <= C * (1 + 1e-9)
+    assert m.objective_ == pytest.approx(pi, abs=1e-8)
+    assert m.theta_.sum() == pytest.approx(1.0, abs=1e-9)
+    # Complementary slackness, with margins from the dense A_r.
+    margins = _margins(X, T, m.metric_)
+    residual = margins - m.rho_ + m.slacks_
+    assert residual.min() >= -1e-7
+    assert np.all(np.abs(residual[w > 1e-9]) < 1e-7)
+    assert np.all(np.abs(w[m.slacks_ > 1e-9] - C) < 1e-9)
+    for th, F in zip(m.theta_, m.bases_, strict=True):
+        reduced = w @ _margins(X, T, F.T @ F)
+        assert reduced <= pi + 1e-7
+        if th > 1e-9:
+            assert reduced == pytest.approx(pi, abs=1e-7)
+
+
+def test_certificate_at_termination():
+    X, T = _problem(seed=5)
+    m = pl.PSDBoost(tol=1e-6).fit_triplets(X, T)
+    w = m.best_dual_weights_
+    assert w.sum() == pytest.approx(1.0) and w.min() >= 0 and w.max() <= m.C_ * (1 + 1e-9)
+    lam = np.linalg.eigvalsh(np.einsum("r,rij->ij", w, _dense_A(X, T)))[-1]
+    assert lam == pytest.approx(m.upper_bound_, rel=1e-9, abs=1e-12)
+    assert lam <= m.objective_ + m.eps_
+    assert min(m.lambda_max_history_) == pytest.approx(m.upper_bound_)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"n_columns": 1, "smoothing": 0.0},
+                                    {"eigen_solver": "lanczos"},
+                                    {"max_bases": 8, "max_iter": 150}])
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dual_objective_monotone(kwargs):
+    # Every added column can only raise the restricted master value (aggregation keeps
+    # the current X feasible); allowance: HiGHS's 1e-7 feasibility tolerance.
+    X, T = _problem(d=6, seed=6)
+    m = pl.PSDBoost(tol=1e-7, **kwargs).fit_triplets(X, T)
+    h = np.array(m.dual_objective_history_)
+    assert np.all(np.diff(h) >= -1e-7 * max(1.0, np.abs(h).max()))
+    assert h[-1] <= min(m.lambda_max_history_) + 1e-12
+
+
+def test_convergence_warning_at_max_iter():
+    X, T = _problem(d=8, t=60, seed=7)
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        pl.PSDBoost(max_iter=1, tol=0.0).fit_triplets(X, T)
+
+
+def test_fit_from_labels_uses_nearest_neighbour_triplets():
+    X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
+    m = pl.PSDBoost(n_triplets=50, random_state=0).fit(X, y)
+    T = m.triplets_
+    assert T.shape == (50, 3)
+    D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    np.fill_diagonal(D2, np.inf)
+    for i, j, k in T:
+        assert y[j] == y[i] and y[k] != y[i]
+        assert D2[i, j] == D2[i, y == y[i]].min()
+        assert D2[i, k] == D2[i, y != y[i]].min()
+    m2 = pl.PSDBoost(n_triplets=50, random_state=0).fit(X, y)
+    assert np.array_equal(m2.triplets_, T) and np.allclose(m2.metric_, m.metric_)
+
+
+@pytest.mark.sdp
+@pytest.mark.parametrize("seed,C", [(0, "auto"), (1, 0.05), (2, 1.0), (3, "auto")])
+def test_objective_equals_sdp_optimum(seed, C):
+    pytest.importorskip("cvxpy")
+    from psdlearn.psdboost.sdp import solve_sdp
+
+    X, T = _problem(d=5 + seed, seed=seed)
+    m = pl.PSDBoost(C=C, tol=1e-7).fit_triplets(X, T)
+    ref = solve_sdp(X, T, m.C_)
+    assert ref.status == "optimal"
+    assert m.upper_bound_ - m.objective_ <= m.eps_
+    scale = max(abs(ref.objective), 1e-3 * np.mean(np.abs(_margins(X, T, np.eye(5 + seed)))))
+    assert abs(m.objective_ - ref.objective) <= 1e-4 * scale
+    # The restricted master value converges to the SDP optimum from below.
+    assert m.dual_objective_history_[-1] <= ref.objective + 1e-4 * scale
+    assert np.all(np.array(m.dual_objective_history_) <= ref.objective + 1e-4 * scale)
+    # The SDP's own metric, scored with the optimal slacks xi = max(rho - margin, 0),
+    # gives the same value (checks the reference's margins against our dense A_r).
+    rho_ref = ref.rho - m.C_ * np.maximum(ref.rho - _margins(X, T, ref.metric), 0).sum()
+    assert rho_ref == pytest.approx(ref.objective, abs=1e-4 * scale)
+
+
+@pytest.mark.sdp
+def test_paper_algorithm_matches_sdp():
+    pytest.importorskip("cvxpy")
+    from psdlearn.psdboost.sdp import solve_sdp
+
+    X, T = _problem(d=4, t=25, seed=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        m = pl.PSDBoost(n_columns=1, smoothing=0.0, tol=1e-7, max_iter=5000).fit_triplets(X, T)
+    ref = solve_sdp(X, T, m.C_)
+    assert m.objective_ == pytest.approx(ref.objective, rel=1e-4, abs=1e-6)
