@@ -108,8 +108,8 @@ def test_block_steps_are_exact_minimizers(loss):
              - _augmented_lagrangian(problem, Vm, U, lam, rho)) / (2 * eps)
         assert abs(g) < 1e-5
     lam_before = lam.copy()
-    _, primal2, smooth, fit = K.half_step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho,
-                                          problem.gamma, U, True)
+    _, size, primal2, smooth, fit = K.half_step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho,
+                                                problem.gamma, U, True)
     after = _augmented_lagrangian(problem, V, U, lam_before, rho)
     assert mid <= before + 1e-9 * abs(before)
     assert after <= mid + 1e-9 * abs(mid)
@@ -118,6 +118,7 @@ def test_block_steps_are_exact_minimizers(loss):
     # the fused bookkeeping of the U-step
     assert np.allclose(lam, lam_before + rho * (V - U), atol=1e-12)
     assert primal2 == pytest.approx(np.sum((V - U) ** 2), rel=1e-10)
+    assert size == pytest.approx(np.sum(U**2), rel=1e-12)
     assert smooth + 0.5 * problem.gamma * fit == pytest.approx(problem.objective(V), rel=1e-10)
 
 

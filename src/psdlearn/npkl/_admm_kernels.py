@@ -90,13 +90,14 @@ def _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, y):
 @njit(cache=True)
 def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X,
                  finish, kmax):
-    """Rows ``lo:hi`` of :func:`half_step`, with one workspace; returns their four sums."""
+    """Rows ``lo:hi`` of :func:`half_step`, with one workspace; returns their five sums."""
     r = S.shape[1]
     acc = np.empty(r)
     rhs = np.empty(r)
     M = np.empty((kmax, kmax))
     y = np.empty(kmax)
     change = 0.0
+    size = 0.0
     primal = 0.0
     smooth = 0.0
     fit = 0.0
@@ -120,6 +121,7 @@ def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gam
         for c in range(r):
             diff = rhs[c] - X[i, c]
             change += diff * diff
+            size += rhs[c] * rhs[c]
             X[i, c] = rhs[c]
         if finish:
             for c in range(r):
@@ -130,7 +132,7 @@ def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gam
             for q in range(k):
                 z = _dot(S, i, S, Ti[t0 + q]) - Tt[t0 + q]
                 fit += z * z
-    return change, primal, smooth, fit
+    return change, size, primal, smooth, fit
 
 
 @njit(parallel=True, cache=True)
@@ -164,6 +166,9 @@ def half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, fini
     -------
     change : float
         ``||X_new - X_old||_F^2``.
+    size : float
+        ``||X_new||_F^2`` (summed here: a BLAS norm call costs more than the step on small
+        problems when the cores are busy).
     primal : float
         ``||S - X_new||_F^2`` (``finish`` only, else 0).
     smooth : float
@@ -178,18 +183,20 @@ def half_step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, fini
     # rows in chunks, each with its own workspace (no allocation per row)
     n_chunks = min(n, 64)
     change = 0.0
+    size = 0.0
     primal = 0.0
     smooth = 0.0
     fit = 0.0
     for b in prange(n_chunks):
-        d2, p2, sm, f = _update_rows(b * n // n_chunks, (b + 1) * n // n_chunks, Lp, Li, Lx,
+        d2, x2, p2, sm, f = _update_rows(b * n // n_chunks, (b + 1) * n // n_chunks, Lp, Li, Lx,
                                      Tp, Ti, Tt, S, own, lam, lam_sign, rho, gamma, X, finish,
                                      kmax)
         change += d2
+        size += x2
         primal += p2
         smooth += sm
         fit += f
-    return change, primal, smooth, fit
+    return change, size, primal, smooth, fit
 
 
 @njit(cache=True)

@@ -174,9 +174,10 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
     start = time.perf_counter()
     k = 0
     for k in range(1, max_iter + 1):
-        change, _, _, _ = step(Lp, Li, Lx, Tp, Ti, Tt, U, U, lam, -1.0, rho, gamma, V, False)
-        _, primal2, smooth, fit = step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho, gamma, U,
-                                       True)
+        change, size, _, _, _ = step(Lp, Li, Lx, Tp, Ti, Tt, U, U, lam, -1.0, rho, gamma, V,
+                                     False)
+        _, _, primal2, smooth, fit = step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho, gamma,
+                                          U, True)
         primal = float(np.sqrt(primal2))
         dual = rho * float(np.sqrt(change))
         rho_hist.append(rho)
@@ -186,7 +187,7 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
         times.append(time.perf_counter() - start)
         if callback is not None:
             callback(k, V, objective[-1])
-        if max(primal, dual / rho) <= tol * np.linalg.norm(V):
+        if max(primal, dual / rho) <= tol * np.sqrt(size):
             converged = True
             break
         if adaptive_rho:
