@@ -8,10 +8,17 @@ from psdlearn.constraints import (
     triplets_from_constraints,
     triplets_from_labels,
 )
+from psdlearn.kml import RCA, KernelMetricLearner
 from psdlearn.npkl import NPKL
+from psdlearn.nystroem import GeneralizedNystroem
+from psdlearn.psdboost import PSDBoost
 
 __all__ = [
+    "RCA",
+    "GeneralizedNystroem",
+    "KernelMetricLearner",
     "NPKL",
+    "PSDBoost",
     "PairwiseConstraints",
     "__version__",
     "datasets",
