@@ -78,7 +78,8 @@ def test_smw_equals_direct_solve(k, r):
         P = S[Ti]
         direct = np.linalg.solve(rho * np.eye(r) + gamma * P.T @ P, rhs)
         out = rhs.copy()
-        K._smw_apply(S, Ti, 0, k, out, rho, gamma, np.empty((k, k)), np.empty(k))
+        K._smw_apply(S, Ti, 0, k, out, rho, gamma, np.empty((k, k)), np.empty((k, k)),
+                     np.empty(k))
         assert np.allclose(out, direct, rtol=1e-10, atol=1e-12)
 
 

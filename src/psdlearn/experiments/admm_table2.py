@@ -19,7 +19,6 @@ import time
 
 import numpy as np
 
-from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments._protocol import (
@@ -27,11 +26,11 @@ from psdlearn.experiments._protocol import (
     SMALL_SETS,
     load_set,
     run_repetitions,
+    sdp_records,
     summarize,
 )
 from psdlearn.experiments._report import write_results
 from psdlearn.graph import knn_laplacian
-from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.estimator import NPKL
 
 __all__ = ["PAPER_RANK", "PAPER_TABLE2", "run"]
@@ -73,17 +72,6 @@ def _paper(value, std=None):
     if value is None:
         return "-"
     return f"{value:.2f}" if std is None else f"{value:.2f} ± {std:.2f}"
-
-
-def _sdp_records(X, y, L, reps):
-    out = []
-    for seed in range(reps):
-        C = PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=seed)
-        model = NPKL(loss="pcp", solver="sdp", graph="precomputed").fit(L, C)
-        labels = kernel_kmeans(model.embedding_, len(np.unique(y)), random_state=seed)
-        out.append({"rand": pairwise_accuracy(y, labels), "cpu_s": model.fit_time_,
-                    "objective": model.objective_history_[-1]})
-    return out
 
 
 def _warm_up():
@@ -153,7 +141,7 @@ def run(out_dir, quick=False, log=print):
         else:
             row["SimpleNPKL rand %"] = "not run (time)"
         if have_sdp and len(y) <= 200:
-            srecs = _sdp_records(X, y, L, sdp_reps)
+            srecs = sdp_records(y, L, "pcp", sdp_reps)
             ss = summarize(srecs)
             row["SDP rand %"] = f"{ss['rand_mean']:.2f} ({sdp_reps} reps)"
             gaps = [(b["objective"] - a["objective"]) / abs(a["objective"])

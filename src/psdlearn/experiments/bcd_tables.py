@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from psdlearn.cluster import kernel_kmeans
-from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments import bcd_convergence
 from psdlearn.experiments._protocol import (
     ADULT_SETS,
     SMALL_SETS,
     load_set,
     run_repetitions,
+    sdp_records,
     summarize,
 )
 from psdlearn.experiments._report import write_results
 from psdlearn.graph import knn_laplacian
-from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.bcd import BCD_LOSSES
-from psdlearn.npkl.estimator import NPKL
 
 __all__ = ["JMLR_TABLE2", "SIMPLENPKL_MAX_N", "run"]
 
@@ -62,18 +59,6 @@ _JMLR_COLUMN = {"linear": (1, "NPKL+LL (SDPT3)"), "hinge": (2, "NPKL+HL (SDPT3)"
                 "squared_hinge": (4, "SimpleNPKL+SHL"), "square": (None, "-")}
 #: The JMLR Table 2 SimpleNPKL column of each loss (linear: +LL, squared hinge: +SHL).
 _JMLR_SIMPLENPKL = {"linear": 3, "squared_hinge": 4}
-
-
-def _sdp_records(X, y, L, loss, reps):
-    """SDP reference on the same constraint draws (seeds 0 .. reps-1)."""
-    out = []
-    for seed in range(reps):
-        C = PairwiseConstraints.from_labels(y, random_state=seed)
-        model = NPKL(loss=loss, solver="sdp", graph="precomputed").fit(L, C)
-        labels = kernel_kmeans(model.embedding_, len(np.unique(y)), random_state=seed)
-        out.append({"rand": pairwise_accuracy(y, labels), "cpu_s": model.fit_time_,
-                    "objective": model.objective_history_[-1]})
-    return out
 
 
 def run(out_dir, quick=False, log=print):
@@ -118,7 +103,7 @@ def run(out_dir, quick=False, log=print):
             }
             raw[f"{name}/{loss}/bcd"] = recs
             if have_sdp and len(y) <= 200:
-                srecs = _sdp_records(X, y, L, loss, sdp_reps)
+                srecs = sdp_records(y, L, loss, sdp_reps)
                 ss = summarize(srecs)
                 row["SDP rand %"] = f"{ss['rand_mean']:.1f} ({sdp_reps} reps)"
                 row["SDP CPU s"] = f"{ss['cpu_mean']:.2f}"

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from psdlearn.npkl._qp import cholesky_inplace, cholesky_solve
+
 __all__ = ["PARALLEL_MIN_WORK", "half_step", "half_step_serial"]
 
 #: Below this many multiply-adds per half step (``(nnz(L) + |T|) * r``) the serial kernel
@@ -42,10 +44,10 @@ def _dot(X, a, Y, b):
 
 
 @njit(cache=True)
-def _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, y):
+def _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, F, y):
     """Overwrite ``rhs`` by ``A^{-1} rhs`` with ``A = rho I + gamma P^T P`` (eq. 25).
 
-    ``M`` (at least ``k x k``) and ``y`` (at least ``k``) are workspace.
+    ``M``, ``F`` (at least ``k x k``) and ``y`` (at least ``k``) are workspace.
     """
     r = rhs.shape[0]
     if k > 0 and gamma > 0.0:
@@ -58,28 +60,9 @@ def _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, y):
             for b in range(a + 1):
                 M[a, b] = _dot(S, ja, S, Ti[t0 + b])
             M[a, a] += rho / gamma
-        # Cholesky of the small SPD matrix M = rho / gamma I + P P^T, in place (lower)
-        for a in range(k):
-            d = M[a, a]
-            for q in range(a):
-                d -= M[a, q] * M[a, q]
-            d = np.sqrt(d)
-            M[a, a] = d
-            for b in range(a + 1, k):
-                s = M[b, a]
-                for q in range(a):
-                    s -= M[b, q] * M[a, q]
-                M[b, a] = s / d
-        for a in range(k):
-            s = y[a]
-            for q in range(a):
-                s -= M[a, q] * y[q]
-            y[a] = s / M[a, a]
-        for a in range(k - 1, -1, -1):
-            s = y[a]
-            for q in range(a + 1, k):
-                s -= M[q, a] * y[q]
-            y[a] = s / M[a, a]
+        # M = rho / gamma I + P P^T is positive definite: the factorization cannot fail
+        cholesky_inplace(M, k, F, 0.0)
+        cholesky_solve(F, k, y)
         for a in range(k):
             ja = Ti[t0 + a]
             for c in range(r):
@@ -96,6 +79,7 @@ def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gam
     acc = np.empty(r)
     rhs = np.empty(r)
     M = np.empty((kmax, kmax))
+    F = np.empty((kmax, kmax))
     y = np.empty(kmax)
     change = 0.0
     size = 0.0
@@ -118,7 +102,7 @@ def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gam
             g = gamma * Tt[t0 + q]
             for c in range(r):
                 rhs[c] += g * S[j, c]
-        _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, y)
+        _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, F, y)
         for c in range(r):
             diff = rhs[c] - X[i, c]
             change += diff * diff
