@@ -22,8 +22,8 @@ from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.estimator import NPKL
 
-__all__ = ["SMALL_SETS", "ADULT_SETS", "load_set", "run_repetitions", "sdp_records",
-           "summarize"]
+__all__ = ["SMALL_SETS", "ADULT_SETS", "cvxpy_available", "load_set", "run_repetitions",
+           "sdp_records", "summarize"]
 
 #: The small sets of seed 000 Table II / seed 001 Table 1 (protein is unavailable).
 SMALL_SETS = ("chessboard", "double-spiral", "glass", "heart", "iris", "sonar", "soybean",
@@ -85,6 +85,15 @@ def run_repetitions(X, y, *, n_neighbors, reps, seed0=0, laplacian=None, **npkl_
             "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
         })
     return records
+
+
+def cvxpy_available():
+    """Whether the exact SDP reference (extra ``sdp``) can run."""
+    try:
+        import cvxpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def sdp_records(y, laplacian, loss, reps):

@@ -24,6 +24,7 @@ from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments._protocol import (
     ADULT_SETS,
     SMALL_SETS,
+    cvxpy_available,
     load_set,
     run_repetitions,
     sdp_records,
@@ -93,12 +94,7 @@ def _warm_up():
 def run(out_dir, quick=False, log=print):
     """Run Table 2, the init study and Figs. 1-2; write ``admm_table2.*`` in ``out_dir``."""
     _warm_up()
-    try:
-        import cvxpy  # noqa: F401
-
-        have_sdp = True
-    except ImportError:
-        have_sdp = False
+    have_sdp = cvxpy_available()
     sets = ("iris", "soybean", "a1a") if quick else SMALL_SETS + ADULT_SETS
     reps = 2 if quick else 20
     sdp_reps = 1 if quick else 3

@@ -26,6 +26,7 @@ from psdlearn.experiments import bcd_convergence
 from psdlearn.experiments._protocol import (
     ADULT_SETS,
     SMALL_SETS,
+    cvxpy_available,
     load_set,
     run_repetitions,
     sdp_records,
@@ -63,12 +64,7 @@ _JMLR_SIMPLENPKL = {"linear": 3, "squared_hinge": 4}
 
 def run(out_dir, quick=False, log=print):
     """Run the tables; write ``bcd_tables.{md,json}`` (and the gamma table) in ``out_dir``."""
-    try:
-        import cvxpy  # noqa: F401
-
-        have_sdp = True
-    except ImportError:
-        have_sdp = False
+    have_sdp = cvxpy_available()
     sets = ("iris", "soybean", "wine") if quick else SMALL_SETS + ADULT_SETS
     reps = 3 if quick else 20
     sdp_reps = 1 if quick else 3
