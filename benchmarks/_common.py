@@ -8,6 +8,7 @@ environment: package versions, CPU, cores, date).
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import tracemalloc
@@ -16,9 +17,16 @@ from pathlib import Path
 from psdlearn.experiments._report import scaling_exponent
 from psdlearn.experiments._report import write_results as _write
 
-__all__ = ["median_time", "peak_memory", "scaling_exponent", "write_results"]
+__all__ = ["load_note", "median_time", "peak_memory", "scaling_exponent", "write_results"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def load_note(start_load):
+    """A note with the 1-minute load average at the start (given) and now, and the cores."""
+    return (f"1-minute load average at the start / end of the run: {start_load:.1f} / "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (above about 1, other jobs "
+            "shared the machine and the times are inflated).")
 
 
 def median_time(fn, repeats=5):

@@ -90,7 +90,7 @@ def main():
              f"SimpleNPKL stopped after {args.budget:g} s (n/a (time)).",
              "SimpleNPKL here keeps K = E E^T in low rank (top-44 eigenpairs by Lanczos); the "
              "papers' implementation stores the dense n x n K (8 n^2 bytes, 80 GB at n = 1e5).",
-             "Machine shared with other jobs while measured: timings are indicative."]
+             "Measured while other jobs shared the machine: timings are indicative."]
     for n in (1_000, 10_000, 100_000):
         if n > args.max_n:
             break

@@ -85,7 +85,7 @@ def main():
     from psdlearn.psdboost.sdp import solve_sdp
 
     rows = []
-    notes = ["Machine shared with other jobs while measured: timings are noisy.",
+    notes = ["Measured while other jobs shared the machine: timings are noisy.",
              f"PSDBoost runs capped at max_iter={args.max_iter} (converged=False rows: "
              "stopped by the cap, objective = the master value reached).",
              "sdp_s: Clarabel's solve time (cvxpy compilation excluded)."]
