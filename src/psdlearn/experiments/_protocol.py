@@ -9,6 +9,7 @@ alone, as in the papers (graph construction and clustering excluded).
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 
@@ -22,8 +23,8 @@ from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.estimator import NPKL
 
-__all__ = ["SMALL_SETS", "ADULT_SETS", "cvxpy_available", "load_set", "run_repetitions",
-           "sdp_records", "summarize"]
+__all__ = ["SMALL_SETS", "ADULT_SETS", "cvxpy_available", "load_set", "load_set_with_graph",
+           "run_repetitions", "sdp_records", "summarize"]
 
 #: The small sets of seed 000 Table II / seed 001 Table 1 (protein is unavailable).
 SMALL_SETS = ("chessboard", "double-spiral", "glass", "heart", "iris", "sonar", "soybean",
@@ -39,6 +40,18 @@ def load_set(name):
     except FileNotFoundError:
         return None
     return X, y, (50 if name in ADULT_SETS else 5)
+
+
+@functools.cache
+def load_set_with_graph(name):
+    """``(X, y, n_neighbors, L)``: :func:`load_set` and its kNN Laplacian, built once per
+    process (the tables, start studies and figures of one run share it); None when absent.
+    """
+    loaded = load_set(name)
+    if loaded is None:
+        return None
+    X, y, k = loaded
+    return X, y, k, knn_laplacian(X, n_neighbors=k)
 
 
 def run_repetitions(X, y, *, n_neighbors, reps, seed0=0, laplacian=None, **npkl_params):

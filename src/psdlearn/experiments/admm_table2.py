@@ -25,7 +25,7 @@ from psdlearn.experiments._protocol import (
     ADULT_SETS,
     SMALL_SETS,
     cvxpy_available,
-    load_set,
+    load_set_with_graph,
     run_repetitions,
     sdp_records,
     summarize,
@@ -101,12 +101,11 @@ def run(out_dir, quick=False, log=print):
     rows, raw, missing = [], {}, []
     load_start = os.getloadavg()[1]
     for name in sets:
-        loaded = load_set(name)
+        loaded = load_set_with_graph(name)
         if loaded is None:
             missing.append(name)
             continue
-        X, y, k = loaded
-        L = knn_laplacian(X, n_neighbors=k)
+        X, y, k, L = loaded
         adult = name in ADULT_SETS
         max_iter = 100 if adult else 500
         recs = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
@@ -182,11 +181,10 @@ def _init_study(out_dir, quick, log):
     reps = 2 if quick else 5
     rows = []
     for name in sets:
-        loaded = load_set(name)
+        loaded = load_set_with_graph(name)
         if loaded is None:
             continue
-        X, y, k = loaded
-        L = knn_laplacian(X, n_neighbors=k)
+        X, y, k, L = loaded
         max_iter = 100 if name in ADULT_SETS else 500
         row = {"dataset": name, "max_iter": max_iter}
         for init in ("random", "bcd"):
@@ -211,8 +209,7 @@ def _figures(out_dir, quick, log, have_sdp):
     """Figs. 1-2: objective against the SDP optimum, residuals, on soybean and glass."""
     rows = []
     for name in ("soybean",) if quick else ("soybean", "glass"):
-        X, y, k = load_set(name)
-        L = knn_laplacian(X, n_neighbors=k)
+        X, y, k, L = load_set_with_graph(name)
         C = PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=0)
         t0 = time.process_time()
         model = NPKL(loss="pcp", solver="admm", graph="precomputed", max_iter=500,

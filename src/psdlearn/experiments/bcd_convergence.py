@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._protocol import load_set
+from psdlearn.experiments._protocol import load_set_with_graph
 from psdlearn.experiments._report import write_results
-from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
 
@@ -21,12 +20,11 @@ def run(out_dir, quick=False, log=print):
     """Write ``bcd_convergence.{md,json}`` and one figure per data set and axis."""
     rows, histories = [], {}
     for name in ("soybean",) if quick else ("soybean", "a1a"):
-        loaded = load_set(name)
+        loaded = load_set_with_graph(name)
         if loaded is None:
             log(f"{name}: data file absent, skipped")
             continue
-        X, y, k = loaded
-        L = knn_laplacian(X, n_neighbors=k)
+        X, y, k, L = loaded
         C = PairwiseConstraints.from_labels(y, random_state=0)
         for loss in LOSSES:
             model = NPKL(loss=loss, graph="precomputed", random_state=0,

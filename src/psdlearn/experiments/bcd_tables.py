@@ -27,13 +27,12 @@ from psdlearn.experiments._protocol import (
     ADULT_SETS,
     SMALL_SETS,
     cvxpy_available,
-    load_set,
+    load_set_with_graph,
     run_repetitions,
     sdp_records,
     summarize,
 )
 from psdlearn.experiments._report import write_results
-from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.bcd import BCD_LOSSES
 
 __all__ = ["JMLR_TABLE2", "SIMPLENPKL_MAX_N", "run"]
@@ -70,12 +69,11 @@ def run(out_dir, quick=False, log=print):
     sdp_reps = 1 if quick else 3
     rows, raw, missing = [], {}, []
     for name in sets:
-        loaded = load_set(name)
+        loaded = load_set_with_graph(name)
         if loaded is None:
             missing.append(name)
             continue
-        X, y, k = loaded
-        L = knn_laplacian(X, n_neighbors=k)
+        X, y, k, L = loaded
         adult = name in ADULT_SETS
         for loss in BCD_LOSSES:
             protocol = dict(n_neighbors=k, reps=reps if not adult else min(reps, 3),
@@ -159,8 +157,7 @@ def _gamma_table(out_dir, quick, log):
     reps = 2 if quick else 5
     rows = []
     for name in sets:
-        X, y, k = load_set(name)
-        L = knn_laplacian(X, n_neighbors=k)
+        X, y, k, L = load_set_with_graph(name)
         for loss in ("hinge", "square"):
             row = {"dataset": name, "loss": loss}
             for g in gammas:
