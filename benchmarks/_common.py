@@ -17,7 +17,14 @@ from pathlib import Path
 from psdlearn.experiments._report import scaling_exponent
 from psdlearn.experiments._report import write_results as _write
 
-__all__ = ["load_note", "median_time", "peak_memory", "scaling_exponent", "write_results"]
+__all__ = [
+    "load_note",
+    "median_time",
+    "median_wall_cpu",
+    "peak_memory",
+    "scaling_exponent",
+    "write_results",
+]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -37,6 +44,21 @@ def median_time(fn, repeats=5):
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times), times
+
+
+def median_wall_cpu(fn, repeats=5):
+    """Median wall and median process-CPU seconds of ``fn()`` over ``repeats`` calls.
+
+    For single-threaded code the CPU time is the work done, which other jobs on a shared
+    machine inflate much less than the wall time.
+    """
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def peak_memory(fn):

@@ -71,6 +71,10 @@ from numba import njit
 
 from ._qp import box_qp, box_qp_reference, cholesky_inplace, cholesky_solve
 
+#: LLVM flags of every kernel: reassociation lets the r-long dot products and accumulations
+#: vectorize (they are latency-bound chains otherwise); no flag assumes finite values.
+FASTMATH = {"reassoc", "contract"}
+
 __all__ = [
     "LOSS_CODES",
     "SQUARE_AUTO",
@@ -83,6 +87,7 @@ __all__ = [
     "sweep_unconstrained",
     "update_sample",
     "update_sample_reference",
+    "workspaces",
 ]
 
 #: Integer codes of the losses inside the kernels.
@@ -93,7 +98,7 @@ HINGE, SQUARED_HINGE, SQUARE, LINEAR, SMOOTH_HINGE = 0, 1, 2, 3, 4
 SQUARE_AUTO, SQUARE_SMW, SQUARE_DIRECT = 0, 1, 2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _offdiag_product(i, E, Lp, Li, Lx, out):
     """``out = s_i = sum_{k != i} L_ik e_k`` from the CSR row ``i`` of ``L``."""
     r = E.shape[1]
@@ -108,7 +113,7 @@ def _offdiag_product(i, E, Lp, Li, Lx, out):
             out[c] += w * E[k, c]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _dot_rows(E, j, s):
     """``e_j^T s``."""
     t = 0.0
@@ -117,7 +122,7 @@ def _dot_rows(E, j, s):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _project_ball(v, radius):
     """Project ``v`` onto ``{||v|| <= radius}`` in place (``radius = inf``: no-op)."""
     if radius == np.inf:
@@ -132,7 +137,7 @@ def _project_ball(v, radius):
             v[c] *= f
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _write_row(E, i, v):
     """``E[i] = v``; returns ``||v - e_i||^2`` (the row's share of ``||E_t - E_{t-1}||_F^2``)."""
     ch = 0.0
@@ -143,7 +148,7 @@ def _write_row(E, i, v):
     return ch
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _loss_value(z, loss, mu):
     """``l(z)`` for a loss code (``mu``: smoothing of ``SMOOTH_HINGE``)."""
     if loss == HINGE:
@@ -161,7 +166,7 @@ def _loss_value(z, loss, mu):
     return -z
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
     """The part of the objective (10) that depends on row ``e_i = v``.
 
@@ -176,7 +181,7 @@ def _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omega, w):
     """Optionally over-relax, add the objective changes to ``acc`` and write ``e_i``.
 
@@ -211,39 +216,31 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
 
 
 @njit(cache=True)
-def update_sample(
-    i,
-    E,
-    Lp,
-    Li,
-    Lx,
-    diag,
-    Tp,
-    Ti,
-    Ts,
-    loss,
-    gamma,
-    b,
-    alpha,
-    square_path,
-    s,
-    v,
-    H,
-    q,
-    x,
-    g,
-    p,
-    nul,
-    state,
-    idx,
-    Hs,
-    Fs,
-    M,
-    FM,
-    acc,
-    omega,
-    work,
-):
+def workspaces(r, dmax, square):
+    """Workspaces of :func:`update_sample` for rank ``r`` and ``|T(i)| <= dmax``.
+
+    Returns
+    -------
+    rvec : ndarray of shape (3, r)
+        ``s_i``, the new row and a scratch row.
+    dvec : ndarray of shape (5, dmax)
+        Dual right-hand side, iterate and the small QP's scratch vectors.
+    dmat : ndarray of shape (3, dmax, dmax)
+        Dual Hessian and the small QP's scratch matrices.
+    ivec : ndarray of shape (2, dmax), int64
+        Active-set scratch of the small QP.
+    rmat : ndarray of shape (2, rm, rm)
+        ``M`` and its Cholesky factor of the direct square-loss solve (``rm = r`` when
+        ``square``, else 1).
+    """
+    rm = r if square else 1
+    return (np.empty((3, r)), np.empty((5, dmax)), np.empty((3, dmax, dmax)),
+            np.empty((2, dmax), dtype=np.int64), np.empty((2, rm, rm)))
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path, rvec,
+                  dvec, dmat, ivec, rmat, acc, omega):
     """Replace ``e_i`` by the exact minimizer of the per-sample problem (18).
 
     See the module docstring for the four closed forms / duals. Samples without partners
@@ -271,28 +268,25 @@ def update_sample(
         Dual variables per adjacency slot: read as warm start, overwritten (hinge losses).
     square_path : int
         :data:`SQUARE_AUTO`, :data:`SQUARE_SMW` or :data:`SQUARE_DIRECT`.
-    s, v : ndarray of shape (r,)
-        Workspaces.
-    H, Hs, Fs : ndarray of shape (dmax, dmax)
-        Workspaces, ``dmax >= |T(i)|``.
-    q, x, g, p, nul : ndarray of shape (dmax,)
-        Workspaces.
-    state, idx : ndarray of shape (dmax,), int64
-        Workspaces.
-    M, FM : ndarray of shape (r, r)
-        Workspaces of the direct square-loss solve (may be ``(1, 1)`` otherwise).
+    rvec, dvec, dmat, ivec, rmat : ndarray
+        Workspaces from :func:`workspaces` (``dmax >= |T(i)|``). They are packed into five
+        arrays because every array argument of a compiled call costs a reference-count
+        round trip: with 24 separate arrays the calls took a third of an a1a sweep.
     acc : ndarray of shape (2,)
         Objective-change accumulators, see :func:`_finish_row`.
     omega : float
         Safeguarded over-relaxation factor (1: plain BCD), see :func:`_finish_row`.
-    work : ndarray of shape (r,)
-        Workspace.
 
     Returns
     -------
     float
         ``||e_i^new - e_i^old||^2``.
     """
+    s, v, work = rvec[0], rvec[1], rvec[2]
+    q, x, g, p, nul = dvec[0], dvec[1], dvec[2], dvec[3], dvec[4]
+    H, Hs, Fs = dmat[0], dmat[1], dmat[2]
+    state, idx = ivec[0], ivec[1]
+    M, FM = rmat[0], rmat[1]
     r = E.shape[1]
     lii = diag[i]
     _offdiag_product(i, E, Lp, Li, Lx, s)
@@ -390,7 +384,7 @@ def update_sample(
     return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path,
                       acc, omega=1.0):
     """Gauss-Seidel pass of :func:`update_sample` over the samples in ``order``.
@@ -407,66 +401,19 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
     float
         ``sum_i ||e_i^new - e_i^old||^2`` over the updated rows.
     """
-    r = E.shape[1]
     dmax = 1
     for t in range(order.shape[0]):
         i = order[t]
         dmax = max(dmax, Tp[i + 1] - Tp[i])
-    s = np.empty(r)
-    v = np.empty(r)
-    H = np.empty((dmax, dmax))
-    Hs = np.empty((dmax, dmax))
-    Fs = np.empty((dmax, dmax))
-    q = np.empty(dmax)
-    x = np.empty(dmax)
-    g = np.empty(dmax)
-    p = np.empty(dmax)
-    nul = np.empty(dmax)
-    state = np.empty(dmax, dtype=np.int64)
-    idx = np.empty(dmax, dtype=np.int64)
-    rm = r if loss == SQUARE else 1
-    M = np.empty((rm, rm))
-    FM = np.empty((rm, rm))
-    w = np.empty(r)
+    rvec, dvec, dmat, ivec, rmat = workspaces(E.shape[1], dmax, loss == SQUARE)
     change = 0.0
     for t in range(order.shape[0]):
-        change += update_sample(
-            order[t],
-            E,
-            Lp,
-            Li,
-            Lx,
-            diag,
-            Tp,
-            Ti,
-            Ts,
-            loss,
-            gamma,
-            b,
-            alpha,
-            square_path,
-            s,
-            v,
-            H,
-            q,
-            x,
-            g,
-            p,
-            nul,
-            state,
-            idx,
-            Hs,
-            Fs,
-            M,
-            FM,
-            acc,
-            omega,
-            w,
-        )
+        change += update_sample(order[t], E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b,
+                                alpha, square_path, rvec, dvec, dmat, ivec, rmat, acc, omega)
     return change
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
     """Gauss-Seidel pass of (13), ``e_i = P_radius(-s_i / L_ii)``, over the samples ``U``.
 
@@ -484,7 +431,8 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
         Over-relaxation ``e_i <- (1 - omega) e_i + omega v*`` (SOR) with ``v*`` the exact
         minimizer (13); the row objective is an isotropic quadratic, so any
         ``0 < omega < 2`` decreases it by ``omega (2 - omega)`` times the exact decrease.
-        Ignored (``omega = 1``) with a finite ``radius``.
+        With a finite ``radius`` the over-relaxed point is projected onto the ball and
+        kept only if it does not increase the row objective (else ``v*``).
 
     Returns
     -------
@@ -494,6 +442,7 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
     r = E.shape[1]
     s = np.empty(r)
     v = np.empty(r)
+    w = np.empty(r)
     change = 0.0
     for t in range(U.shape[0]):
         i = U[t]
@@ -503,6 +452,19 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
             for c in range(r):
                 v[c] = -s[c] / lii
             _project_ball(v, radius)
+            if omega != 1.0:
+                # safeguarded over-relaxation on the ball, as for the constrained rows
+                for c in range(r):
+                    w[c] = E[i, c] + omega * (v[c] - E[i, c])
+                _project_ball(w, radius)
+                f_old = 0.0
+                f_w = 0.0
+                for c in range(r):
+                    f_old += E[i, c] * (lii * E[i, c] + 2.0 * s[c])
+                    f_w += w[c] * (lii * w[c] + 2.0 * s[c])
+                if f_w <= f_old:
+                    for c in range(r):
+                        v[c] = w[c]
         else:
             for c in range(r):
                 v[c] = (1.0 - omega) * E[i, c] - omega * s[c] / lii
@@ -516,7 +478,7 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
     return change
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def jacobi_unconstrained(U, E, Lp, Li, Lx, diag, radius, n_iter, buf, start):
     """``n_iter`` Jacobi steps (17) on the unconstrained block, ``E_L`` held fixed.
 
@@ -564,7 +526,7 @@ def jacobi_unconstrained(U, E, Lp, Li, Lx, diag, radius, n_iter, buf, start):
     return change
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def objective(E, Lp, Li, Lx, pairs, signs, loss, gamma, mu=0.0):
     """Objective (10): ``tr(E^T L E) + gamma sum_k l(signs_k e_{i_k}^T e_{j_k})``.
 

@@ -38,11 +38,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from psdlearn.npkl import _admm_kernels as K
-from psdlearn.npkl._problem import NPKLProblem
 
 __all__ = ["ADMM_LOSSES", "ADMMResult", "solve_admm"]
 
@@ -87,19 +84,6 @@ class ADMMResult:
     time_history: np.ndarray
     n_iter: int
     converged: bool
-
-
-def _renumber(problem):
-    """Reverse Cuthill-McKee order of the graph; returns ``(perm, inverse, problem')``."""
-    L = sp.csr_matrix(problem.laplacian)
-    perm = reverse_cuthill_mckee(L, symmetric_mode=True).astype(np.int64)
-    inv = np.empty_like(perm)
-    inv[perm] = np.arange(len(perm))
-    Lp = L[perm][:, perm].tocsr()
-    Lp.sort_indices()
-    pairs = inv[problem.pairs] if len(problem.pairs) else problem.pairs
-    permuted = NPKLProblem(Lp, pairs, problem.signs, problem.loss, problem.gamma, problem.b)
-    return perm, inv, permuted
 
 
 def update_rho(rho, primal, dual):
@@ -156,7 +140,7 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
     perm = inv = None
     work = problem
     if reorder and n > 1:
-        perm, inv, work = _renumber(problem)
+        perm, inv, work = problem.renumbered()
         V, U = V[perm], U[perm]
     L = work.laplacian
     Lp, Li, Lx = (np.ascontiguousarray(a) for a in (L.indptr.astype(np.int64),

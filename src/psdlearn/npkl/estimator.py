@@ -47,9 +47,11 @@ SOLVER_LOSSES = {
 }
 #: Smoothing continuation of ``hinge_smoothing="auto"``, followed by an exact hinge stage.
 HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
-#: The smoothed stages stop at ``SMOOTHING_TOL_FACTOR * tol`` (measured on a1a: a third of
-#: the sweeps of ``tol``, final objective 2.5e-5 higher).
-SMOOTHING_TOL_FACTOR = 10.0
+#: The smoothed stages stop at ``SMOOTHING_TOL_FACTOR * tol``; the exact stage at ``tol``.
+#: Measured on a1a, iris, sonar, glass, wine and heart (3 seeds): against 10, a factor of 30
+#: cuts the sweeps by up to 40% (a1a 323 -> 191) and leaves the final hinge objective within
+#: 1e-4 relative (a1a +3e-5).
+SMOOTHING_TOL_FACTOR = 30.0
 
 
 def auto_rank(n_constraints):
@@ -431,6 +433,9 @@ class NPKL(TransformerMixin, BaseEstimator):
                               max_norm=self.b if self.loss == "linear" else None)
         schedule = self._smoothing_schedule()
         omega = self._relaxation(problem.laplacian)
+        # samples in reverse Cuthill-McKee order: a sweep then reads E from cache
+        perm, inverse, problem = problem.renumbered()
+        E = E[perm]
         self.omega_ = omega
         bar = None
         callback = None
@@ -462,7 +467,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         finally:
             if bar is not None:
                 bar.close()
-        self.embedding_ = E
+        self.embedding_ = E[inverse]
         self.objective_history_ = history
         self.time_history_ = times
         self.smoothing_stages_ = stages
