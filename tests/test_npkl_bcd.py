@@ -14,7 +14,12 @@ from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _kernels as K
 from psdlearn.npkl._problem import NPKLProblem
 from psdlearn.npkl._qp import box_qp, box_qp_reference, kkt_residual
-from psdlearn.npkl.bcd import _update_sample_reference, initial_embedding, solve_bcd
+from psdlearn.npkl.bcd import (
+    _update_sample_reference,
+    initial_embedding,
+    level_split,
+    solve_bcd,
+)
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
 
@@ -539,3 +544,61 @@ def test_renumbered_problem_has_the_same_objective(loss):
     i, j = prob.laplacian.nonzero()
     i2, j2 = new.laplacian.nonzero()
     assert np.abs(i2 - j2).max() <= np.abs(i - j).max()
+
+
+@pytest.mark.parametrize("connected", [True, False])
+@pytest.mark.parametrize("n_parts", [2, 3])
+def test_level_split_parts_share_no_edge(n_parts, connected):
+    """Connected: the parts are cut by breadth-first levels; three blobs: by components."""
+    if connected:
+        X = np.random.default_rng(5).standard_normal((300, 3))
+        prob = NPKLProblem(knn_laplacian(X, n_neighbors=5), np.array([[0, 1]]),
+                           np.array([1.0]), "square", 1.0)
+        assert sp.csgraph.connected_components(prob.laplacian)[0] == 1
+    else:
+        prob = _blob_problem(300, 3, 5, "square", frac=0.2)
+    Tp, _, _ = prob.neighbors()
+    free = np.flatnonzero(np.diff(Tp) == 0).astype(np.int64)
+    order, bounds = level_split(prob.laplacian, free, n_parts)
+    assert np.array_equal(np.sort(order), free)
+    part = np.full(prob.n_samples, -1)
+    for k in range(n_parts):
+        part[order[bounds[k]:bounds[k + 1]]] = k
+    i, j = prob.laplacian.nonzero()
+    both = (part[i] >= 0) & (part[j] >= 0)
+    assert np.all(part[i][both] == part[j][both])
+    assert np.diff(bounds)[:-1].max() < len(free)  # a real split, not one part
+
+
+@pytest.mark.parametrize("loss", ["square", "linear"])
+def test_parallel_unconstrained_pass_equals_the_sequential_pass_in_its_order(loss):
+    prob = _blob_problem(300, 3, 6, loss, frac=0.2)
+    Lp, Li, Lx, diag = _csr_arrays(prob.laplacian)
+    Tp, _, _ = prob.neighbors()
+    free = np.flatnonzero(np.diff(Tp) == 0).astype(np.int64)
+    order, bounds = level_split(prob.laplacian, free, 3)
+    radius = 0.5 if loss == "linear" else np.inf
+    E0 = initial_embedding(prob.n_samples, 7, 3)
+    E1, E2 = E0.copy(), E0.copy()
+    acc1, accs = np.zeros(2), np.zeros((len(bounds) - 1, 2))
+    c1 = K.sweep_unconstrained(order, E1, Lp, Li, Lx, diag, radius, acc1, 1.6)
+    c2 = K.sweep_unconstrained_split(order, bounds, E2, Lp, Li, Lx, diag, radius, accs, 1.6)
+    np.testing.assert_allclose(E2, E1, rtol=1e-12, atol=1e-14)
+    assert c2 == pytest.approx(c1, rel=1e-10)
+    np.testing.assert_allclose(accs.sum(axis=0), acc1, rtol=1e-10)
+
+
+@pytest.mark.parametrize("loss", ["square", "squared_hinge", "linear"])
+def test_parallel_bcd_is_monotone_and_reaches_the_serial_optimum(loss):
+    prob = _blob_problem(200, 3, 7, loss, frac=0.2)
+    E0 = initial_embedding(prob.n_samples, 8, 4, max_norm=1.0)
+    serial = solve_bcd(prob, E0, max_iter=1000, tol=1e-7, random_state=0, omega=1.6,
+                       parallel=False)
+    par = solve_bcd(prob, E0, max_iter=1000, tol=1e-7, random_state=0, omega=1.6,
+                    parallel=True)
+    h = np.asarray(par.objective_history)
+    assert np.all(np.diff(h) <= 1e-10 * np.abs(h).max())
+    assert par.objective_history[-1] == pytest.approx(serial.objective_history[-1], rel=1e-4)
+    assert par.converged and serial.converged
+    with pytest.raises(ValueError, match="parallel"):
+        solve_bcd(prob, E0, parallel="yes")

@@ -67,7 +67,7 @@ linear loss, where eq. 29 bounds every sample).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ._qp import box_qp, box_qp_reference, cholesky_inplace, cholesky_solve
 
@@ -85,6 +85,7 @@ __all__ = [
     "sample_objective_reference",
     "sweep_constrained",
     "sweep_unconstrained",
+    "sweep_unconstrained_split",
     "update_sample",
     "update_sample_reference",
     "workspaces",
@@ -476,6 +477,43 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
         acc[1] += delta
         change += _write_row(E, i, v)
     return change
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def sweep_unconstrained_split(U, bounds, E, Lp, Li, Lx, diag, radius, accs, omega=1.0):
+    """:func:`sweep_unconstrained` over independent parts in parallel, then a separator.
+
+    ``U[bounds[k]:bounds[k + 1]]`` for ``k < len(bounds) - 2`` are parts with no edge of
+    ``L`` between two of them; the last slice is a separator (rows adjacent to several
+    parts). The parts run concurrently, each in its own order, then the separator: the
+    result equals the sequential pass over the parts one after another and then the
+    separator, whatever the thread timing, so every row update is still the exact
+    (over-relaxed) minimizer given the current rows.
+
+    Parameters
+    ----------
+    U : ndarray of shape (n_u,), int64
+        Unconstrained samples, part by part, the separator last.
+    bounds : ndarray of shape (n_parts + 2,), int64
+        Slice boundaries in ``U``.
+    E, Lp, Li, Lx, diag, radius, omega
+        As in :func:`sweep_unconstrained`.
+    accs : ndarray of shape (n_parts + 1, 2)
+        Objective-change accumulators of each slice (summed by the caller).
+
+    Returns
+    -------
+    float
+        ``sum_i ||e_i^new - e_i^old||^2``.
+    """
+    n_parts = bounds.shape[0] - 2
+    changes = np.zeros(n_parts + 1)
+    for k in prange(n_parts):
+        changes[k] = sweep_unconstrained(U[bounds[k]:bounds[k + 1]], E, Lp, Li, Lx, diag,
+                                         radius, accs[k], omega)
+    changes[n_parts] = sweep_unconstrained(U[bounds[n_parts]:bounds[n_parts + 1]], E, Lp, Li,
+                                           Lx, diag, radius, accs[n_parts], omega)
+    return changes.sum()
 
 
 @njit(cache=True, fastmath=FASTMATH)
