@@ -232,3 +232,48 @@ def test_paper_algorithm_matches_sdp():
         m = pl.PSDBoost(n_columns=1, smoothing=0.0, tol=1e-7, max_iter=5000).fit_triplets(X, T)
     ref = solve_sdp(X, T, m.C_)
     assert m.objective_ == pytest.approx(ref.objective, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed,t,C", [(0, 80, 1 / 16), (1, 80, 1 / 16), (2, 300, 0.5)])
+def test_row_generation_master_equals_full_lp(seed, t, C):
+    # The master keeps only the triplet rows it needs (adding violated rows, dropping
+    # far non-binding ones); its value and duals must be those of (P1) over all rows,
+    # solved here in one piece by scipy's HiGHS.
+    from scipy.optimize import linprog
+
+    from psdlearn.psdboost._master import RestrictedMaster
+
+    rng = np.random.default_rng(seed)
+    master = RestrictedMaster(t, C)
+    history, n_rows = [], []
+    for m in (3, 4, 5, 2, 2, 2):
+        master.add_columns(rng.normal(0.3, 1.0, size=(t, m)))
+        pi, w, theta, rho, xi, _ = master.solve()
+        A = master.coefficients
+        M = A.shape[1]
+        # Variables [rho, xi, theta]; minimize -(rho - C sum xi).
+        cost = np.r_[-1.0, np.full(t, C), np.zeros(M)]
+        A_ub = np.hstack([np.ones((t, 1)), -np.eye(t), -A])
+        A_eq = np.r_[0.0, np.zeros(t), np.ones(M)][None]
+        full = linprog(cost, A_ub=A_ub, b_ub=np.zeros(t), A_eq=A_eq, b_eq=[1.0],
+                       bounds=[(None, None)] + [(0, None)] * (t + M), method="highs")
+        assert full.status == 0
+        assert pi == pytest.approx(-full.fun, abs=1e-9)
+        assert rho - C * xi.sum() == pytest.approx(pi, abs=1e-9)
+        # Primal feasible for all t rows, dual feasible for (D1) with w = 0 off the model.
+        assert np.all(A @ theta - rho + xi >= -1e-9)
+        assert w.sum() == pytest.approx(1.0) and w.min() >= 0 and w.max() <= C + 1e-12
+        assert np.all(w @ A <= pi + 1e-9)
+        outside = np.setdiff1d(np.arange(t), master.rows)
+        assert np.all(w[outside] == 0) and np.all(xi[outside] == 0)
+        history.append(pi)
+        n_rows.append(len(master.rows))
+    assert max(n_rows) < t  # the rows that never bind stayed out of the model
+    if t == 300:
+        assert min(np.diff(n_rows)) < 0  # rows were dropped, and the optimum kept
+    assert np.all(np.diff(history) >= -1e-12)
+    # Dropping columns at theta = 0 with non-binding dual constraints leaves the optimum.
+    drop = master.slack_columns()
+    if len(drop):
+        master.delete_columns(drop)
+        assert master.solve()[0] == pytest.approx(history[-1], abs=1e-9)

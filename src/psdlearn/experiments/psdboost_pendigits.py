@@ -80,9 +80,16 @@ def run(out_dir, quick=False, log=print):
             boost_s = time.perf_counter() - t0
         errors["PSDBoost"].append(_error(m.transform(X[tr]), y[tr], m.transform(X[te]), y[te]))
         errors["Euclidean"].append(_error(X[tr], y[tr], X[te], y[te]))
+        eig = np.linalg.eigvalsh(m.metric_)
+        dj = X[tr][T[:, 0]] - X[tr][T[:, 1]]
+        dk = X[tr][T[:, 0]] - X[tr][T[:, 2]]
         record = {"rep": rep, "triplets": len(T), "boost_iterations": m.n_iter_,
                   "boost_objective": m.objective_, "boost_s": boost_s,
-                  "boost_converged": not caught}
+                  "boost_converged": not caught,
+                  # Protocol diagnostics: the margin of (3) only sees the hardest triplets.
+                  "rank_1e-3": int(np.sum(eig > 1e-3 * eig[-1])),
+                  "weighted_triplets": int(np.sum(m.dual_weights_ > 0)),
+                  "euclidean_satisfied": float(np.mean((dk**2).sum(1) > (dj**2).sum(1)))}
         if solve_sdp is not None:
             ref = solve_sdp(X[tr], T, m.C_)
             vals, vecs = np.linalg.eigh(ref.metric)
@@ -130,6 +137,18 @@ def run(out_dir, quick=False, log=print):
            f"{np.mean([r['metric_difference'] for r in per_rep]):.2e}") + ".",
         "Samples: 80 train + 500 test per digit drawn from train and test pooled "
         "(the test split alone has fewer than 500 per digit).",
+        "Protocol diagnostics (means over draws): the Euclidean metric already satisfies "
+        f"{100 * np.mean([r['euclidean_satisfied'] for r in per_rep]):.1f}% of the "
+        "nearest-neighbour triplets; only "
+        f"{np.mean([r['weighted_triplets'] for r in per_rep]):.0f} of 320 triplets carry "
+        "dual weight, and the learned metric has "
+        f"{np.mean([r['rank_1e-3'] for r in per_rep]):.1f} of 16 eigenvalues above 1e-3 "
+        "of the largest: (3) maximizes the margin of the hardest triplets and drops the "
+        "directions that do not serve them, which 1-NN on the test digits still uses. "
+        "Since the SDP metric gives the same error, the gap to the paper's single-draw "
+        "1.3% is not the solver; the paper's C and draw are unstated (the data scaling "
+        "is not a cause: pendigits.scale is the raw data / 100, a uniform factor that "
+        "neither the trace-one metric nor 1-NN sees).",
     ]
     text = write_results(out_dir, "psdboost_pendigits", list(rows[0].keys()), rows, notes,
                          title="Seed 002 section 6: Pendigits 1/5/7/9, 1-NN test error",

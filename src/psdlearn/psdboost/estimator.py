@@ -15,7 +15,8 @@ with infinitely many columns. Algorithm 1 solves it by column generation: the re
 master LP (P1)/(D1) over the bases generated so far (HiGHS, :mod:`._master`) gives dual
 weights ``w`` and value ``pi``; the most violated dual constraint is the top eigenpair of
 ``H = sum_r w_r A_r`` (problem B1, :mod:`._pricing`); stop when
-``lambda_max(H) <= pi + eps``.
+``lambda_max(H) <= pi + eps``. The master holds only the triplet rows that a current
+``X`` violates (row generation); its value is that of (P1) over all triplets.
 
 Why the gap is a certificate: ``pi`` is the value of a feasible point of (3) (the
 restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`` is
@@ -183,6 +184,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         Bases generated (columns added, aggregations excluded).
     n_iter_ : int
         Master LP solves.
+    n_master_rows_ : int
+        Triplet rows held by the master LP at the end: row generation keeps out the
+        triplets whose margin never fell below ``rho`` (:mod:`._master`); the solution is
+        the same as with all ``t`` rows.
     n_aggregations_ : int
     C_ : float
         The slack price used.
@@ -362,6 +367,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         self.lambda_max_history_ = lambdas
         self.time_history_ = times
         self.n_iter_ = len(duals)
+        self.n_master_rows_ = len(master.rows)
         self.n_bases_ = n_bases
         self.n_aggregations_, self.n_mispricings_, self.n_matvec_ = (
             n_aggregations, n_mispricings, n_matvec)
