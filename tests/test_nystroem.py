@@ -334,3 +334,25 @@ def test_other_kernel_and_public_export():
                                kernel_params={"degree": 2}, random_state=0)
     Q = g.fit(X, _partial(y)).transform(X)
     assert Q.shape[0] == len(X) and g.kernel_width_ is None
+
+
+def test_eigenbasis_iterations_report_the_objective_of_the_returned_s():
+    """The single-block solver iterates in the eigenbasis of ``A``; rotated back, the
+    returned ``S`` must have the last recorded objective (7) and agree with the generic
+    path (the same data split into two halves of one block is solved without rotation)."""
+    E_l, Y, prior, data = _problem(m=9, n_lab=14, seed=6)
+    lam = 0.05
+    res = solve_dictionary(prior, lam, data, max_iter=50, tol=0.0, accelerated=False)
+    assert objective(res.S, prior, lam, data) == pytest.approx(res.objective_history[-1],
+                                                               rel=1e-10)
+    a, U = data.eigensystem()
+    assert np.allclose(U * a @ U.T, data.blocks[0], atol=1e-10 * a[-1])
+    # two blocks A / sqrt(2) give the same data term but take the unrotated path
+    half = QuadraticData([data.blocks[0] / np.sqrt(2), data.blocks[0] / np.sqrt(2)], data.B,
+                         data.c)
+    G = np.random.default_rng(7).normal(size=(9, 9))
+    S = G @ G.T
+    assert half.value(S) == pytest.approx(data.value(S), rel=1e-12)
+    generic = solve_dictionary(prior, lam, half, max_iter=50, tol=0.0, accelerated=False)
+    assert np.allclose(generic.objective_history, res.objective_history, rtol=1e-8)
+    assert np.allclose(generic.S, res.S, atol=1e-8 * np.abs(res.S).max())

@@ -66,12 +66,15 @@ class QuadraticData:
     c : float
     curvature : float, optional
         Cached :meth:`curvature_bound`.
+    eig : tuple of ndarray, optional
+        Cached :meth:`eigensystem` (one block only).
     """
 
     blocks: list
     B: np.ndarray
     c: float = 0.0
     curvature: float | None = None
+    eig: tuple | None = None
 
     def apply(self, S):
         """``sum_k A_k S A_k``."""
@@ -83,11 +86,22 @@ class QuadraticData:
     def value(self, S):
         return float(np.sum(S * self.apply(S)) - 2.0 * np.sum(S * self.B) + self.c)
 
+    def eigensystem(self):
+        """``(a, U)`` with ``A = U diag(a) U^T`` for a single block (computed once)."""
+        if self.eig is None:
+            if len(self.blocks) != 1:
+                raise ValueError("eigensystem needs exactly one block.")
+            self.eig = eigh(self.blocks[0])
+        return self.eig
+
     def curvature_bound(self):
         """``sum_k ||A_k||_2^2``: half the largest Hessian eigenvalue of the data term."""
         if self.curvature is None:
-            self.curvature = float(sum(eigh(A, eigvals_only=True)[-1] ** 2
-                                       for A in self.blocks))
+            if len(self.blocks) == 1:
+                self.curvature = float(self.eigensystem()[0][-1] ** 2)
+            else:
+                self.curvature = float(sum(eigh(A, eigvals_only=True)[-1] ** 2
+                                           for A in self.blocks))
         return self.curvature
 
 
@@ -111,7 +125,7 @@ def closed_form_start(prior, lam, data, tol=1e-12):
     """
     rhs = lam * prior + data.B
     if len(data.blocks) == 1:
-        a, U = eigh(data.blocks[0])
+        a, U = data.eigensystem()
         Qt = U.T @ rhs @ U / lam
         St = Qt / (1.0 + np.outer(a, a) / lam)
         S = U @ St @ U.T
@@ -176,21 +190,58 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
     -------
     DictionaryResult
     """
-    S = psd_projection(closed_form_start(prior, lam, data)) if S_init is None else S_init
-    a_max = 4.0 * (lam + data.curvature_bound())  # twice the Lipschitz constant
+    if len(data.blocks) == 1:
+        # in the eigenbasis of A = U diag(d) U^T the data term is elementwise,
+        # sum_ij d_i d_j S~_ij^2 - 2 <S~, B~>, and the PSD cone is rotation invariant: the
+        # iterations need no m x m product, only the eigh of the projection
+        d, U = data.eigensystem()
+        P, Bt, weight = U.T @ prior @ U, U.T @ data.B @ U, np.outer(d, d)
+
+        def value(S):
+            return float(lam * np.sum((S - P) ** 2) + np.sum(S * (weight * S - 2.0 * Bt))
+                         + data.c)
+
+        def grad(S):
+            return 2.0 * lam * (S - P) + 2.0 * (weight * S - Bt)
+
+        # the closed form (13) is the entrywise solution in this basis
+        S = (psd_projection((lam * P + Bt) / (lam + weight)) if S_init is None
+             else U.T @ S_init @ U)
+    else:
+        U = None
+
+        def value(S):
+            return objective(S, prior, lam, data)
+
+        def grad(S):
+            return gradient(S, prior, lam, data)
+
+        S = psd_projection(closed_form_start(prior, lam, data)) if S_init is None else S_init
+    res = _projected_gradient(S, value, grad, lam, data.curvature_bound(), max_iter=max_iter,
+                              tol=tol, a_init=a_init, accelerated=accelerated)
+    if U is not None:
+        S = U @ res.S @ U.T
+        res.S = 0.5 * (S + S.T)
+    return res
+
+
+def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init,
+                        accelerated):
+    """The iterations of :func:`solve_dictionary` for ``J = value`` from the PSD ``S``."""
+    a_max = 4.0 * (lam + curvature)  # twice the Lipschitz constant
     a = 2.0 * lam if a_init is None else float(a_init)
-    J = objective(S, prior, lam, data)
+    J = value(S)
     history = [J]
     converged = False
     Y, JY, t, S_prev = S, J, 1.0, S
     it = 0
     for _ in range(max_iter):
         it += 1
-        G = gradient(Y, prior, lam, data)
+        G = grad(Y)
         while True:
             Bn = psd_projection(Y - G / a)
             D = Bn - Y
-            Jn = objective(Bn, prior, lam, data)
+            Jn = value(Bn)
             bound = JY + np.sum(G * D) + 0.5 * a * np.sum(D * D)
             # the slack absorbs rounding in J at the optimum; a_max always satisfies it
             if Jn <= bound + 1e-12 * abs(JY) or a >= a_max:
@@ -213,7 +264,7 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
         if accelerated:
             t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
             Y = S + ((t - 1.0) / t_next) * (S - S_prev)
-            JY, t = objective(Y, prior, lam, data), t_next
+            JY, t = value(Y), t_next
         else:
             Y, JY = S, J
     return DictionaryResult(S=S, objective_history=history, n_iter=it, converged=converged,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg import eigh
 
 from psdlearn.nystroem._beta import optimal_beta
 from psdlearn.nystroem._dictionary import (
@@ -89,7 +90,8 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
     MultipleResult
     """
     M = len(priors)
-    curv = [float(np.linalg.eigvalsh(cross[j][j])[-1] ** 2) for j in range(M)]
+    # the eigensystems of C_jj serve every T^(j) update (closed form and iterations)
+    eigs = [eigh(cross[j][j]) for j in range(M)]
     alpha = np.full(M, 1.0 / M)
     T = [alpha[j] * priors[j] for j in range(M)]
     history = [multiple_objective(T, alpha, priors, lam, cross, s, c)]
@@ -102,7 +104,8 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
             for k in range(M):
                 if k != j:
                     B = B - cross[j][k] @ T[k] @ cross[k][j]
-            data = QuadraticData([cross[j][j]], 0.5 * (B + B.T), curvature=curv[j])
+            data = QuadraticData([cross[j][j]], 0.5 * (B + B.T),
+                                 curvature=float(eigs[j][0][-1] ** 2), eig=eigs[j])
             prior = alpha[j] * priors[j]
             start = psd_projection(closed_form_start(prior, lam, data))
             if objective(start, prior, lam, data) > objective(T[j], prior, lam, data):
