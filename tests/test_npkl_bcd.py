@@ -18,6 +18,7 @@ from psdlearn.npkl.bcd import (
     _update_sample_reference,
     initial_embedding,
     level_split,
+    parallel_split,
     solve_bcd,
 )
 
@@ -602,3 +603,10 @@ def test_parallel_bcd_is_monotone_and_reaches_the_serial_optimum(loss):
     assert par.converged and serial.converged
     with pytest.raises(ValueError, match="parallel"):
         solve_bcd(prob, E0, parallel="yes")
+    split = parallel_split(prob, 8, True)
+    if split is not None:  # numba has at least two threads
+        again = solve_bcd(prob, E0, max_iter=1000, tol=1e-7, random_state=0, omega=1.6,
+                          parallel=split)
+        np.testing.assert_array_equal(again.embedding, par.embedding)
+        with pytest.raises(ValueError, match="split"):
+            solve_bcd(prob, E0, parallel=(split[0][:-1], split[1]))

@@ -33,7 +33,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from . import _kernels as K
 from ._kernels import update_sample_reference as _update_sample_reference  # noqa: F401
 
-__all__ = ["BCDResult", "initial_embedding", "level_split", "solve_bcd"]
+__all__ = ["BCDResult", "initial_embedding", "level_split", "parallel_split", "solve_bcd"]
 
 BCD_LOSSES = ("hinge", "squared_hinge", "square", "linear")
 #: Sweeps between exact objective evaluations (in between, exact per-row increments).
@@ -190,12 +190,30 @@ def level_split(laplacian, samples, n_parts):
     return order, bounds
 
 
-def _parallel_split(L, free, rank, parallel):
-    """:func:`level_split` of the unconstrained samples when threads would pay, else None."""
+def parallel_split(problem, rank, parallel="auto"):
+    """The parts of the threaded unconstrained pass of :func:`solve_bcd`, or None.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+    rank : int
+        Rank ``r`` of the embedding (the pass costs ``r`` per stored entry of ``L``).
+    parallel : "auto" or bool, default="auto"
+        ``False``: None. ``True``: split whenever ``numba.get_num_threads() >= 2``.
+        ``"auto"``: only from :data:`PARALLEL_MIN_WORK` multiply-adds per pass and when
+        the largest part plus the separator is at most 0.8 of the unconstrained samples.
+
+    Returns
+    -------
+    tuple (order, bounds) of :func:`level_split` over the unconstrained samples, or None
+    for the serial pass.
+    """
     threads = numba.get_num_threads()
+    L = problem.laplacian
+    free = np.flatnonzero(np.diff(problem.neighbors()[0]) == 0).astype(np.int64)
     if parallel is False or threads < 2 or len(free) < 2:
         return None
-    work = int((L.indptr[free + 1] - L.indptr[free]).sum()) * rank
+    work = int((L.indptr[free + 1] - L.indptr[free]).sum()) * int(rank)
     if parallel == "auto" and work < PARALLEL_MIN_WORK:
         return None
     order, bounds = level_split(L, free, threads)
@@ -254,13 +272,15 @@ def solve_bcd(
         else to ``v*``. The objective stays non-increasing; ``omega = 1`` is Algorithm 1.
         On kNN Laplacians with few constrained samples ``omega ~ 1.8`` cuts the sweeps
         several-fold (successive over-relaxation of the Laplacian part).
-    parallel : "auto" or bool, default="auto"
+    parallel : "auto", bool or tuple, default="auto"
         Run the sequential pass over the unconstrained samples on ``numba.get_num_threads()``
         threads: the samples are split by :func:`level_split` into parts that share no edge
         of ``L``, the parts are updated concurrently and the separator after them, which
         is the sequential pass in another order (still Algorithm 1, same result whatever
         the timing). ``"auto"``: when the pass has at least :data:`PARALLEL_MIN_WORK`
-        multiply-adds and the separator is narrow enough to gain 1.25x.
+        multiply-adds and the separator is narrow enough to gain 1.25x (see
+        :func:`parallel_split`). A tuple is a split of :func:`parallel_split` computed
+        once for several calls on the same problem.
     callback : callable, optional
         ``callback(n_iter, E, objective)`` after every sweep (``E`` is the live array: do not
         modify it), including the last one; returning ``True`` stops the solver.
@@ -329,10 +349,16 @@ def solve_bcd(
     if unconstrained == "block":
         buf = np.empty((len(free), E.shape[1]))
         start = np.empty_like(buf)
-    if parallel not in ("auto", True, False):
-        raise ValueError(f"parallel must be 'auto', True or False, got {parallel!r}.")
-    split = (_parallel_split(L, free, E.shape[1], parallel) if unconstrained == "sequential"
-             else None)
+    if isinstance(parallel, tuple):
+        split = parallel
+        if len(split) != 2 or not np.array_equal(np.sort(split[0]), free):
+            raise ValueError("a precomputed split must be the (order, bounds) of "
+                             "parallel_split for this problem.")
+    elif parallel in ("auto", True, False):
+        split = (parallel_split(problem, E.shape[1], parallel)
+                 if unconstrained == "sequential" else None)
+    else:
+        raise ValueError(f"parallel must be 'auto', True, False or a split, got {parallel!r}.")
     if split is not None:
         split_accs = np.zeros((len(split[1]) - 1, 2))
 

@@ -427,7 +427,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         return [float(self.hinge_smoothing), 0.0]
 
     def _fit_bcd(self, problem, rank, rng):
-        from psdlearn.npkl.bcd import initial_embedding, solve_bcd
+        from psdlearn.npkl.bcd import initial_embedding, parallel_split, solve_bcd
 
         E = initial_embedding(problem.n_samples, rank, rng,
                               max_norm=self.b if self.loss == "linear" else None)
@@ -436,6 +436,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         # samples in reverse Cuthill-McKee order: a sweep then reads E from cache
         perm, inverse, problem = problem.renumbered()
         E = E[perm]
+        split = parallel_split(problem, rank) if self.unconstrained == "sequential" else None
         self.omega_ = omega
         bar = None
         callback = None
@@ -456,7 +457,8 @@ class NPKL(TransformerMixin, BaseEstimator):
                 tol = self.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0)
                 res = solve_bcd(problem, E, max_iter=self.max_iter, tol=tol,
                                 random_state=rng, unconstrained=self.unconstrained,
-                                smoothing=mu, omega=omega, callback=callback)
+                                smoothing=mu, omega=omega, parallel=split or False,
+                                callback=callback)
                 offset = times[-1] if times else 0.0
                 skip = 1 if history else 0  # a stage starts where the previous one ended
                 history += res.objective_history[skip:]
