@@ -71,6 +71,10 @@ from numba import njit, prange
 
 from ._qp import box_qp, box_qp_reference, cholesky_inplace, cholesky_solve
 
+#: The objective's ``tr(E^T L E)`` runs on all threads from this many multiply-adds
+#: (``r nnz(L)``) up; it is evaluated only every few sweeps, so a thread wake-up is cheap.
+OBJECTIVE_PARALLEL_MIN_WORK = 20_000_000
+
 #: LLVM flags of every kernel: reassociation lets the r-long dot products and accumulations
 #: vectorize (they are latency-bound chains otherwise); no flag assumes finite values.
 FASTMATH = {"reassoc", "contract"}
@@ -565,6 +569,35 @@ def jacobi_unconstrained(U, E, Lp, Li, Lx, diag, radius, n_iter, buf, start):
 
 
 @njit(cache=True, fastmath=FASTMATH)
+def _laplacian_rows(E, Lp, Li, Lx, lo, hi):
+    """``sum_{lo <= i < hi} e_i^T (L E)_i``, the rows' share of ``tr(E^T L E)``."""
+    row = np.empty(E.shape[1])
+    smooth = 0.0
+    for i in range(lo, hi):
+        # (L E)_i as an axpy loop, then one reduction per row
+        for c in range(row.shape[0]):
+            row[c] = 0.0
+        for t in range(Lp[i], Lp[i + 1]):
+            k = Li[t]
+            w = Lx[t]
+            for c in range(row.shape[0]):
+                row[c] += w * E[k, c]
+        smooth += _dot_rows(E, i, row)
+    return smooth
+
+
+@njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _laplacian_term_parallel(E, Lp, Li, Lx):
+    """``tr(E^T L E)`` by :func:`_laplacian_rows` over row blocks on all threads."""
+    n = E.shape[0]
+    n_blocks = min(n, 256)
+    partial = np.zeros(n_blocks)
+    for b in prange(n_blocks):
+        partial[b] = _laplacian_rows(E, Lp, Li, Lx, b * n // n_blocks, (b + 1) * n // n_blocks)
+    return partial.sum()
+
+
+@njit(cache=True, fastmath=FASTMATH)
 def objective(E, Lp, Li, Lx, pairs, signs, loss, gamma, mu=0.0):
     """Objective (10): ``tr(E^T L E) + gamma sum_k l(signs_k e_{i_k}^T e_{j_k})``.
 
@@ -587,20 +620,10 @@ def objective(E, Lp, Li, Lx, pairs, signs, loss, gamma, mu=0.0):
     -------
     float
     """
-    n, r = E.shape
-    row = np.empty(r)
-    smooth = 0.0
-    for i in range(n):
-        # (L E)_i as an axpy loop (vectorizes), then one reduction per row: a dot product
-        # per nonzero would serialize on its accumulator (no fastmath).
-        for c in range(r):
-            row[c] = 0.0
-        for t in range(Lp[i], Lp[i + 1]):
-            k = Li[t]
-            w = Lx[t]
-            for c in range(r):
-                row[c] += w * E[k, c]
-        smooth += _dot_rows(E, i, row)
+    if Li.shape[0] * E.shape[1] >= OBJECTIVE_PARALLEL_MIN_WORK:
+        smooth = _laplacian_term_parallel(E, Lp, Li, Lx)
+    else:
+        smooth = _laplacian_rows(E, Lp, Li, Lx, 0, E.shape[0])
     total = 0.0
     for t in range(pairs.shape[0]):
         z = signs[t] * _dot_rows(E, pairs[t, 0], E[pairs[t, 1]])
