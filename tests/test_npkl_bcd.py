@@ -610,3 +610,12 @@ def test_parallel_bcd_is_monotone_and_reaches_the_serial_optimum(loss):
         np.testing.assert_array_equal(again.embedding, par.embedding)
         with pytest.raises(ValueError, match="split"):
             solve_bcd(prob, E0, parallel=(split[0][:-1], split[1]))
+
+
+def test_parallel_laplacian_term_equals_trace():
+    prob = _blob_problem(300, 3, 8, "square")
+    Lp, Li, Lx, _ = _csr_arrays(prob.laplacian)
+    E = initial_embedding(prob.n_samples, 5, 1)
+    want = np.trace(E.T @ (prob.laplacian @ E))
+    assert K._laplacian_term_parallel(E, Lp, Li, Lx) == pytest.approx(want, rel=1e-12)
+    assert K._laplacian_rows(E, Lp, Li, Lx, 0, prob.n_samples) == pytest.approx(want, rel=1e-12)
