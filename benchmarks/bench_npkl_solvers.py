@@ -11,7 +11,10 @@ square, linear), ``simplenpkl`` (every loss, ``B = 100 n``: seed 000 IV-A.2 for 
 data its section IV-D subsamples, seed 001 footnote 3) and ``admm`` (pcp, square; only
 when ``"admm"`` is in ``psdlearn.npkl.estimator.SOLVERS``).
 
-Every cell is one fit timed by wall clock (graph excluded, numba compiled by a warm-up).
+Sized for about 15 minutes on a quiet 2-core machine: SimpleNPKL fits are capped at
+``--budget`` seconds (at most 5 losses x 3 sizes x 60 s), ADMM at n = 1e5 is the longest
+of the other cells. Every cell is one fit timed by wall clock (graph excluded, numba compiled
+by a warm-up).
 SimpleNPKL is run through its solver function with a callback that stops it after
 ``--budget`` seconds; a cell that stops there is reported as ``n/a (time)`` with its
 seconds per iteration, as the papers' tables do. The objective column is seed 000's (10)
@@ -75,7 +78,7 @@ def fit_simplenpkl(L, C, loss, rank, budget):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--max-n", type=int, default=100_000)
-    ap.add_argument("--budget", type=float, default=120.0,
+    ap.add_argument("--budget", type=float, default=60.0,
                     help="seconds after which a SimpleNPKL fit is stopped")
     ap.add_argument("--losses", nargs="+", default=list(LOSSES))
     args = ap.parse_args()
@@ -88,8 +91,9 @@ def main():
     rows = []
     notes = [f"solvers: {', '.join(solvers)}; at most {MAX_ITER} iterations, tol 1e-5; "
              f"SimpleNPKL stopped after {args.budget:g} s (n/a (time)).",
-             "SimpleNPKL here keeps K = E E^T in low rank (top-44 eigenpairs by Lanczos); the "
-             "papers' implementation stores the dense n x n K (8 n^2 bytes, 80 GB at n = 1e5).",
+             "SimpleNPKL here keeps K = E E^T in low rank (top-44 eigenpairs by Lanczos, BLAS "
+             "on one thread); the papers' implementation stores the dense n x n K (8 n^2 "
+             "bytes, 80 GB at n = 1e5).",
              "Measured while other jobs shared the machine: timings are indicative."]
     for n in (1_000, 10_000, 100_000):
         if n > args.max_n:

@@ -92,6 +92,20 @@ def test_sparse_lanczos_path_matches_dense(monkeypatch):
                                atol=1e-7)
 
 
+@pytest.mark.parametrize("loss", ["hinge", "pcp"])
+def test_warm_started_lanczos_iterations_match_dense(monkeypatch, loss):
+    # the K steps restart Lanczos from the previous positive eigenspace: same iterates
+    problem = make_problem(n=600, loss=loss, n_pairs=40)
+    kw = dict(B=100.0, rank=8, max_iter=6, tol=0.0, random_state=0)
+    res_sparse = solve_simplenpkl(problem, **kw)
+    monkeypatch.setattr(snp, "DENSE_MAX_N", 10_000)
+    res_dense = solve_simplenpkl(problem, **kw)
+    assert res_sparse.n_eig == res_dense.n_eig > 6
+    np.testing.assert_allclose(res_sparse.dual, res_dense.dual, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(kernel(res_sparse.embedding), kernel(res_dense.embedding),
+                               atol=1e-8 * np.sqrt(100.0))
+
+
 # ------------------------------------------------------------------- saddle point
 def dual_value(problem, a, B):
     """``J(a) = sum h(a) - sqrt(B) ||M(a)_+||_F`` by a dense eigendecomposition."""
