@@ -619,3 +619,18 @@ def test_parallel_laplacian_term_equals_trace():
     want = np.trace(E.T @ (prob.laplacian @ E))
     assert K._laplacian_term_parallel(E, Lp, Li, Lx) == pytest.approx(want, rel=1e-12)
     assert K._laplacian_rows(E, Lp, Li, Lx, 0, prob.n_samples) == pytest.approx(want, rel=1e-12)
+
+
+def test_vanishing_embedding_stops_and_warns():
+    """With a negligible loss weight K = 0 is optimal: E shrinks geometrically, so the
+    relative-change test alone would never stop; the vanishing test does."""
+    prob = _blob_problem(120, 3, 9, "square", gamma=1e-6)
+    res = solve_bcd(prob, initial_embedding(prob.n_samples, 6, 0), max_iter=5000, tol=1e-5,
+                    random_state=0, omega=1.5)
+    assert res.converged and res.n_iter < 5000
+    assert np.einsum("ij,ij->", res.embedding, res.embedding) <= 1e-16 * prob.n_samples
+    from psdlearn import NPKL
+
+    with pytest.warns(UserWarning, match="kernel is zero"):
+        NPKL(loss="square", graph="precomputed", gamma=1e-6, random_state=0).fit(
+            prob.laplacian, np.column_stack([prob.pairs, prob.signs]).astype(np.int64))

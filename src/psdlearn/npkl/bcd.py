@@ -38,6 +38,9 @@ __all__ = ["BCDResult", "initial_embedding", "level_split", "parallel_split", "s
 BCD_LOSSES = ("hinge", "squared_hinge", "square", "linear")
 #: Sweeps between exact objective evaluations (in between, exact per-row increments).
 REFRESH = 25
+#: Mean ``K_ii = ||e_i||^2`` below which the embedding has vanished (``K = 0``) and the
+#: sweeps stop: the losses' margins are 1, so such a kernel is zero to working precision.
+VANISHED = 1e-16
 #: The unconstrained pass runs on several threads (``parallel="auto"``) from this many
 #: multiply-adds (``r`` times the stored entries of the unconstrained rows of ``L``) up:
 #: below it, waking the threads costs about what they save (as for the ADMM half steps).
@@ -250,7 +253,9 @@ def solve_bcd(
     max_iter : int, default=1000
         Maximum number of sweeps.
     tol : float, default=1e-5
-        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol`` (line 14 of Alg. 1).
+        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol`` (line 14 of Alg. 1), or when
+        the embedding has vanished (mean ``K_ii`` below :data:`VANISHED`; the relative
+        test cannot hold while ``E`` shrinks geometrically to the optimum ``K = 0``).
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
         Draws the order of the constrained samples in each sweep. Same seed, same result.
     unconstrained : {"sequential", "block"}, default="sequential"
@@ -405,7 +410,11 @@ def solve_bcd(
                     free, E, Lp, Li, Lx, diag, radius, block_iter, buf, start
                 )
         norm_sq = float(np.einsum("ij,ij->", E, E))
-        converged = change < tol * tol * norm_sq or (change == 0.0 and norm_sq == 0.0)
+        # the relative test never holds when E shrinks geometrically to 0 (K = 0 optimal,
+        # e.g. gamma too small for the graph): stop once the mean K_ii is negligible
+        # against the unit margin of the losses
+        converged = (change < tol * tol * norm_sq
+                     or norm_sq <= VANISHED * n or (change == 0.0 and norm_sq == 0.0))
         elapsed += time.perf_counter() - t0
         if exact or converged or n_iter == max_iter:
             obj, sur = exact_objectives()

@@ -427,7 +427,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         return [float(self.hinge_smoothing), 0.0]
 
     def _fit_bcd(self, problem, rank, rng):
-        from psdlearn.npkl.bcd import initial_embedding, parallel_split, solve_bcd
+        from psdlearn.npkl.bcd import VANISHED, initial_embedding, parallel_split, solve_bcd
 
         E = initial_embedding(problem.n_samples, rank, rng,
                               max_norm=self.b if self.loss == "linear" else None)
@@ -475,6 +475,13 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.smoothing_stages_ = stages
         self.n_iter_ = n_iter
         self.rank_ = rank
+        if np.einsum("ij,ij->", E, E) <= VANISHED * len(E):
+            warnings.warn(
+                "The learned kernel is zero (K = 0 is optimal here): the loss weight "
+                f"gamma={self.gamma} is too small against the graph term; increase gamma.",
+                UserWarning,
+                stacklevel=3,
+            )
         if not res.converged:
             warnings.warn(
                 f"NPKL(solver='bcd') stopped at max_iter={self.max_iter} sweeps before the "
