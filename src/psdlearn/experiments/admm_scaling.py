@@ -70,6 +70,25 @@ def _time_fit(L, C, solver, loss, rank, reps):
     return statistics.median(r[0] for r in runs), int(statistics.median(r[1] for r in runs))
 
 
+def _time_row(row, x, L, C, rank, reps, times, n_done):
+    """Fill ``row`` with every solver's CPU time and iterations at abscissa ``x``.
+
+    A solver over its budget at a smaller size (fewer than ``n_done`` points in
+    ``times``) is not run again; ``times[solver]`` gains ``(x, seconds)`` otherwise.
+    """
+    for solver, loss in SOLVERS:
+        row[f"{solver} s"], row[f"{solver} iters"] = NA_TIME, "-"
+        if len(times[solver][0]) < n_done:
+            continue
+        out = _time_fit(L, C, solver, loss, rank, reps)
+        if out is None:
+            continue
+        times[solver][0].append(x)
+        times[solver][1].append(out[0])
+        row[f"{solver} s"], row[f"{solver} iters"] = out
+    return row
+
+
 def run(out_dir, quick=False, log=print):
     """Run both studies; write ``admm_scaling.*``, ``admm_constraints.*`` and figures."""
     reps = 1 if quick else 3
@@ -80,19 +99,8 @@ def run(out_dir, quick=False, log=print):
         X, y = make_two_gaussians(n, n_features=10, random_state=0)
         L = knn_laplacian(X, n_neighbors=5)
         C = PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
-        row = {"n": n, "rank": rank}
-        for solver, loss in SOLVERS:
-            row[f"{solver} s"], row[f"{solver} iters"] = NA_TIME, "-"
-            if len(times[solver][0]) < len(rows):
-                continue  # SimpleNPKL over its budget at a smaller size
-            out = _time_fit(L, C, solver, loss, rank, reps)
-            if out is None:
-                continue
-            times[solver][0].append(n)
-            times[solver][1].append(out[0])
-            row[f"{solver} s"], row[f"{solver} iters"] = out
-        rows.append(row)
-        log(f"n={n}: {row}")
+        rows.append(_time_row({"n": n, "rank": rank}, n, L, C, rank, reps, times, len(rows)))
+        log(f"n={n}: {rows[-1]}")
     exps = {s: scaling_exponent(*times[s]) for s, _ in SOLVERS if len(times[s][0]) > 1}
     notes = [f"10-d Gaussians, k = 5, 1000 pairs, rank {rank} fixed; {reps} run(s) per cell, "
              "median CPU time of the fit (graph excluded); at most 500 iterations, tol 1e-5.",
@@ -122,19 +130,9 @@ def _constraints(out_dir, quick, log, reps):
         C = PairwiseConstraints.from_labels(y, n_must=m // 2, n_cannot=m - m // 2,
                                             random_state=0)
         rank = auto_rank(2 * len(C) + 1000)
-        row = {"pairs": len(C), "rank": rank}
-        for solver, loss in SOLVERS:
-            row[f"{solver} s"], row[f"{solver} iters"] = NA_TIME, "-"
-            if len(times[solver][0]) < len(rows):
-                continue  # SimpleNPKL over its budget at a smaller size
-            out = _time_fit(L, C, solver, loss, rank, reps)
-            if out is None:
-                continue
-            times[solver][0].append(len(C))
-            times[solver][1].append(out[0])
-            row[f"{solver} s"], row[f"{solver} iters"] = out
-        rows.append(row)
-        log(f"m={m}: {row}")
+        rows.append(_time_row({"pairs": len(C), "rank": rank}, len(C), L, C, rank, reps,
+                              times, len(rows)))
+        log(f"m={m}: {rows[-1]}")
     columns = list(dict.fromkeys(c for r in rows for c in r))
     text = write_results(out_dir, "admm_constraints", columns, rows,
                          [f"n = 1000, 10-d Gaussians, k = 5; rank by the rule on 2 m + n; "
