@@ -72,7 +72,7 @@ def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUT
     Lp, Li, Lx, diag = _csr_arrays(L)
     work = K.workspaces(E.shape[1], dmax, True)
     return K.update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, K.LOSS_CODES[loss], gamma, b,
-                           alpha, path, *work, np.zeros(2) if acc is None else acc, 1.0)
+                           alpha, path, *work, np.zeros(3) if acc is None else acc, 1.0)
 
 
 def _instance(d, r, seed, gamma=None):
@@ -316,12 +316,14 @@ def test_single_updates_never_increase_objective(loss):
     np.testing.assert_allclose(f, prob.objective(E), rtol=1e-12)
     for _ in range(2):
         for i in rng.permutation(prob.n_samples):
-            acc = np.zeros(2)
+            acc = np.zeros(3)
             _kernel_update(i, E, L, Tp, Ti, Ts, loss, prob.gamma, prob.b, alpha, acc=acc)
             f_new = K.objective(E, Lp, Li, Lx, prob.pairs, prob.signs, code, prob.gamma)
             assert f_new <= f + 1e-10 * abs(f)
             # the update reports its exact objective change (used for the per-sweep history)
             assert acc[0] == pytest.approx(f_new - f, rel=1e-8, abs=1e-10 * abs(f))
+            # and the squared norm of the new row (summed into ||E||^2 for the stop test)
+            assert acc[2] == pytest.approx(E[i] @ E[i], rel=1e-12, abs=1e-300)
             f = f_new
 
 
@@ -380,7 +382,7 @@ def test_block_and_sequential_reach_same_fixed_point():
 
     seq = E.copy()
     for _ in range(300):
-        K.sweep_unconstrained(U, seq, Lp, Li, Lx, diag, np.inf, np.zeros(2))
+        K.sweep_unconstrained(U, seq, Lp, Li, Lx, diag, np.inf, np.zeros(3))
     jac = E.copy()
     buf, start = np.empty((len(U), 6)), np.empty((len(U), 6))
     K.jacobi_unconstrained(U, jac, Lp, Li, Lx, diag, np.inf, 300, buf, start)
@@ -485,7 +487,7 @@ def test_smoothed_hinge_row_update_is_stationary(mu):
     alpha = np.zeros(len(Ti))
     i = int(np.argmax(np.diff(Tp)))  # the sample with most partners
     K.sweep_constrained(np.array([i], dtype=np.int64), E, Lp, Li, Lx, diag, Tp, Ti, Ts,
-                        K.SMOOTH_HINGE, gamma, mu, alpha, K.SQUARE_AUTO, np.zeros(2))
+                        K.SMOOTH_HINGE, gamma, mu, alpha, K.SQUARE_AUTO, np.zeros(3))
     v = E[i]
     s_i = L[i] @ E - L[i, i] * v
     grad = L[i, i] * v + np.ravel(s_i)
@@ -581,12 +583,14 @@ def test_parallel_unconstrained_pass_equals_the_sequential_pass_in_its_order(los
     radius = 0.5 if loss == "linear" else np.inf
     E0 = initial_embedding(prob.n_samples, 7, 3)
     E1, E2 = E0.copy(), E0.copy()
-    acc1, accs = np.zeros(2), np.zeros((len(bounds) - 1, 2))
+    acc1, accs = np.zeros(3), np.zeros((len(bounds) - 1, 3))
     c1 = K.sweep_unconstrained(order, E1, Lp, Li, Lx, diag, radius, acc1, 1.6)
     c2 = K.sweep_unconstrained_split(order, bounds, E2, Lp, Li, Lx, diag, radius, accs, 1.6)
     np.testing.assert_allclose(E2, E1, rtol=1e-12, atol=1e-14)
     assert c2 == pytest.approx(c1, rel=1e-10)
     np.testing.assert_allclose(accs.sum(axis=0), acc1, rtol=1e-10)
+    # the pass visits each free row once: acc[2] is their squared norm after it
+    assert acc1[2] == pytest.approx(np.sum(E1[free] ** 2), rel=1e-12)
 
 
 @pytest.mark.parametrize("loss", ["square", "squared_hinge", "linear"])

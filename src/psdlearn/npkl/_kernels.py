@@ -69,6 +69,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._prefetch import PREFETCH_DISTANCE, prefetch_neighbour_rows
 from ._qp import box_qp, box_qp_reference, cholesky_inplace, cholesky_solve
 
 #: The objective's ``tr(E^T L E)`` runs on all threads from this many multiply-adds
@@ -195,7 +196,9 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
     it when it does not increase the minimized row objective (always the case for a
     quadratic row and ``0 < omega < 2``), so the objective stays non-increasing.
     ``acc[0]`` accumulates the change of the objective (10) (the hinge for the smoothed
-    hinge), ``acc[1]`` that of the objective the rows minimize.
+    hinge), ``acc[1]`` that of the objective the rows minimize, ``acc[2]`` the squared norm
+    of the new row (over a sweep that visits every row once: ``||E||_F^2`` after it,
+    without another pass over ``E``).
     """
     old = E[i]
     # the minimized row objective at the old row and at the exact minimizer
@@ -212,6 +215,8 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
                 v[c] = w[c]
             f_new = f_w
     acc[1] += f_new - f_old
+    for c in range(v.shape[0]):
+        acc[2] += v[c] * v[c]
     if loss == SMOOTH_HINGE:  # the reported objective (10) uses the hinge itself
         acc[0] += (_row_value(v, lii, s, E, start, d, Ti, Ts, HINGE, gamma, param)
                    - _row_value(old, lii, s, E, start, d, Ti, Ts, HINGE, gamma, param))
@@ -277,8 +282,8 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
         Workspaces from :func:`workspaces` (``dmax >= |T(i)|``). They are packed into five
         arrays because every array argument of a compiled call costs a reference-count
         round trip: with 24 separate arrays the calls took a third of an a1a sweep.
-    acc : ndarray of shape (2,)
-        Objective-change accumulators, see :func:`_finish_row`.
+    acc : ndarray of shape (3,)
+        Objective-change and row-norm accumulators, see :func:`_finish_row`.
     omega : float
         Safeguarded over-relaxation factor (1: plain BCD), see :func:`_finish_row`.
 
@@ -430,8 +435,9 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
         As in :func:`update_sample`.
     radius : float
         Ball radius (``b`` for the linear loss, ``inf`` otherwise).
-    acc : ndarray of shape (2,)
-        Objective-change accumulators (both receive the same change: no loss term).
+    acc : ndarray of shape (3,)
+        Objective-change accumulators (``acc[0]`` and ``acc[1]`` receive the same change:
+        no loss term) and the sum of the new rows' squared norms (``acc[2]``).
     omega : float, default=1.0
         Over-relaxation ``e_i <- (1 - omega) e_i + omega v*`` (SOR) with ``v*`` the exact
         minimizer (13); the row objective is an isotropic quadratic, so any
@@ -449,7 +455,10 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
     v = np.empty(r)
     w = np.empty(r)
     change = 0.0
-    for t in range(U.shape[0]):
+    n_u = U.shape[0]
+    for t in range(n_u):
+        if t + PREFETCH_DISTANCE < n_u:
+            prefetch_neighbour_rows(U[t + PREFETCH_DISTANCE], E, Lp, Li)
         i = U[t]
         lii = diag[i]
         _offdiag_product(i, E, Lp, Li, Lx, s)
@@ -475,10 +484,13 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
                 v[c] = (1.0 - omega) * E[i, c] - omega * s[c] / lii
         # L_ii |v|^2 + 2 v.s_i, new minus old
         delta = 0.0
+        nrm = 0.0
         for c in range(r):
             delta += v[c] * (lii * v[c] + 2.0 * s[c]) - E[i, c] * (lii * E[i, c] + 2.0 * s[c])
+            nrm += v[c] * v[c]
         acc[0] += delta
         acc[1] += delta
+        acc[2] += nrm
         change += _write_row(E, i, v)
     return change
 
@@ -502,7 +514,7 @@ def sweep_unconstrained_split(U, bounds, E, Lp, Li, Lx, diag, radius, accs, omeg
         Slice boundaries in ``U``.
     E, Lp, Li, Lx, diag, radius, omega
         As in :func:`sweep_unconstrained`.
-    accs : ndarray of shape (n_parts + 1, 2)
+    accs : ndarray of shape (n_parts + 1, 3)
         Objective-change accumulators of each slice (summed by the caller).
 
     Returns
@@ -574,6 +586,8 @@ def _laplacian_rows(E, Lp, Li, Lx, lo, hi):
     row = np.empty(E.shape[1])
     smooth = 0.0
     for i in range(lo, hi):
+        if i + PREFETCH_DISTANCE < hi:
+            prefetch_neighbour_rows(i + PREFETCH_DISTANCE, E, Lp, Li)
         # (L E)_i as an axpy loop, then one reduction per row
         for c in range(row.shape[0]):
             row[c] = 0.0
