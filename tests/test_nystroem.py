@@ -19,7 +19,7 @@ from psdlearn.nystroem import (
 )
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta
 from psdlearn.nystroem._dictionary import gradient, objective
-from psdlearn.nystroem._multi import multiple_objective, solve_multiple
+from psdlearn.nystroem._multi import multiple_objective, prior_mixture, solve_multiple
 from psdlearn.nystroem.estimator import _one_hot
 
 
@@ -264,6 +264,35 @@ def test_alpha_step_is_eq_19():
     direct += np.sum((K - Y @ Y.T) ** 2)
     assert multiple_objective(res.T, res.alpha, priors, 0.1, cross, s, c) == pytest.approx(
         direct, rel=1e-10)
+
+
+def test_prior_mixture_is_kkt_point_of_the_ray_problem():
+    # min_{alpha >= 0} ||sum_j alpha_j F_j P_j F_j^T - Y Y^T||_F^2, written with l x l
+    # matrices: the gradient must vanish where alpha_j > 0 and be >= 0 where alpha_j = 0
+    rng = np.random.default_rng(11)
+    F = [rng.uniform(size=(12, 5)) ** (j + 1) for j in range(4)]
+    Y = _one_hot(np.arange(12) % 3)
+    priors = []
+    for j in range(4):
+        A = rng.normal(size=(5, 5))
+        priors.append(A @ A.T * 10.0 ** (2 * j - 3))  # scales spread as beta_j of eq. (8)
+    cross = [[a.T @ b for b in F] for a in F]
+    s = [a.T @ Y for a in F]
+    alpha = prior_mixture(priors, cross, s)
+    G = [Fj @ P @ Fj.T for Fj, P in zip(F, priors, strict=True)]
+    R = sum(a * Gj for a, Gj in zip(alpha, G, strict=True)) - Y @ Y.T
+    grad = np.array([2.0 * np.sum(Gj * R) for Gj in G])
+    scale = max(np.sqrt(np.sum(Gj**2)) for Gj in G) * np.sqrt(np.sum((Y @ Y.T) ** 2))
+    assert np.all(alpha >= 0)
+    assert np.all(grad >= -1e-8 * scale)
+    assert np.all(np.abs(grad[alpha > 0]) <= 1e-8 * scale)
+    # it is the start of the alternation, whose objective (17) then never increases
+    c = float(np.sum(Y.sum(0) ** 2))
+    res = solve_multiple(priors, 0.1, cross, s, c, max_iter=5)
+    equal = multiple_objective([P / 4 for P in priors], np.full(4, 0.25), priors, 0.1, cross,
+                               s, c)
+    assert res.objective_history[0] <= equal
+    assert res.objective_history[0] == pytest.approx(np.sum(R**2), rel=1e-9)
 
 
 def test_mean_squared_distance_is_exact():

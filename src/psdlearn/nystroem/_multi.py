@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import eigh
+from scipy.optimize import nnls
 
 from psdlearn.nystroem._beta import optimal_beta
 from psdlearn.nystroem._dictionary import (
@@ -32,7 +33,7 @@ from psdlearn.nystroem._dictionary import (
     solve_dictionary,
 )
 
-__all__ = ["MultipleResult", "multiple_objective", "solve_multiple"]
+__all__ = ["MultipleResult", "multiple_objective", "prior_mixture", "solve_multiple"]
 
 
 @dataclass
@@ -58,12 +59,57 @@ def multiple_objective(T, alpha, priors, lam, cross, s, c):
     return float(val)
 
 
+def prior_mixture(priors, cross, s, rtol=1e-12):
+    """Weights ``alpha >= 0`` minimizing (17) over the priors' rays ``T^(j) = alpha_j S_0^(j)``.
+
+    There the prior term of (17) vanishes and the data term is the least-squares fit of
+    ``K^*_l`` by the nonnegative mixture of ``G_j = F_j S_0^(j) F_j^T``,
+
+    .. math::
+
+        \\min_{\\alpha \\ge 0} \\alpha^T G \\alpha - 2 g^T \\alpha, \\qquad
+        G_{jk} = \\langle S_0^{(j)} C_{jk}, C_{jk} S_0^{(k)} \\rangle, \\quad
+        g_j = \\langle S_0^{(j)}, s_j s_j^T \\rangle,
+
+    with ``G_jk = <G_j, G_k>`` written through ``m x m`` matrices only. It is solved as
+    the nonnegative least-squares problem ``min ||R alpha - R^{-T} g||`` with
+    ``G = R^T R`` (``R`` from the eigendecomposition of the ``M x M`` Gram matrix scaled
+    to unit diagonal, directions with eigenvalue below ``rtol`` times the largest
+    dropped).
+
+    Returns
+    -------
+    alpha : ndarray of shape (M,)
+    """
+    M = len(priors)
+    G = np.empty((M, M))
+    for j in range(M):
+        for k in range(j, M):
+            G[j, k] = G[k, j] = np.sum((priors[j] @ cross[j][k]) * (priors[k] @ cross[k][j]).T)
+    g = np.array([np.sum(priors[j] * (s[j] @ s[j].T)) for j in range(M)])
+    # unit diagonal first: the beta_j spread the G_jj over many orders of magnitude
+    d = np.sqrt(np.maximum(np.diag(G), 0.0))
+    live = d > 0
+    d = np.where(live, d, 1.0)
+    e, V = eigh(G / np.outer(d, d))
+    keep = e > rtol * max(e[-1], 0.0)
+    if not keep.any():
+        return np.zeros(M)
+    root = np.sqrt(e[keep])
+    gamma = nnls((V[:, keep] * root).T, (V[:, keep].T @ (g / d)) / root)[0]
+    return np.where(live, gamma / d, 0.0)
+
+
 def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max_iter=20,
                    inner_tol=1e-4):
     """Alternating optimisation of (17) for one ``lambda`` (seed 003 §4.1).
 
-    Starts from ``alpha_j = 1 / M`` and ``T^(j) = alpha_j S_0^(j)`` (the paper gives no
-    start). Each ``T^(j)``-update starts from the better (in its objective) of the
+    The paper gives no start. We start from ``T^(j) = alpha_j S_0^(j)`` with the
+    ``alpha`` of :func:`prior_mixture`, the minimizer of (17) over that family (so its
+    value is at most that of equal weights ``alpha_j = 1 / M``, for instance): the
+    ``S_0^(j)``, each scaled by its own ``beta_j`` (8), can differ by orders of
+    magnitude, so equal weights would let the kernel with the largest ``beta_j``
+    dominate. Each ``T^(j)``-update starts from the better (in its objective) of the
     current ``T^(j)`` and the projected closed form (12)-(13), then runs at most
     ``inner_max_iter`` projected-gradient iterations.
 
@@ -92,7 +138,8 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
     M = len(priors)
     # the eigensystems of C_jj serve every T^(j) update (closed form and iterations)
     eigs = [eigh(cross[j][j]) for j in range(M)]
-    alpha = np.full(M, 1.0 / M)
+    alpha = prior_mixture(priors, cross, s)
+    steps = [None] * M
     T = [alpha[j] * priors[j] for j in range(M)]
     history = [multiple_objective(T, alpha, priors, lam, cross, s, c)]
     converged = False
@@ -110,8 +157,11 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
             start = psd_projection(closed_form_start(prior, lam, data))
             if objective(start, prior, lam, data) > objective(T[j], prior, lam, data):
                 start = T[j]
-            T[j] = solve_dictionary(prior, lam, data, S_init=start, max_iter=inner_max_iter,
-                                    tol=inner_tol).S
+            # the Armijo search starts at the last accepted curvature of this kernel:
+            # from 2 lambda it would back off log2(curvature / lambda) times per update
+            res = solve_dictionary(prior, lam, data, S_init=start, max_iter=inner_max_iter,
+                                   tol=inner_tol, a_init=steps[j])
+            T[j], steps[j] = res.S, res.step
             alpha[j] = optimal_beta(T[j], priors[j])  # eq. (19)
         history.append(multiple_objective(T, alpha, priors, lam, cross, s, c))
         if history[-2] - history[-1] <= tol * abs(history[-2]):
