@@ -18,6 +18,7 @@ from psdlearn.experiments._report import scaling_exponent
 from psdlearn.experiments._report import write_results as _write
 
 __all__ = [
+    "RESULTS",
     "load_note",
     "median_time",
     "median_wall_cpu",
