@@ -211,6 +211,28 @@ def plan(quick):
     return {name: N_REPS for name in SETS}
 
 
+def summarize(name, X, y, recs, iterative):
+    """The table row of one data set from its repetitions' records."""
+    paper = PAPER_TABLE1[name]
+    return {
+        "data": name, "n/d/C": f"{X.shape[0]}/{X.shape[1]}/{len(np.unique(y))}",
+        "m": n_landmarks_for(name, len(y)), "reps": len(recs),
+        "ours err %": _ms([r["ours"] for r in recs]),
+        "ours s": f"{np.median([r['ours_s'] for r in recs]):.2f}",
+        "paper ours": _paper(paper[7]),
+        "Nystrom err %": _ms([r["nystrom"] for r in recs]),
+        "Nystrom s": f"{np.median([r['nystrom_s'] for r in recs]):.2f}",
+        "paper Nystrom": _paper(paper[1]),
+        "SVM (labelled) err %": _ms([r["svm"] for r in recs]),
+        "paper LibSVM": _paper(paper[0]),
+        "ours iterative beta %": (_ms([r["iter"] for r in recs if "iter" in r])
+                                  if iterative else "not run"),
+        "paper iterative": _paper(PAPER_TABLEA1[name]),
+        "lambda (median)": f"{np.median([r['lambda'] for r in recs]):g}",
+        "converged": f"{sum(r['ours_converged'] for r in recs)}/{len(recs)}",
+    }
+
+
 def run(out_dir, quick=False, log=print):
     """Run Table 1 (+ the iterative beta of Table A1); write ``nystrom_table1.{md,json}``."""
     reps = plan(quick)
@@ -225,24 +247,7 @@ def run(out_dir, quick=False, log=print):
         recs = [_repetition(X, y, name, seed, iterative and seed < ITERATIVE_REPS)
                 for seed in range(n_reps)]
         raw[name] = recs
-        paper = PAPER_TABLE1[name]
-        row = {
-            "data": name, "n/d/C": f"{X.shape[0]}/{X.shape[1]}/{len(np.unique(y))}",
-            "m": n_landmarks_for(name, len(y)), "reps": n_reps,
-            "ours err %": _ms([r["ours"] for r in recs]),
-            "ours s": f"{np.median([r['ours_s'] for r in recs]):.2f}",
-            "paper ours": _paper(paper[7]),
-            "Nystrom err %": _ms([r["nystrom"] for r in recs]),
-            "Nystrom s": f"{np.median([r['nystrom_s'] for r in recs]):.2f}",
-            "paper Nystrom": _paper(paper[1]),
-            "SVM (labelled) err %": _ms([r["svm"] for r in recs]),
-            "paper LibSVM": _paper(paper[0]),
-            "ours iterative beta %": (_ms([r["iter"] for r in recs if "iter" in r])
-                                      if iterative else "not run"),
-            "paper iterative": _paper(PAPER_TABLEA1[name]),
-            "lambda (median)": f"{np.median([r['lambda'] for r in recs]):g}",
-            "converged": f"{sum(r['ours_converged'] for r in recs)}/{n_reps}",
-        }
+        row = summarize(name, X, y, recs, iterative)
         rows.append(row)
         log(f"{name:12s} ours {row['ours err %']:>14s} ({row['ours s']} s)  nystrom "
             f"{row['Nystrom err %']:>14s}  svm {row['SVM (labelled) err %']:>14s}  "

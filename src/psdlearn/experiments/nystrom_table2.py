@@ -132,6 +132,24 @@ def _write(out_dir, quick, rows, raw, missing):
                          "Nystrom, error on unlabelled points", extra={"raw": raw})
 
 
+def summarize(name, X, y, recs):
+    """The table row of one data set from its repetitions' records."""
+    paper = PAPER_TABLE2[name]
+    best = min(range(5), key=lambda k: paper[k][0])
+    return {
+        "data": name, "n/d/C": f"{X.shape[0]}/{X.shape[1]}/{len(np.unique(y))}",
+        "m_bar": recs[0]["m_bar"], "reps": len(recs),
+        "ours MKL err %": _ms([r["ours"] for r in recs]),
+        "ours s": f"{np.median([r['ours_s'] for r in recs]):.2f}",
+        "paper ours": f"{paper[5][0]:.2f} ± {paper[5][1]:.2f} ({paper[5][2]:g} s)",
+        "Nystrom 9 kernels err %": _ms([r["nystrom"] for r in recs]),
+        "paper best MKL baseline": f"{_MKL_NAMES[best]} {paper[best][0]:.2f} ± "
+                                   f"{paper[best][1]:.2f}",
+        "lambda (median)": f"{np.median([r['lambda'] for r in recs]):g}",
+        "converged": f"{sum(r['ours_converged'] for r in recs)}/{len(recs)}",
+    }
+
+
 def run(out_dir, quick=False, log=print):
     """Run Table 2; write ``nystrom_table2.{md,json}`` in ``out_dir``."""
     rows, raw, missing = [], {}, []
@@ -143,20 +161,7 @@ def run(out_dir, quick=False, log=print):
         X, y = data
         recs = [_repetition(X, y, name, seed) for seed in range(n_reps)]
         raw[name] = recs
-        paper = PAPER_TABLE2[name]
-        best = min(range(5), key=lambda k: paper[k][0])
-        row = {
-            "data": name, "n/d/C": f"{X.shape[0]}/{X.shape[1]}/{len(np.unique(y))}",
-            "m_bar": recs[0]["m_bar"], "reps": n_reps,
-            "ours MKL err %": _ms([r["ours"] for r in recs]),
-            "ours s": f"{np.median([r['ours_s'] for r in recs]):.2f}",
-            "paper ours": f"{paper[5][0]:.2f} ± {paper[5][1]:.2f} ({paper[5][2]:g} s)",
-            "Nystrom 9 kernels err %": _ms([r["nystrom"] for r in recs]),
-            "paper best MKL baseline": f"{_MKL_NAMES[best]} {paper[best][0]:.2f} ± "
-                                       f"{paper[best][1]:.2f}",
-            "lambda (median)": f"{np.median([r['lambda'] for r in recs]):g}",
-            "converged": f"{sum(r['ours_converged'] for r in recs)}/{n_reps}",
-        }
+        row = summarize(name, X, y, recs)
         rows.append(row)
         log(f"{name:12s} ours MKL {row['ours MKL err %']:>14s} ({row['ours s']} s)  "
             f"nystrom-9 {row['Nystrom 9 kernels err %']:>14s}  paper {row['paper ours']}")
