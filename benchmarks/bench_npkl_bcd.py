@@ -124,7 +124,7 @@ def main():
 
     if args.only_a9a:
         adult("a9a", 1)
-        notes.append(f"a9a (run alone, --only-a9a): {load_note(start_load)}")
+        notes.append(f"a9a (added by a separate --only-a9a run): {load_note(start_load)}")
         write_results("npkl_bcd", COLUMNS, rows, notes)
         return
     adult("a1a", 5)
