@@ -88,8 +88,11 @@ def test_matrix_free_operator_matches_dense():
     op = TripletOperator(X, T)
     A = _dense_A(X, T)
     w = np.random.default_rng(1).uniform(size=len(T))
+    # H(w) acts only on the samples of weighted triplets: zero weights must not matter.
+    w[6:] = 0.0
     H = np.einsum("r,rij->ij", w, A)
     assert np.allclose(op.hessian(w), H)
+    assert len(op.weighted_incidence(w)[1]) < len(op.X)
     U = np.random.default_rng(2).normal(size=(7, 3))
     assert np.allclose(op.column_coefficients(U), np.einsum("ia,rij,ja->ra", U, A, U))
     vals, vecs, _ = op.top_eigenpairs(w, 2, "lanczos")
@@ -277,3 +280,13 @@ def test_row_generation_master_equals_full_lp(seed, t, C):
     if len(drop):
         master.delete_columns(drop)
         assert master.solve()[0] == pytest.approx(history[-1], abs=1e-9)
+
+
+def test_verbose_reports_progress_without_changing_the_fit(capsys):
+    X, T = _problem(seed=3)
+    quiet = pl.PSDBoost(random_state=0).fit_triplets(X, T)
+    loud = pl.PSDBoost(random_state=0, verbose=1).fit_triplets(X, T)
+    err = capsys.readouterr().err
+    assert "PSDBoost" in err and "gap=" in err
+    assert loud.objective_ == quiet.objective_
+    assert np.array_equal(loud.metric_, quiet.metric_)

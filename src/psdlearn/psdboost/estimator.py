@@ -26,6 +26,7 @@ restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`
 from __future__ import annotations
 
 import numbers
+import sys
 import time
 import warnings
 
@@ -127,13 +128,16 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         see ``benchmarks/results/psdboost.md``.
     smoothing : float in [0, 1), default=0.8
         Dual smoothing (Wentges) against the tailing-off that seed 002 section 6 reports:
-        pricing uses ``alpha w_best + (1 - alpha) w`` where ``w_best`` is the dual point
-        with the smallest ``lambda_max(H)`` so far. If none of its eigenvectors improves
-        the master (a mispricing), ``lambda_max`` at that point is at most
-        ``alpha UB + (1 - alpha) pi``, so the bound gap shrinks by ``alpha`` and pricing is
-        repeated. ``0`` is Algorithm 1 (``w`` itself). The stopping test uses the best
-        bound ``UB = min lambda_max``, a valid certificate since every priced point is
-        dual feasible.
+        pricing uses ``alpha c + (1 - alpha) w`` where the center ``c`` is the point with
+        the smallest ``lambda_max(H)`` priced so far after a master solve (the first
+        pricing after the first solve uses ``w`` itself; the uniform start weights are not
+        a center, so ``c`` is zero outside the triplets the master ever weighted and ``H``
+        at the smoothed point costs as little as at ``w``). If none of its eigenvectors
+        improves the master (a mispricing), ``lambda_max`` at that point is at most
+        ``alpha lambda_max(H(c)) + (1 - alpha) pi``, so the center's gap shrinks by
+        ``alpha`` and pricing is repeated. ``0`` is Algorithm 1 (``w`` itself). The
+        stopping test uses the best bound ``UB = min lambda_max`` (uniform start
+        included), a valid certificate since every priced point is dual feasible.
     max_bases : int or None, default=None
         Cap on the number of columns in the master LP (the aggregation step of bundle
         methods, paper section 5): when it is reached, columns with ``theta = 0`` are
@@ -150,6 +154,9 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         dense for ``D <= 64``.
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
+    verbose : int, default=0
+        With ``verbose >= 1`` a progress bar over the master solves shows the master
+        value ``pi``, the certified gap ``UB - pi`` and the number of bases.
 
     Attributes
     ----------
@@ -217,10 +224,12 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         "n_triplets": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "eigen_solver": [StrOptions({"auto", "dense", "lanczos"})],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, *, C="auto", tol=1e-5, max_iter=1000, n_columns=5, smoothing=0.8,
-                 max_bases=None, n_triplets=None, eigen_solver="auto", random_state=None):
+                 max_bases=None, n_triplets=None, eigen_solver="auto", random_state=None,
+                 verbose=0):
         self.C = C
         self.n_columns = n_columns
         self.smoothing = smoothing
@@ -230,6 +239,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         self.n_triplets = n_triplets
         self.eigen_solver = eigen_solver
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -313,46 +323,65 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                              "aggregated column and the new bases must fit under the cap.")
         start = time.perf_counter()
         master = RestrictedMaster(t, C)
-        center = np.full(t, 1.0 / t)
-        vals, vecs, n_matvec = op.top_eigenpairs(center, 1, method, v0=rng.standard_normal(D))
+        # The uniform start weights bound the optimum but do not become the stability
+        # center: the center's support (triplets with w_r > 0) decides the cost of H(w).
+        best_w = np.full(t, 1.0 / t)
+        vals, vecs, n_matvec = op.top_eigenpairs(best_w, 1, method, v0=rng.standard_normal(D))
         best, lambdas = vals[0], [vals[0]]
+        center, center_value = None, np.inf
         new, coef = vecs, op.column_coefficients(vecs)
         bases, duals, times = [], [], []
         theta = np.empty(0)
         n_aggregations = n_mispricings = n_bases = 0
         converged = False
-        for _ in range(self.max_iter):
-            if self.max_bases is not None and len(bases) + new.shape[1] > self.max_bases:
-                bases = self._aggregate(master, op, bases, theta, new.shape[1])
-                n_aggregations += 1
-            master.add_columns(coef)
-            n_bases += coef.shape[1]
-            bases.extend(u[None, :] for u in new.T)
-            pi, w, theta, rho, xi, _ = master.solve()
-            duals.append(pi)
-            for _ in range(MAX_MISPRICINGS):
-                # Wentges smoothing: price at a point between the best dual point so far
-                # and the master's duals; columns must still improve the master at ``w``.
-                priced = self.smoothing * center + (1.0 - self.smoothing) * w
-                vals, vecs, count = op.top_eigenpairs(priced, k, method, v0=vecs[:, 0])
-                n_matvec += count
-                lambdas.append(vals[0])
-                if vals[0] < best:
-                    best, center = vals[0], priced
-                if best <= pi + eps:
-                    converged = True
+        bar = None
+        if self.verbose:
+            from tqdm import tqdm
+
+            bar = tqdm(total=self.max_iter, desc="PSDBoost", unit="solve", file=sys.stderr)
+        try:
+            for _ in range(self.max_iter):
+                if self.max_bases is not None and len(bases) + new.shape[1] > self.max_bases:
+                    bases = self._aggregate(master, op, bases, theta, new.shape[1])
+                    n_aggregations += 1
+                master.add_columns(coef)
+                n_bases += coef.shape[1]
+                bases.extend(u[None, :] for u in new.T)
+                pi, w, theta, rho, xi, _ = master.solve()
+                duals.append(pi)
+                for _ in range(MAX_MISPRICINGS):
+                    # Wentges smoothing: price at a point between the best dual point so far
+                    # and the master's duals; columns must still improve the master at ``w``.
+                    priced = w if center is None else (
+                        self.smoothing * center + (1.0 - self.smoothing) * w)
+                    vals, vecs, count = op.top_eigenpairs(priced, k, method, v0=vecs[:, 0])
+                    n_matvec += count
+                    lambdas.append(vals[0])
+                    if vals[0] < center_value:
+                        center, center_value = priced, vals[0]
+                    if vals[0] < best:
+                        best, best_w = vals[0], priced
+                    if best <= pi + eps:
+                        converged = True
+                        break
+                    coef = op.column_coefficients(vecs)
+                    improving = w @ coef > pi
+                    if improving.any():
+                        new, coef = vecs[:, improving], coef[:, improving]
+                        break
+                    n_mispricings += 1
+                else:
+                    new, coef = vecs[:, :1], coef[:, :1]
+                times.append(time.perf_counter() - start)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(master=f"{pi:.6g}", gap=f"{best - pi:.3g}",
+                                    bases=len(bases), refresh=False)
+                if converged:
                     break
-                coef = op.column_coefficients(vecs)
-                improving = w @ coef > pi
-                if improving.any():
-                    new, coef = vecs[:, improving], coef[:, improving]
-                    break
-                n_mispricings += 1
-            else:
-                new, coef = vecs[:, :1], coef[:, :1]
-            times.append(time.perf_counter() - start)
-            if converged:
-                break
+        finally:
+            if bar is not None:
+                bar.close()
         if not converged:
             warnings.warn(
                 f"PSDBoost stopped at max_iter={self.max_iter} with lambda_max(H) - pi = "
@@ -362,7 +391,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         self._set_solution(bases, theta, D)
         self.dual_weights_, self.rho_, self.slacks_ = w, rho, xi
         self.objective_ = float(rho - C * xi.sum())
-        self.upper_bound_, self.best_dual_weights_ = float(best), center
+        self.upper_bound_, self.best_dual_weights_ = float(best), best_w
         self.dual_objective_history_ = duals
         self.lambda_max_history_ = lambdas
         self.time_history_ = times
