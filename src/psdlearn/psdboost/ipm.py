@@ -114,12 +114,16 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100):
         If ``C t < 1`` (problem (3) is unbounded).
     """
     triplets = np.asarray(triplets, dtype=np.int64)
-    t = len(triplets)
+    op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
+    return _solve_differences(op.Bk @ op.X, op.Bj @ op.X, C, tol=tol, max_iter=max_iter)
+
+
+def _solve_differences(Dk, Dj, C, *, tol=1e-8, max_iter=100):
+    """:func:`solve_ipm` on the stacked rows ``a_i - a_k`` (``Dk``) and ``a_i - a_j``
+    (``Dj``), each of shape (t, D)."""
+    t, D = Dk.shape
     if C * t < 1.0:
         raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g}: problem (3) is unbounded.")
-    op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
-    Dk, Dj = op.Bk @ op.X, op.Bj @ op.X
-    D = Dk.shape[1]
     # Unit mean margin scale at X = I / D, so that tol and the start are scale free.
     scale = float(np.mean(np.sum(Dk**2, axis=1) + np.sum(Dj**2, axis=1))) / D
     scale = scale if scale > 0 else 1.0
