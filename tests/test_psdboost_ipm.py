@@ -84,3 +84,5 @@ def test_unbounded_c_and_iteration_cap():
         solve_ipm(X, T, 0.5 / len(T))
     res = solve_ipm(X, T, 0.1, max_iter=3)
     assert res.status == "max_iter" and res.n_iter == 3
+    with pytest.raises(ValueError, match="max_triplets"):
+        solve_ipm(X, T, 0.1, max_triplets=len(T) - 1)
