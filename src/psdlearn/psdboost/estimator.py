@@ -298,7 +298,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         if self.C == "auto":
             return 1.0 / (AUTO_NU * t)
         C = float(self.C)
-        if C * t < 1.0:
+        if C * t < 1.0 - 1e-12:
             raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g} for t={t} triplets: the "
                              "LP (3) is then unbounded (sum w = 1 cannot hold with w <= C).")
         return C

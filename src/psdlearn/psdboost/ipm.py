@@ -130,7 +130,7 @@ def _solve_differences(Dk, Dj, C, *, tol=1e-8, max_iter=100):
     """:func:`solve_ipm` on the stacked rows ``a_i - a_k`` (``Dk``) and ``a_i - a_j``
     (``Dj``), each of shape (t, D)."""
     t, D = Dk.shape
-    if C * t < 1.0:
+    if C * t < 1.0 - 1e-12:
         raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g}: problem (3) is unbounded.")
     # Unit mean margin scale at X = I / D, so that tol and the start are scale free.
     scale = float(np.mean(np.sum(Dk**2, axis=1) + np.sum(Dj**2, axis=1))) / D
