@@ -208,9 +208,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     See Also
     --------
     psdlearn.psdboost.ipm.solve_ipm : Problem (3) by a primal-dual interior-point method:
-        exact, ``O(t^2)`` memory and ``O(t^2 D + t^3 + D^3)`` per iteration; at ``D = 64``
-        with 1000 triplets it converges in about 2 s where this column generation needs
-        minutes (``benchmarks/results/psdboost.md``).
+        exact, ``O(t^2)`` memory and ``O(t^2 D + t^3 + D^3)`` per iteration. At ``D = 64``
+        with 1000 triplets it converges in 1.5 s; this column generation is still 3e-4
+        short of the optimum after 400 master solves and 106 s
+        (``benchmarks/results/psdboost.md``).
 
     Examples
     --------
