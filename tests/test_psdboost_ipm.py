@@ -3,16 +3,10 @@ SDP and with the column generation, input handling."""
 
 import numpy as np
 import pytest
+from test_psdboost import _problem
 
 import psdlearn as pl
 from psdlearn.psdboost.ipm import solve_ipm
-
-
-def _problem(n=30, d=5, t=40, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
-    T = np.array([rng.choice(n, 3, replace=False) for _ in range(t)])
-    return X, T
 
 
 def _diffs(X, T):
