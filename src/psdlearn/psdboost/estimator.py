@@ -177,6 +177,11 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         ``xi``.
     objective_ : float
         ``rho - C sum xi`` of the returned ``metric_``, equal to the last master value.
+    upper_bound_ : float
+        Smallest ``lambda_max(H(w))`` over the priced dual points: the optimum of (3) lies
+        in ``[objective_, upper_bound_]``.
+    best_dual_weights_ : ndarray of shape (t,)
+        The dual point ``w`` attaining ``upper_bound_``.
     dual_objective_history_ : list of float
         Value of the restricted dual (D1) (= of (P1)) after each master solve; never
         decreases.
@@ -358,7 +363,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 pi, w, theta, rho, xi, _ = master.solve()
                 duals.append(pi)
                 for _ in range(MAX_MISPRICINGS):
-                    # Wentges smoothing: price at a point between the best dual point so far
+                    # Wentges smoothing: price at a point between the stability center
                     # and the master's duals; columns must still improve the master at ``w``.
                     priced = w if center is None else (
                         self.smoothing * center + (1.0 - self.smoothing) * w)
