@@ -72,9 +72,8 @@ class IPMResult(SDPResult):
     history: list = field(default_factory=list)
 
 
-def _max_step_psd(S, dS):
-    """Largest ``a`` with ``S + a dS`` PSD (``S`` positive definite), or ``inf``."""
-    L = np.linalg.cholesky(S)
+def _max_step_psd(L, dS):
+    """Largest ``a`` with ``S + a dS`` PSD, ``L`` the Cholesky factor of ``S``; or ``inf``."""
     Y = np.linalg.solve(L, np.linalg.solve(L, dS).T)
     lam = eigvalsh((Y + Y.T) / 2.0, subset_by_index=[0, 0])[0]
     return np.inf if lam >= 0 else -1.0 / lam
@@ -123,12 +122,7 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
             f"method factors a t x t matrix ({8e-9 * len(triplets) ** 2:.2g} GB per copy) "
             "every iteration; use psdlearn.PSDBoost, or raise max_triplets.")
     op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
-    return _solve_differences(op.Bk @ op.X, op.Bj @ op.X, C, tol=tol, max_iter=max_iter)
-
-
-def _solve_differences(Dk, Dj, C, *, tol=1e-8, max_iter=100):
-    """:func:`solve_ipm` on the stacked rows ``a_i - a_k`` (``Dk``) and ``a_i - a_j``
-    (``Dj``), each of shape (t, D)."""
+    Dk, Dj = op.Bk @ op.X, op.Bj @ op.X
     t, D = Dk.shape
     if C * t < 1.0 - 1e-12:
         raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g}: problem (3) is unbounded.")
@@ -209,6 +203,8 @@ class _NewtonSystem:
     def factorize(self):
         """Form ``G + Delta`` and factor it (raises ``LinAlgError`` at the boundary)."""
         Dk, Dj, X = self.Dk, self.Dj, self.X
+        # Both factors serve every step-length test of the iteration.
+        self.Lx, self.Lz = np.linalg.cholesky(X), np.linalg.cholesky(self.Z)
         Zi = np.linalg.inv(self.Z)
         self.Zi = Zi = (Zi + Zi.T) / 2.0
         PZk, PZj, PXk, PXj = Dk @ Zi, Dj @ Zi, Dk @ X, Dj @ X
@@ -249,9 +245,9 @@ class _NewtonSystem:
 
     def steps(self, dw, dZ, dX, dm, dxi):
         """Primal and dual step lengths: a fixed fraction of the way to the boundary."""
-        primal = min(_max_step_psd(self.X, dX), _max_step(self.m, dm),
+        primal = min(_max_step_psd(self.Lx, dX), _max_step(self.m, dm),
                      _max_step(self.xi, dxi))
-        dual = min(_max_step_psd(self.Z, dZ), _max_step(self.w, dw),
+        dual = min(_max_step_psd(self.Lz, dZ), _max_step(self.w, dw),
                    _max_step(self.s2, -dw))
         return min(1.0, _STEP_FRACTION * primal), min(1.0, _STEP_FRACTION * dual)
 
