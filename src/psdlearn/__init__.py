@@ -5,6 +5,7 @@ from psdlearn._version import __version__
 from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import (
     PairwiseConstraints,
+    Triplets,
     triplets_from_constraints,
     triplets_from_labels,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "NPKL",
     "PSDBoost",
     "PairwiseConstraints",
+    "Triplets",
     "__version__",
     "datasets",
     "graph",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import numbers
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,14 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
-__all__ = ["PairwiseConstraints", "triplets_from_constraints", "triplets_from_labels"]
+__all__ = [
+    "PairwiseConstraints",
+    "SideInfo",
+    "Triplets",
+    "check_side_info",
+    "triplets_from_constraints",
+    "triplets_from_labels",
+]
 
 _SIGN_WORDS = {"+1": 1, "1": 1, "must": 1, "must-link": 1, "ml": 1,
                "-1": -1, "cannot": -1, "cannot-link": -1, "cl": -1}
@@ -129,6 +137,13 @@ class PairwiseConstraints:
 
     # ------------------------------------------------------------------ views
     def __len__(self):
+        # scikit-learn's length of ``y``: the number of samples it describes, so that
+        # ``check_consistent_length(X, y)`` and Pipelines accept a PairwiseConstraints.
+        return self.n_samples
+
+    @property
+    def n_pairs(self):
+        """Number of constrained pairs ``m``."""
         return len(self.pairs)
 
     def __repr__(self):
@@ -316,7 +331,7 @@ class PairwiseConstraints:
         graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
         _, comp = connected_components(graph, directed=False)
         members = {}
-        for c in np.unique(comp[self.pairs.ravel()]) if len(self) else []:
+        for c in np.unique(comp[self.pairs.ravel()]) if self.n_pairs else []:
             members[c] = np.flatnonzero(comp == c)
         out_pairs, out_signs = [], []
         for idx in members.values():
@@ -472,3 +487,171 @@ def _subsample(triplets, n_triplets, rng):
         raise ValueError(f"n_triplets must be non-negative, got {n_triplets}.")
     pick = np.sort(rng.choice(len(triplets), size=int(n_triplets), replace=False))
     return triplets[pick]
+
+
+class Triplets:
+    """Relative constraints ``d(x_i, x_j) < d(x_i, x_k)`` over ``n_samples`` points.
+
+    The side information of :class:`psdlearn.PSDBoost`, passed as ``y`` of ``fit`` (see
+    the glossary, ``docs/glossary.md``). A bare ``(t, 3)`` array would be ambiguous with
+    the ``[i, j, +1/-1]`` rows of pairwise constraints, hence this wrapper.
+
+    Parameters
+    ----------
+    triplets : array-like of shape (t, 3)
+        Integer rows ``(i, j, k)`` of three distinct samples. Duplicate rows are merged
+        with a :class:`UserWarning`.
+    n_samples : int, optional
+        Number of points the indices refer to; ``max index + 1`` when omitted.
+
+    Attributes
+    ----------
+    triplets : ndarray of shape (t, 3), int64
+    n_samples : int
+
+    Examples
+    --------
+    >>> from psdlearn import Triplets
+    >>> T = Triplets([[0, 1, 2], [2, 1, 0]], n_samples=3)
+    >>> T.n_triplets, len(T)
+    (2, 3)
+    """
+
+    def __init__(self, triplets, n_samples=None):
+        arr = _as_index_array(triplets, "triplets")
+        if arr.size == 0:
+            arr = arr.reshape(0, 3)
+        if arr.ndim != 2 or arr.shape[1] != 3:
+            raise ValueError(f"triplets must have shape (t, 3), got {arr.shape}.")
+        if (arr < 0).any():
+            raise ValueError("triplets contains negative indices.")
+        if n_samples is None:
+            n_samples = int(arr.max()) + 1 if arr.size else 0
+        elif not isinstance(n_samples, numbers.Integral) or n_samples < 0:
+            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
+        n_samples = int(n_samples)
+        if arr.size and arr.max() >= n_samples:
+            row = int(np.flatnonzero((arr >= n_samples).any(axis=1))[0])
+            raise ValueError(f"triplets index out of range [0, {n_samples}) in row {row}: "
+                             f"{arr[row].tolist()}.")
+        repeated = (arr[:, 0] == arr[:, 1]) | (arr[:, 0] == arr[:, 2]) | (arr[:, 1] == arr[:, 2])
+        if repeated.any():
+            row = int(np.flatnonzero(repeated)[0])
+            raise ValueError(f"triplets row {row} repeats an index: {arr[row].tolist()}; "
+                             "(i, j, k) must be three distinct samples.")
+        unique, first = np.unique(arr, axis=0, return_index=True)
+        if len(unique) < len(arr):
+            warnings.warn(f"{len(arr) - len(unique)} duplicate triplets merged.", UserWarning,
+                          stacklevel=2)
+            arr = arr[np.sort(first)]
+        self.triplets = np.ascontiguousarray(arr, dtype=np.int64)
+        self.n_samples = n_samples
+
+    def __len__(self):
+        # as for PairwiseConstraints: the length of ``y`` is the number of samples
+        return self.n_samples
+
+    @property
+    def n_triplets(self):
+        """Number of triplets ``t``."""
+        return len(self.triplets)
+
+    def __repr__(self):
+        return f"Triplets(n_samples={self.n_samples}, n_triplets={self.n_triplets})"
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    """Side information ``y`` of ``fit(X, y)``, classified by :func:`check_side_info`.
+
+    Attributes
+    ----------
+    kind : {"none", "labels", "pairs", "triplets"}
+    labels : ndarray of shape (n_samples,) or None
+        Partial labels, ``-1`` = unlabelled (``kind="labels"``).
+    constraints : PairwiseConstraints or None
+        ``kind="pairs"``.
+    triplets : Triplets or None
+        ``kind="triplets"``.
+    """
+
+    kind: str
+    labels: np.ndarray | None = None
+    constraints: PairwiseConstraints | None = None
+    triplets: Triplets | None = None
+
+
+_KIND_WORDS = {
+    "labels": "a 1-D vector of partial labels (-1 = unlabelled)",
+    "pairs": "a PairwiseConstraints or an (m, 3) array of [i, j, +1/-1] rows",
+    "triplets": "a psdlearn.Triplets",
+}
+
+
+def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
+    """Validate ``y`` of ``fit(X, y)`` and say which kind of side information it is.
+
+    The one convention of every psdlearn estimator (``docs/glossary.md``): ``y`` is a
+    1-D vector of partial labels with ``-1`` for unlabelled points, a
+    :class:`PairwiseConstraints`, an ``(m, 3)`` array of ``[i, j, +1/-1]`` rows, or a
+    :class:`Triplets`.
+
+    Parameters
+    ----------
+    y : None, array-like of shape (n_samples,) or (m, 3), PairwiseConstraints or Triplets
+    n_samples : int
+        Number of rows of ``X``; indices of ``y`` must lie in ``[0, n_samples)``.
+    accept : tuple of {"labels", "pairs", "triplets"}
+        The kinds the estimator takes.
+    required : bool, default=True
+        Whether ``y=None`` is an error.
+
+    Returns
+    -------
+    SideInfo
+
+    Raises
+    ------
+    ValueError
+        ``y`` is missing when required, of a kind the estimator does not take, refers to
+        more samples than ``X`` has, or holds NaN / inf labels.
+    """
+    wanted = " or ".join(_KIND_WORDS[k] for k in accept)
+    if y is None:
+        if required:
+            raise ValueError(f"y is required: pass {wanted} (see docs/glossary.md).")
+        return SideInfo("none")
+    if isinstance(y, PairwiseConstraints | Triplets):
+        kind = "pairs" if isinstance(y, PairwiseConstraints) else "triplets"
+        if kind not in accept:
+            raise ValueError(f"this estimator does not take {type(y).__name__}: pass {wanted}.")
+        if y.n_samples > n_samples:
+            raise ValueError(f"y refers to {y.n_samples} samples but X has {n_samples}.")
+        if kind == "pairs":
+            return SideInfo("pairs", constraints=PairwiseConstraints(
+                y.pairs, y.signs, n_samples=n_samples))
+        return SideInfo("triplets", triplets=Triplets(y.triplets, n_samples=n_samples))
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr.ravel()
+    if arr.ndim == 1 and "labels" in accept:
+        if len(arr) != n_samples:
+            raise ValueError(f"y (partial labels) has length {len(arr)} but X has "
+                             f"{n_samples} samples.")
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            raise ValueError("y (partial labels) contains NaN or inf.")
+        if arr.dtype.kind not in "iufbOUS":
+            raise TypeError(f"y (partial labels) has unsupported dtype {arr.dtype}.")
+        return SideInfo("labels", labels=arr)
+    if arr.ndim == 2 and arr.shape[1] == 3 and "pairs" in accept:
+        return SideInfo("pairs", constraints=PairwiseConstraints.from_array(
+            arr, n_samples=n_samples))
+    raise ValueError(f"y must be {wanted}; got an array of shape {arr.shape}.")
+
+
+def labelled_mask(labels):
+    """Boolean mask of the labelled entries of a partial label vector (``-1`` = unlabelled)."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "OUS":
+        return np.array([str(v) != "-1" for v in labels], dtype=bool)
+    return labels != -1
