@@ -118,7 +118,7 @@ def main():
         C = pl.PairwiseConstraints.from_labels(y, random_state=0)
         for loss in LOSSES:
             wall, cpu, model, peak = timed_fit(L, C, loss, repeats=reps)
-            record(name, len(y), 50, len(C), model.rank_, loss, wall, cpu, model, graph_s,
+            record(name, len(y), 50, C.n_pairs, model.rank_, loss, wall, cpu, model, graph_s,
                    peak, reps)
         write_results("npkl_bcd", COLUMNS, rows, notes)
 
@@ -141,7 +141,7 @@ def main():
             wall, cpu, model, peak = timed_fit(L, C, loss, rank=50, max_iter=1000)
             per_sweep[loss].append(cpu / model.n_iter_)
             wall_sweep[loss].append(wall / model.n_iter_)
-            record("gauss10", n, 10, len(C), 50, loss, wall, cpu, model, graph_s, peak, 1)
+            record("gauss10", n, 10, C.n_pairs, 50, loss, wall, cpu, model, graph_s, peak, 1)
         done = ns[: len(per_sweep["square"])]
         notes[:] = [f"per-sweep time scaling exponent over n = {done} ({loss}): CPU "
                     f"{scaling_exponent(done, per_sweep[loss]):.2f}, wall "

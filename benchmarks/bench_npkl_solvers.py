@@ -101,7 +101,7 @@ def main():
         X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
         L = knn_laplacian(X, n_neighbors=10)
         C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
-        rank = estimator.auto_rank(len(C))
+        rank = estimator.auto_rank(C.n_pairs)
         for loss in args.losses:
             for solver in solvers:
                 if loss not in SOLVER_LOSSES[solver]:
@@ -111,7 +111,7 @@ def main():
                 else:
                     out = fit_estimator(L, C, loss, solver)
                 seconds, iters, objective, status = out
-                rows.append({"n": n, "m": len(C), "rank": rank, "loss": loss,
+                rows.append({"n": n, "m": C.n_pairs, "rank": rank, "loss": loss,
                              "solver": solver, "fit_s": seconds, "iters": iters,
                              "s_per_iter": seconds / max(iters, 1), "objective": objective,
                              "status": status})

@@ -27,7 +27,7 @@ def test_from_labels_agrees_with_labels_distinct_and_counts(seed, n_must, n_cann
     assert np.all(same[C.signs == 1])
     assert not np.any(same[C.signs == -1])
     assert np.all(C.pairs[:, 0] < C.pairs[:, 1])
-    assert len(np.unique(C.pairs, axis=0)) == len(C)
+    assert len(np.unique(C.pairs, axis=0)) == C.n_pairs
 
 
 def test_from_labels_ignores_unlabelled_and_is_reproducible():
@@ -78,7 +78,7 @@ def test_invalid_inputs_raise(pairs, signs, n, match):
 def test_duplicates_merged_with_warning():
     with pytest.warns(UserWarning, match="merged"):
         C = PairwiseConstraints([[0, 1], [1, 0], [2, 3]], [1, 1, -1])
-    assert len(C) == 2
+    assert C.n_pairs == 2
     assert C.pairs.tolist() == [[0, 1], [2, 3]]
 
 
@@ -174,5 +174,5 @@ def test_validation_property(n, rows):
     assert np.all(C.pairs[:, 0] < C.pairs[:, 1])
     assert np.all((C.pairs >= 0) & (C.pairs < n))
     assert np.all(np.isin(C.signs, (-1, 1)))
-    assert len(np.unique(C.pairs, axis=0)) == len(C)
+    assert len(np.unique(C.pairs, axis=0)) == C.n_pairs
     assert {tuple(sorted(r[:2])) for r in arr.tolist()} == {tuple(p) for p in C.pairs.tolist()}

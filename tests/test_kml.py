@@ -251,7 +251,7 @@ def test_side_information_forms_agree(xor):
     assert_allclose(from_pairs.embedding_, ref.embedding_)
     i, j = 0, int(np.flatnonzero(y != y[0])[0])
     mixed = pl.PairwiseConstraints(np.vstack([C.must_link, [[i, j]]]),
-                                   np.r_[np.ones(len(C)), -1], n_samples=len(X))
+                                   np.r_[np.ones(C.n_pairs), -1], n_samples=len(X))
     with pytest.warns(UserWarning, match="1 cannot-link pair"):
         ignored = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, mixed)
     assert_allclose(ignored.embedding_, ref.embedding_)

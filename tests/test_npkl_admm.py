@@ -204,7 +204,7 @@ def test_estimator_admm_attributes_and_warning():
         warnings.simplefilter("error", ConvergenceWarning)
         model = pl.NPKL(loss="pcp", solver="admm", max_iter=2000, tol=1e-4,
                         random_state=0).fit(X, C)
-    assert model.rank_ == auto_rank(2 * len(C) + 60)
+    assert model.rank_ == auto_rank(2 * C.n_pairs + 60)
     assert model.embedding_.shape == (60, model.rank_)
     assert len(model.objective_history_) == model.n_iter_ + 1
     for name in ("primal_residual_history_", "dual_residual_history_", "rho_history_"):

@@ -465,7 +465,7 @@ def test_smoothed_hinge_surrogate_never_increases(mu):
     assert np.all(np.diff(sur) <= 1e-10 * np.abs(sur).max())
     # hinge - mu/2 <= h_mu <= hinge, summed over the m pairs with weight gamma = 1
     assert np.all(sur <= hinge + 1e-12)
-    assert np.all(hinge - sur <= 0.5 * mu * len(C) + 1e-9)
+    assert np.all(hinge - sur <= 0.5 * mu * C.n_pairs + 1e-9)
 
 
 @pytest.mark.parametrize("mu", [0.5, 1e-2, 1e-4])

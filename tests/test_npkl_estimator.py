@@ -65,7 +65,7 @@ def test_side_info_forms_agree():
     y_partial = np.full(len(y), -1)
     y_partial[:12] = y[:12]
     C = as_constraints(y_partial, len(y))
-    assert len(C) == 12 * 11 // 2
+    assert C.n_pairs == 12 * 11 // 2
     assert np.array_equal(C.signs == 1, y[C.pairs[:, 0]] == y[C.pairs[:, 1]])
     a = pl.NPKL(loss="square", random_state=0, max_iter=30).fit(X, C)
     b = pl.NPKL(loss="square", random_state=0, max_iter=30).fit(X, C.to_array())
@@ -94,7 +94,7 @@ def test_fit_attributes_monotone_and_deterministic(loss):
     # Theorem 1 is about Algorithm 1 itself: no smoothing stages for the hinge here
     m1 = pl.NPKL(loss=loss, random_state=4, hinge_smoothing=None).fit(X, C)
     m2 = pl.NPKL(loss=loss, random_state=4, hinge_smoothing=None).fit(X, C)
-    assert m1.embedding_.shape == (len(X), auto_rank(len(C))) == (len(X), m1.rank_)
+    assert m1.embedding_.shape == (len(X), auto_rank(C.n_pairs)) == (len(X), m1.rank_)
     assert np.array_equal(m1.embedding_, m2.embedding_)
     hist = np.asarray(m1.objective_history_)
     assert len(hist) == m1.n_iter_ + 1

@@ -117,7 +117,7 @@ def _cmd_fit(args):
         "solver": args.solver,
         "loss": args.loss,
         "n_samples": int(X.shape[0]),
-        "n_constraints": len(C),
+        "n_constraints": C.n_pairs,
         "embedding": str(args.output),
     }
     summary_path = Path(args.summary or Path(args.output).with_suffix(".json"))

@@ -129,8 +129,8 @@ def _constraints(out_dir, quick, log, reps):
     for m in ms:
         C = PairwiseConstraints.from_labels(y, n_must=m // 2, n_cannot=m - m // 2,
                                             random_state=0)
-        rank = auto_rank(2 * len(C) + 1000)
-        rows.append(_time_row({"pairs": len(C), "rank": rank}, len(C), L, C, rank, reps,
+        rank = auto_rank(2 * C.n_pairs + 1000)
+        rows.append(_time_row({"pairs": C.n_pairs, "rank": rank}, C.n_pairs, L, C, rank, reps,
                               times, len(rows)))
         log(f"m={m}: {rows[-1]}")
     columns = list(dict.fromkeys(c for r in rows for c in r))

@@ -93,7 +93,7 @@ def _figure1(out_dir, log):
     for name, model in (("K_beta (full)", full), ("K~_beta (m = 40)", scal)):
         rows.append({"metric": name, "J train": class_separation(model.embedding_, ytr),
                      "J new": class_separation(model.transform(Xte), yte)})
-    notes = [f"360 training points, {len(C)} similar pairs, 40 new points; gamma = "
+    notes = [f"360 training points, {C.n_pairs} similar pairs, 40 new points; gamma = "
              f"{gamma:.4g} (median heuristic); {N_ITER} iterations of the extension.",
              "J over all dimensions of each embedding (the figure shows the top 2). The "
              "paper's Fig. 1 is qualitative: RCA fails, both kernel versions group the "

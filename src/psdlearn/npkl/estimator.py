@@ -366,7 +366,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         L = self._build_laplacian(X)
         n = L.shape[0]
         C = as_constraints(side_info, n)
-        if len(C) == 0:
+        if C.n_pairs == 0:
             raise ValueError("side_info holds no constraint: NPKL needs at least one pair.")
         if self.loss not in SOLVER_LOSSES[self.solver]:
             raise ValueError(
@@ -374,7 +374,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                 f"loss={self.loss!r}."
             )
         # seed 001 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
-        m = 2 * len(C) + n if self.loss == "pcp" else len(C)
+        m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
         rank = auto_rank(m) if self.rank == "auto" else int(self.rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
