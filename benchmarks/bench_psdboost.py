@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_psdboost.py [--quick]``. Writes
 
 Data: MNIST (pixels / 255). ``D = 784`` is the raw pixels; ``D = 16, 64, 256`` are the
 leading principal components of the same sample (fitted on it), as MNIST has no native
-lower-dimensional pixel form. Triplets from labels as in seed 002 section 6 (nearest
+lower-dimensional pixel form. Triplets from labels as in Shen et al. 2008, section 6 (nearest
 same-class and nearest other-class neighbour of each point), one per point, so ``n = t``.
 
 - vs D: ``t = 1000`` for D = 16, 64, 256, 784, and ``t = 10^4`` at ``D = 784`` (target:
@@ -17,7 +17,7 @@ same-class and nearest other-class neighbour of each point), one per point, so `
   the SDP solve time over it.
 - Algorithm 1 as published (one column per iteration, no smoothing) at D = 16, 64.
 - vs t: ``D = 64`` (PCA), ``t = 10^3, 10^4, 7 x 10^4`` (all of MNIST: one triplet per
-  point caps t there, 10^5 is not reachable with the seed's triplets).
+  point caps t there, 10^5 is not reachable with the paper's triplets).
 - aggregation: ``max_bases=300`` at ``D = 64``, ``t = 1000``.
 - interior point: :func:`psdlearn.psdboost.ipm.solve_ipm` (problem (3) by a dedicated
   primal-dual method, not PSDBoost's algorithm) at ``t = 1000`` for every D, median of 3
@@ -92,7 +92,7 @@ def row(study, X, T, method, m, elapsed, converged, ref=None, sdp=None):
          "cert_gap": (m.upper_bound_ - m.objective_) / abs(m.objective_),
          "converged": converged}
     if ref is not None:
-        _gaps(r, ref, m.dual_objective_history_, m.time_history_, sdp)
+        _gaps(r, ref, m.objective_history_, m.time_history_, sdp)
     print(r, flush=True)
     return r
 

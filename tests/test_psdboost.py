@@ -1,13 +1,21 @@
-"""PSDBoost (seed 002): optimality against the SDP, LP duality, invariants, input handling."""
+"""PSDBoost (Shen, Welsh & Wang 2008): optimality against the SDP, LP duality, invariants,
+side information, scikit-learn conventions, quiet and interruptible fits."""
 
+import signal
+import subprocess
+import sys
+import threading
+import time
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
+from psdlearn._progress import FitInterruptedWarning
 from psdlearn.psdboost._pricing import TripletOperator
 
 
@@ -49,18 +57,20 @@ def test_invalid_parameters_raise(kwargs, match):
 def test_bad_triplets_raise_and_duplicates_warn():
     X, T = _problem(n=10, t=5)
     model = pl.PSDBoost()
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError, match=r"out of range \[0, 10\) in row 5"):
         model.fit_triplets(X, np.vstack([T, [0, 1, 10]]))
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError, match="negative"):
         model.fit_triplets(X, np.vstack([T, [-1, 1, 2]]))
     with pytest.raises(ValueError, match="repeats an index"):
         model.fit_triplets(X, np.vstack([T, [3, 3, 4]]))
     with pytest.raises(ValueError, match="shape"):
         model.fit_triplets(X, T[:, :2])
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(ValueError, match="no triplet"):
         model.fit_triplets(X, np.empty((0, 3), dtype=int))
-    with pytest.raises(TypeError, match="integer"):
+    with pytest.raises(ValueError, match="integer"):
         model.fit_triplets(X, T + 0.5)
+    with pytest.raises(ValueError, match="refers to 11 samples but X has 10"):
+        model.fit(X, pl.Triplets(np.vstack([T, [0, 1, 10]])))
     with pytest.raises(ValueError, match="C="):
         pl.PSDBoost(C=0.1).fit_triplets(X, T)  # C t = 0.5 < 1: (3) unbounded
     X_nan = X.copy()
@@ -137,7 +147,7 @@ def test_metric_invariants_and_transform(seed):
 def test_lp_duality_and_complementary_slackness(seed):
     X, T = _problem(seed=seed)
     m = pl.PSDBoost(tol=1e-8).fit_triplets(X, T)
-    w, C, pi = m.dual_weights_, m.C_, m.dual_objective_history_[-1]
+    w, C, pi = m.dual_weights_, m.C_, m.objective_history_[-1]
     # Dual feasibility of (D1) and equal primal / dual values.
     assert w.sum() == pytest.approx(1.0, abs=1e-9)
     assert w.min() >= 0 and w.max() <= C * (1 + 1e-9)
@@ -176,7 +186,7 @@ def test_dual_objective_monotone(kwargs):
     # the current X feasible); allowance: HiGHS's 1e-7 feasibility tolerance.
     X, T = _problem(d=6, seed=6)
     m = pl.PSDBoost(tol=1e-7, **kwargs).fit_triplets(X, T)
-    h = np.array(m.dual_objective_history_)
+    h = np.array(m.objective_history_)
     assert np.all(np.diff(h) >= -1e-7 * max(1.0, np.abs(h).max()))
     assert h[-1] <= min(m.lambda_max_history_) + 1e-12
 
@@ -216,8 +226,8 @@ def test_objective_equals_sdp_optimum(seed, C):
     scale = max(abs(ref.objective), 1e-3 * np.mean(np.abs(_margins(X, T, np.eye(5 + seed)))))
     assert abs(m.objective_ - ref.objective) <= 1e-4 * scale
     # The restricted master value converges to the SDP optimum from below.
-    assert m.dual_objective_history_[-1] <= ref.objective + 1e-4 * scale
-    assert np.all(np.array(m.dual_objective_history_) <= ref.objective + 1e-4 * scale)
+    assert m.objective_history_[-1] <= ref.objective + 1e-4 * scale
+    assert np.all(np.array(m.objective_history_) <= ref.objective + 1e-4 * scale)
     # The SDP's own metric, scored with the optimal slacks xi = max(rho - margin, 0),
     # gives the same value (checks the reference's margins against our dense A_r).
     rho_ref = ref.rho - m.C_ * np.maximum(ref.rho - _margins(X, T, ref.metric), 0).sum()
@@ -290,3 +300,168 @@ def test_verbose_reports_progress_without_changing_the_fit(capsys):
     assert "PSDBoost" in err and "gap=" in err
     assert loud.objective_ == quiet.objective_
     assert np.array_equal(loud.metric_, quiet.metric_)
+
+
+# ---------------------------------------------------------------- scikit-learn conventions
+
+
+@parametrize_with_checks([pl.PSDBoost(random_state=0)])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_fit_transform_matches_fit_then_transform():
+    X, y = pl.datasets.make_triplet_synthetic(60, 5, random_state=1)
+    Z = pl.PSDBoost(random_state=0).fit_transform(X, y)
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    assert np.allclose(Z, m.transform(X))
+    assert Z.shape == (60, m.rank_) and m.components_.shape == (m.rank_, 5)
+
+
+def test_converged_and_iteration_count():
+    X, T = _problem(seed=2)
+    m = pl.PSDBoost(tol=1e-6).fit_triplets(X, T)
+    assert m.converged_ is True
+    assert m.n_iter_ == len(m.objective_history_) == len(m.time_history_)
+    assert m.upper_bound_ - m.objective_ <= m.eps_
+    assert m.fit_time_ >= m.time_history_[-1] > 0
+    with pytest.warns(ConvergenceWarning):
+        capped = pl.PSDBoost(max_iter=2, tol=0.0).fit_triplets(X, T)
+    assert capped.converged_ is False and capped.n_iter_ == 2
+
+
+# ---------------------------------------------------------------- side information
+
+
+def test_labels_with_unlabelled_points_and_any_label_type():
+    X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
+    partial = y.copy()
+    partial[::3] = -1
+    m = pl.PSDBoost(random_state=0).fit(X, partial)
+    assert np.all(partial[m.triplets_] != -1)  # unlabelled points are never used
+    # String labels: only equality of labels matters, "-1" still means unlabelled.
+    names = np.array(["a", "b", "c"])[y].astype(object)
+    names[::3] = "-1"
+    m2 = pl.PSDBoost(random_state=0).fit(X, names)
+    assert np.array_equal(m2.triplets_, m.triplets_)
+    assert np.allclose(m2.metric_, m.metric_)
+
+
+def test_pairs_give_the_triplets_of_their_shared_points():
+    X, y = pl.datasets.make_triplet_synthetic(60, 4, random_state=2)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    m = pl.PSDBoost(random_state=0).fit(X, C)
+    must = {tuple(sorted(p)) for p in C.must_link.tolist()}
+    cannot = {tuple(sorted(p)) for p in C.cannot_link.tolist()}
+    assert len(m.triplets_) > 0
+    for i, j, k in m.triplets_:
+        assert tuple(sorted((i, j))) in must and tuple(sorted((i, k))) in cannot
+    # The same pairs as an (m, 3) array of [i, j, +1/-1] rows give the same fit.
+    m2 = pl.PSDBoost(random_state=0).fit(X, C.to_array())
+    assert np.array_equal(m2.triplets_, m.triplets_) and np.allclose(m2.metric_, m.metric_)
+    sub = pl.PSDBoost(n_triplets=10, random_state=0).fit(X, C)
+    assert len(sub.triplets_) == 10
+
+
+def test_triplets_are_used_as_given():
+    X, T = _problem(seed=1)
+    m = pl.PSDBoost(n_triplets=5, random_state=0).fit(X, pl.Triplets(T, n_samples=len(X)))
+    assert np.array_equal(m.triplets_, T)  # n_triplets subsamples derived triplets only
+    m2 = pl.PSDBoost(n_triplets=5, random_state=0).fit_triplets(X, T)
+    assert np.allclose(m2.metric_, m.metric_)
+
+
+@pytest.mark.parametrize("y,match", [
+    (None, "requires y to be passed"),
+    (np.zeros(30, dtype=int), "1 class"),
+    (np.full(30, -1), "0 class"),
+    (np.r_[0, 1, 2, np.full(27, -1)], "needs a class with at least 2 labelled samples"),
+    (np.zeros(29, dtype=int), "length 29 but X has 30"),
+    (np.array([[0, 1, 1], [2, 3, -1]]), "share the sample i"),
+    (np.zeros((4, 2), dtype=int), "shape"),
+])
+def test_side_information_errors(y, match):
+    X, _ = _problem()
+    with pytest.raises(ValueError, match=match):
+        pl.PSDBoost().fit(X, y)
+
+
+# ---------------------------------------------------------------- quiet and interruptible
+
+
+def test_a_fit_in_a_fresh_process_writes_nothing_to_stdout():
+    # HiGHS prints its banner from C on the first solver object of a process unless its
+    # log is off before anything else is done with it: only a fresh process shows it.
+    code = ("import psdlearn as pl\n"
+            "X, y = pl.datasets.load('iris')\n"
+            "m = pl.PSDBoost(random_state=0).fit(X, y)\n"
+            "m.transform(X)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout == b""
+    assert b"HiGHS" not in out.stderr
+
+
+def _slow_problem():
+    """A fit of many master solves: Algorithm 1 (one column, no smoothing) tails off."""
+    X, y = pl.datasets.make_triplet_synthetic(400, 24, random_state=0)
+    T = pl.triplets_from_labels(X, y, random_state=0)
+    return X, T, pl.PSDBoost(n_columns=1, smoothing=0.0, tol=0.0, max_iter=100_000)
+
+
+def _check_kept_iterate(m, X, T):
+    """The fitted attributes are one complete master solve: a feasible point of (3)."""
+    assert m.converged_ is False
+    assert m.n_iter_ == len(m.objective_history_) == len(m.time_history_)
+    assert m.objective_ == pytest.approx(m.objective_history_[-1], abs=1e-9)
+    M = m.metric_
+    assert np.trace(M) == pytest.approx(1.0) and np.linalg.eigvalsh(M).min() >= -1e-10
+    margins = _margins(X, T, M)
+    assert np.all(margins - m.rho_ + m.slacks_ >= -1e-6 * np.abs(margins).max())
+    assert m.objective_ == pytest.approx(m.rho_ - m.C_ * m.slacks_.sum(), abs=1e-9)
+    assert m.transform(X).shape == (len(X), m.rank_)
+
+
+def test_sigint_from_a_timer_keeps_the_last_complete_master_solve():
+    X, T, model = _slow_problem()
+    timer = threading.Timer(
+        1.5, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.warns(FitInterruptedWarning, match="interrupted"):
+            model.fit_triplets(X, T)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 1.5 + 10.0  # it stopped soon after the signal
+    assert 0 < model.n_iter_ < model.max_iter
+    _check_kept_iterate(model, X, T)
+
+
+def test_interrupt_keeps_the_solve_before_it_and_reraises_without_one(monkeypatch):
+    from psdlearn.psdboost._master import RestrictedMaster
+
+    X, T, model = _slow_problem()
+    reference = clone(model).set_params(max_iter=3)
+    with pytest.warns(ConvergenceWarning):
+        reference.fit_triplets(X, T)
+    solve, calls = RestrictedMaster.solve, []
+
+    def interrupted_solve(self):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return solve(self)
+
+    monkeypatch.setattr(RestrictedMaster, "solve", interrupted_solve)
+    with pytest.warns(FitInterruptedWarning, match="after 3 complete master solves"):
+        model.fit_triplets(X, T)
+    assert model.n_iter_ == 3
+    assert model.objective_history_ == reference.objective_history_
+    assert np.array_equal(model.metric_, reference.metric_)
+    _check_kept_iterate(model, X, T)
+    # Interrupted before any master solve completed: nothing to keep, the interrupt stands.
+    calls.clear()
+    calls.extend([1, 1, 1])
+    with pytest.raises(KeyboardInterrupt):
+        clone(model).fit_triplets(X, T)

@@ -1,5 +1,5 @@
-"""PSDBoost (seed 002): PSD metric learning by matrix generation and linear programming."""
+"""PSDBoost (Shen, Welsh & Wang 2008): PSD metric learning by matrix generation and LP."""
 
-from psdlearn.psdboost.estimator import PSDBoost, check_triplets
+from psdlearn.psdboost.estimator import PSDBoost
 
-__all__ = ["PSDBoost", "check_triplets"]
+__all__ = ["PSDBoost"]

@@ -45,6 +45,8 @@ __all__ = ["RestrictedMaster"]
 #: this multiple of the largest column coefficient (HiGHS's own feasibility tolerance
 #: is 1e-7 absolute).
 _ROW_TOL = 1e-9
+#: HiGHS ``simplex_strategy`` values.
+_DUAL_SIMPLEX, _PRIMAL_SIMPLEX = 1, 4
 
 
 class RestrictedMaster:
@@ -67,12 +69,16 @@ class RestrictedMaster:
     def __init__(self, n_triplets, C):
         self.t = int(n_triplets)
         self.C = float(C)
-        h = highspy.Highs()
-        h.silent()
+        # The core class, not ``highspy.Highs``: the wrapper's constructor registers its
+        # callbacks through a HiGHS call that prints the banner to stdout before any option
+        # can be set. Here the log is switched off before anything else is done.
+        h = highspy._Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("log_to_console", False)
         # The primal simplex keeps the previous basis after a column is added; HiGHS's
         # presolve would discard it.
         h.setOptionValue("presolve", "off")
-        h.setOptionValue("simplex_strategy", 4)
+        h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)
         inf = highspy.kHighsInf
         h.addRows(1, np.ones(1), np.ones(1), 0, np.zeros(1, np.int32),
                   np.empty(0, np.int32), np.empty(0))
@@ -174,6 +180,38 @@ class RestrictedMaster:
         z = np.asarray(sol.col_dual)[self._theta_cols]
         return np.flatnonzero((x <= 0) & (z < -1e-9 * max(1.0, np.abs(z).max())))
 
+    def _run(self):
+        """Optimize from the current basis; return the simplex iterations.
+
+        Near a zero optimum HiGHS can end its cleanup with small dual infeasibilities and
+        report "Unknown" (met on the nearest-neighbour triplets of the heart data): a second
+        run from the basis it reached, then a run from scratch with the dual simplex,
+        recover.
+
+        Raises
+        ------
+        RuntimeError
+            If HiGHS still does not report an optimal solution.
+        """
+        h = self.h
+        optimal = highspy.HighsModelStatus.kOptimal
+        h.run()
+        iterations = int(h.getInfo().simplex_iteration_count)
+        if h.getModelStatus() != optimal:
+            h.run()
+            iterations += int(h.getInfo().simplex_iteration_count)
+        if h.getModelStatus() != optimal:
+            h.clearSolver()
+            h.setOptionValue("simplex_strategy", _DUAL_SIMPLEX)
+            h.run()
+            iterations += int(h.getInfo().simplex_iteration_count)
+            h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)
+        status = h.getModelStatus()
+        if status != optimal:
+            raise RuntimeError(f"HiGHS did not solve the restricted master: "
+                               f"{h.modelStatusToString(status)}.")
+        return iterations
+
     def solve(self):
         """Re-optimize over all triplets; return ``pi, w, theta, rho, xi, simplex_iterations``.
 
@@ -193,12 +231,7 @@ class RestrictedMaster:
             self._add_rows(np.argsort(self.coefficients.mean(axis=1), kind="stable")[:need])
         iterations = 0
         while True:
-            h.run()
-            status = h.getModelStatus()
-            if status != highspy.HighsModelStatus.kOptimal:
-                raise RuntimeError(f"HiGHS did not solve the restricted master: "
-                                   f"{h.modelStatusToString(status)}.")
-            iterations += int(h.getInfo().simplex_iteration_count)
+            iterations += self._run()
             x = np.asarray(h.getSolution().col_value)
             theta = np.clip(x[self._theta_cols], 0.0, None)
             rho = float(x[0])

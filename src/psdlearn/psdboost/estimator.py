@@ -1,4 +1,4 @@
-r"""PSDBoost (seed 002): a trace-one PSD Mahalanobis matrix from triplets by matrix generation.
+r"""PSDBoost: a trace-one PSD Mahalanobis matrix from triplets by matrix generation.
 
 Problem (3) of Shen, Welsh & Wang (NIPS 2008), for triplets ``r = (i, j, k)`` meaning
 ``d(i, j) < d(i, k)`` and ``A_r = (a_i - a_k)(a_i - a_k)^T - (a_i - a_j)(a_i - a_j)^T``:
@@ -21,12 +21,14 @@ weights ``w`` and value ``pi``; the most violated dual constraint is the top eig
 Why the gap is a certificate: ``pi`` is the value of a feasible point of (3) (the
 restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`` is
 ``lambda_max(H(w))``; so the optimum of (3) lies in ``[pi, lambda_max(H)]``.
+
+References: Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear
+programming for positive semidefinite matrices learning. NIPS.
 """
 
 from __future__ import annotations
 
 import numbers
-import sys
 import time
 import warnings
 
@@ -37,11 +39,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn.constraints import triplets_from_labels
+from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn.constraints import (
+    Triplets,
+    check_side_info,
+    labelled_mask,
+    triplets_from_constraints,
+    triplets_from_labels,
+)
 from psdlearn.psdboost._master import RestrictedMaster
 from psdlearn.psdboost._pricing import DENSE_MAX_FEATURES, TripletOperator
 
-__all__ = ["PSDBoost", "check_triplets"]
+__all__ = ["PSDBoost"]
 
 #: ``C="auto"`` is ``1 / (AUTO_NU * t)``: at most this fraction of the triplets ends with a
 #: positive slack (see the ``C`` parameter).
@@ -51,67 +60,29 @@ AUTO_NU = 0.1
 MAX_MISPRICINGS = 50
 
 
-def check_triplets(triplets, n_samples):
-    """Validate an index array of triplets; return it as a new (t, 3) int64 array.
-
-    Duplicate rows are merged (each triplet counted once) with a warning.
-
-    Raises
-    ------
-    TypeError
-        Non-integer indices.
-    ValueError
-        Wrong shape, no triplet, an index out of ``[0, n_samples)`` or a row that repeats
-        an index.
-    """
-    arr = np.asarray(triplets)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(f"triplets must have shape (t, 3), got {arr.shape}.")
-    if len(arr) == 0:
-        raise ValueError("triplets is empty: PSDBoost needs at least one triplet.")
-    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-        arr = arr.astype(np.int64)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"triplets must hold integer indices, got dtype {arr.dtype}.")
-    arr = arr.astype(np.int64)
-    bad = (arr < 0) | (arr >= n_samples)
-    if bad.any():
-        row = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise ValueError(f"triplets index out of range [0, {n_samples}) in row {row}: "
-                         f"{arr[row].tolist()}.")
-    repeated = (arr[:, 0] == arr[:, 1]) | (arr[:, 0] == arr[:, 2]) | (arr[:, 1] == arr[:, 2])
-    if repeated.any():
-        row = int(np.flatnonzero(repeated)[0])
-        raise ValueError(f"triplets row {row} repeats an index: {arr[row].tolist()}; "
-                         "(i, j, k) must be three distinct samples.")
-    unique, first = np.unique(arr, axis=0, return_index=True)
-    if len(unique) < len(arr):
-        warnings.warn(f"{len(arr) - len(unique)} duplicate triplets merged.", UserWarning,
-                      stacklevel=3)
-        arr = arr[np.sort(first)]
-    return arr
-
-
 class PSDBoost(TransformerMixin, BaseEstimator):
-    """PSD metric learning by matrix generation and linear programming (seed 002).
+    """PSD metric learning by matrix generation and linear programming (PSDBoost).
 
     Learns a Mahalanobis matrix ``X >= 0`` with ``tr X = 1`` that maximizes the soft
     margin ``rho - C sum xi`` of the triplet constraints
-    ``d_X(i, k) - d_X(i, j) >= rho - xi_r`` (problem (3) in the module docstring), by
-    Algorithm 1: column generation over rank-one bases with a HiGHS master LP and a
-    Lanczos pricing step that never forms a ``D x D`` matrix ``A_r``.
+    ``d_X(i, k) - d_X(i, j) >= rho - xi_r`` (problem (3) of Shen, Welsh & Wang 2008, in the
+    module docstring), by their Algorithm 1: column generation over rank-one bases with a
+    HiGHS master LP and a Lanczos pricing step that never forms a ``D x D`` matrix ``A_r``.
+
+    Side information is passed as ``y`` of :meth:`fit`: partial labels, pairwise
+    constraints or :class:`psdlearn.Triplets` (``docs/glossary.md``).
 
     Parameters
     ----------
     C : float or "auto", default="auto"
         Price of a unit of slack; needs ``C >= 1 / t`` (``t`` triplets), otherwise (3) is
-        unbounded. Not given in seed 002. ``"auto"`` is ``C = 1 / (0.1 t)``, the
-        ``nu``-parametrization of LPBoost (the paper's reference [1]) with ``nu = 0.1``:
-        at the optimum ``w_r = C`` wherever ``xi_r > 0`` and ``sum w = 1``, so at most
-        ``nu t`` = 10% of the triplets keep a positive slack and at least 10% carry dual
-        weight. This is invariant to the number of triplets and to the scale of the data
-        (unlike a fixed ``C``); ``C >= 1`` gives the hard margin (the worst triplet's margin
-        is maximized).
+        unbounded. Not given by Shen et al. (2008). ``"auto"`` is ``C = 1 / (0.1 t)``, the
+        ``nu``-parametrization of LPBoost (Demiriz et al. 2002, the paper's reference [1])
+        with ``nu = 0.1``: at the optimum ``w_r = C`` wherever ``xi_r > 0`` and
+        ``sum w = 1``, so at most ``nu t`` = 10% of the triplets keep a positive slack and
+        at least 10% carry dual weight. This is invariant to the number of triplets and to
+        the scale of the data (unlike a fixed ``C``); ``C >= 1`` gives the hard margin (the
+        worst triplet's margin is maximized).
     tol : float, default=1e-5
         Stop when ``lambda_max(H) <= pi + eps`` with ``eps = tol * s``, where
         ``s = mean_r (||a_i - a_j||^2 + ||a_i - a_k||^2) / D`` bounds the mean
@@ -119,35 +90,37 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         ``lambda_max(H) - pi`` bounds the distance of both ``pi`` and ``lambda_max(H)``
         to the optimum of (3).
     max_iter : int, default=1000
-        Maximum number of generated bases (master LP solves).
+        Maximum number of master LP solves.
     n_columns : int, default=5
         Bases added per master solve: the top ``n_columns`` eigenvectors of ``H`` at the
         pricing point whose reduced cost at the master's ``w`` is positive
-        (``u^T H(w) u > pi``). Seed 002 adds one (``n_columns=1``); several (multiple
+        (``u^T H(w) u > pi``). Algorithm 1 adds one (``n_columns=1``); several (multiple
         pricing, standard in column generation) fill the optimal range of ``X`` faster,
         see ``benchmarks/results/psdboost.md``.
     smoothing : float in [0, 1), default=0.8
-        Dual smoothing (Wentges) against the tailing-off that seed 002 section 6 reports:
-        pricing uses ``alpha c + (1 - alpha) w`` where the center ``c`` is the point with
-        the smallest ``lambda_max(H)`` priced so far after a master solve (the first
-        pricing after the first solve uses ``w`` itself; the uniform start weights are not
-        a center, so ``c`` is zero outside the triplets the master ever weighted and ``H``
-        at the smoothed point costs as little as at ``w``). If none of its eigenvectors
-        improves the master (a mispricing), ``lambda_max`` at that point is at most
-        ``alpha lambda_max(H(c)) + (1 - alpha) pi``, so the center's gap shrinks by
-        ``alpha`` and pricing is repeated. ``0`` is Algorithm 1 (``w`` itself). The
-        stopping test uses the best bound ``UB = min lambda_max`` (uniform start
-        included), a valid certificate since every priced point is dual feasible.
+        Dual smoothing (Wentges 1997) against the tailing-off that Shen et al. (2008,
+        section 6) report: pricing uses ``alpha c + (1 - alpha) w`` where the center ``c``
+        is the point with the smallest ``lambda_max(H)`` priced so far after a master
+        solve (the first pricing after the first solve uses ``w`` itself; the uniform
+        start weights are not a center, so ``c`` is zero outside the triplets the master
+        ever weighted and ``H`` at the smoothed point costs as little as at ``w``). If none
+        of its eigenvectors improves the master (a mispricing), ``lambda_max`` at that
+        point is at most ``alpha lambda_max(H(c)) + (1 - alpha) pi``, so the center's gap
+        shrinks by ``alpha`` and pricing is repeated. ``0`` is Algorithm 1 (``w``
+        itself). The stopping test uses the best bound ``UB = min lambda_max`` (uniform
+        start included), a valid certificate since every priced point is dual feasible.
     max_bases : int or None, default=None
         Cap on the number of columns in the master LP (the aggregation step of bundle
-        methods, paper section 5): when it is reached, columns with ``theta = 0`` are
-        dropped and, if still too many, the current ``X`` replaces them by its leading
-        eigenvectors (rank-one columns) plus one aggregated trace-one column for its
-        tail. The current solution stays feasible, so the master value still never
-        decreases. ``None``: no cap (Algorithm 1 as written). Must exceed ``n_columns``.
+        methods, Shen et al. 2008 section 5): when it is reached, columns with
+        ``theta = 0`` are dropped and, if still too many, the current ``X`` replaces them
+        by its leading eigenvectors (rank-one columns) plus one aggregated trace-one
+        column for its tail. The current solution stays feasible, so the master value
+        still never decreases. ``None``: no cap (Algorithm 1 as written). Must exceed
+        ``n_columns``.
     n_triplets : int or None, default=None
-        :meth:`fit` only: random subsample size of the label triplets (seed 002 section
-        6 draws 550 of the 600 points' triplets); all of them when None.
+        Random subsample size of the triplets that :meth:`fit` derives from labels or
+        pairs (Shen et al. 2008, section 6, draw 550 of the 600 points' triplets); all of
+        them when None. Triplets passed as :class:`psdlearn.Triplets` are used as given.
     eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
         Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"`` runs
         ARPACK on ``u -> X^T (M(w) (X u))`` (``O(n D + t)`` per product); ``"auto"`` is
@@ -155,17 +128,20 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
-        With ``verbose >= 1`` a progress bar over the master solves shows the master
-        value ``pi``, the certified gap ``UB - pi`` and the number of bases.
+        With ``verbose >= 1`` a progress bar on stderr over the master solves shows the
+        master value ``pi``, the certified gap ``UB - pi`` and the number of bases.
+        Nothing is ever written to stdout (HiGHS's log is off).
 
     Attributes
     ----------
     metric_ : ndarray of shape (n_features, n_features)
         Learned ``X = sum_i theta_i Z_i``, symmetric PSD, trace one.
     components_ : ndarray of shape (rank_, n_features)
-        ``L`` with ``metric_ = L^T L`` (rows ``sqrt(theta_i) u_i`` of the bases in use).
+        ``L`` with ``metric_ = L^T L``: ``transform(X) = X @ components_.T``.
     rank_ : int
-    theta_ : ndarray of shape (n_columns,)
+        Number of rows of ``components_``: the bases with ``theta > 0``, or the numerical
+        rank of ``metric_`` when there are more of those than ``n_features``.
+    theta_ : ndarray of shape (n_master_columns,)
         Weights of the master's columns (sum one).
     bases_ : list of ndarray of shape (r_i, n_features)
         Factor ``F_i`` of each master column, ``Z_i = F_i^T F_i`` (``r_i = 1`` except an
@@ -173,42 +149,58 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     dual_weights_ : ndarray of shape (t,)
         ``w`` of the last master LP (the dual of (P1), ``0 <= w <= C``, ``sum w = 1``).
     rho_ : float
+        Margin ``rho`` of the returned metric.
     slacks_ : ndarray of shape (t,)
         ``xi``.
     objective_ : float
-        ``rho - C sum xi`` of the returned ``metric_``, equal to the last master value.
+        ``rho - C sum xi`` of the returned ``metric_``, equal to the last master value
+        ``objective_history_[-1]``.
     upper_bound_ : float
         Smallest ``lambda_max(H(w))`` over the priced dual points: the optimum of (3) lies
         in ``[objective_, upper_bound_]``.
     best_dual_weights_ : ndarray of shape (t,)
         The dual point ``w`` attaining ``upper_bound_``.
-    dual_objective_history_ : list of float
-        Value of the restricted dual (D1) (= of (P1)) after each master solve; never
-        decreases.
+    objective_history_ : list of float
+        The optimum of the restricted master LP (P1), equal to that of its dual (D1),
+        after each master solve (the paper's Opt(D1)): the value ``rho - C sum xi`` of
+        problem (3) at that iteration's metric. Never decreases; a lower bound on the
+        optimum of (3).
     lambda_max_history_ : list of float
-        ``lambda_max(H(w))`` of each pricing step: entry 0 at the uniform start weights,
-        entry ``m`` at the weights of master solve ``m``; each is an upper bound on the
-        optimum of (3) (entry 0 included, as the uniform ``w`` is dual feasible).
+        ``lambda_max(H)`` of each pricing step, each an upper bound on the optimum of (3):
+        entry 0 at the uniform start weights (dual feasible), then one entry per pricing
+        after a master solve (a mispricing adds one more for the same solve).
     time_history_ : list of float
-        Cumulative seconds after each master solve + pricing, aligned with
-        ``dual_objective_history_``.
+        Seconds from the start of the column generation to the end of each master solve
+        and its pricing, aligned with ``objective_history_``.
     n_bases_ : int
         Bases generated (columns added, aggregations excluded).
     n_iter_ : int
-        Master LP solves.
+        Master LP solves that completed.
+    converged_ : bool
+        Whether the stopping test ``upper_bound_ <= objective_ + eps_`` held; ``False``
+        after ``max_iter`` or an interrupted fit.
     n_master_rows_ : int
         Triplet rows held by the master LP at the end: row generation keeps out the
         triplets whose margin never fell below ``rho`` (:mod:`._master`); the solution is
         the same as with all ``t`` rows.
     n_aggregations_ : int
+        Aggregation steps taken (``max_bases``).
+    n_mispricings_ : int
+        Pricing steps at a smoothed point that gave no improving column (``smoothing``).
+    n_matvec_ : int
+        Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
     C_ : float
         The slack price used.
     eps_ : float
         Absolute stopping threshold ``tol * s``.
     triplets_ : ndarray of shape (t, 3)
-        The triplets of the fit.
+        The triplets of the fit, rows ``(i, j, k)`` for ``d(i, j) < d(i, k)``.
     fit_time_ : float
+        Seconds spent in :meth:`fit`.
     n_features_in_ : int
+        Number of features seen during :meth:`fit`.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features seen during :meth:`fit`, when ``X`` has string column names.
 
     See Also
     --------
@@ -218,6 +210,25 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         short of the optimum after 400 master solves and 106 s
         (``benchmarks/results/psdboost.md``).
 
+    Notes
+    -----
+    A Ctrl-C (``KeyboardInterrupt``) during the column generation stops it at the last
+    complete master solve: the fitted attributes hold that iterate, a
+    :class:`psdlearn._progress.FitInterruptedWarning` says so and ``converged_`` is
+    ``False``. An interrupt before the first master solve completes is re-raised.
+
+    References
+    ----------
+    Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
+    for positive semidefinite matrices learning. Advances in Neural Information
+    Processing Systems 21 (NIPS).
+
+    Demiriz, A., Bennett, K. P. & Shawe-Taylor, J. (2002). Linear programming boosting via
+    column generation. Machine Learning 46.
+
+    Wentges, P. (1997). Weighted Dantzig-Wolfe decomposition for linear mixed-integer
+    programming. International Transactions in Operational Research 4(2).
+
     Examples
     --------
     >>> import psdlearn as pl
@@ -225,6 +236,8 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     >>> m = pl.PSDBoost(random_state=0).fit(X, y)
     >>> round(float(m.metric_.trace()), 6)
     1.0
+    >>> m.transform(X).shape[0]
+    150
     """
 
     _parameter_constraints = {
@@ -255,49 +268,101 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Learn the metric from labels, with the triplets of seed 002 section 6.
+    def fit(self, X, y=None):
+        """Learn the metric from side information ``y`` (``docs/glossary.md``).
 
-        For every labelled point ``i``: ``j`` = its nearest neighbour of the same class,
-        ``k`` = its nearest neighbour of another class (Euclidean), subsampled to
-        ``n_triplets`` (:func:`psdlearn.triplets_from_labels`).
+        What is derived from each kind of ``y``:
+
+        - partial labels (1-D, ``-1`` = unlabelled): the triplets of Shen et al. (2008,
+          section 6): for every labelled point ``i``, ``j`` = its nearest labelled
+          neighbour of the same class and ``k`` = its nearest labelled neighbour of another
+          class (Euclidean), subsampled to ``n_triplets``
+          (:func:`psdlearn.triplets_from_labels`);
+        - a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
+          ``[i, j, +1/-1]`` rows: every must-link ``(i, j)`` and cannot-link ``(i, k)``
+          sharing a point ``i`` give ``(i, j, k)``, subsampled to ``n_triplets``
+          (:func:`psdlearn.triplets_from_constraints`);
+        - a :class:`psdlearn.Triplets`: used as given (a bare ``(t, 3)`` array would read as
+          pairwise constraints; wrap it, or call :meth:`fit_triplets`).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels; ``-1`` = unlabelled (not used).
+            Dense features (sparse input is rejected).
+        y : array-like of shape (n_samples,) or (m, 3), PairwiseConstraints or Triplets
+            The side information, as above; required.
 
         Returns
         -------
-        self
-        """
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        rng = check_random_state(self.random_state)
-        triplets = triplets_from_labels(X, y, n_triplets=self.n_triplets, random_state=rng)
-        if len(triplets) == 0:
-            raise ValueError("y gives no triplet: every class needs at least 2 labelled "
-                             "points and at least 2 classes are needed.")
-        return self._fit(X, triplets, rng)
+        self : PSDBoost
+            Fitted estimator.
 
-    @_fit_context(prefer_skip_nested_validation=True)
+        Raises
+        ------
+        ValueError
+            ``y`` is missing, gives no triplet, or ``C < 1 / t``.
+        """
+        start = time.perf_counter()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        if y is None:
+            raise ValueError(
+                "PSDBoost requires y to be passed, but the target y is None: pass partial "
+                "labels, pairwise constraints or a psdlearn.Triplets (docs/glossary.md).")
+        rng = check_random_state(self.random_state)
+        triplets = self._triplets(X, y, rng)
+        self._fit(X, triplets, rng)
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
     def fit_triplets(self, X, triplets):
-        """Learn the metric from triplets.
+        """Learn the metric from triplets: ``fit(X, Triplets(triplets))``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-        triplets : array-like of shape (t, 3)
+        triplets : array-like of shape (t, 3) or Triplets
             Integer rows ``(i, j, k)``: sample ``i`` should be closer to ``j`` than to
             ``k``. Duplicate rows are merged with a warning.
 
         Returns
         -------
-        self
+        self : PSDBoost
+            Fitted estimator.
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        triplets = check_triplets(triplets, len(X))
-        return self._fit(X, triplets, check_random_state(self.random_state))
+        if not isinstance(triplets, Triplets):
+            shape = np.shape(X)
+            triplets = Triplets(triplets, n_samples=shape[0] if shape else None)
+        return self.fit(X, triplets)
+
+    def _triplets(self, X, y, rng):
+        """The triplets of ``y`` (see :meth:`fit`), as a (t, 3) int64 array."""
+        side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
+        if side.kind == "triplets":
+            triplets = side.triplets.triplets
+            if len(triplets) == 0:
+                raise ValueError("y holds no triplet: PSDBoost needs at least one.")
+            return triplets
+        if side.kind == "pairs":
+            triplets = triplets_from_constraints(side.constraints, n_triplets=self.n_triplets,
+                                                 random_state=rng)
+            if len(triplets) == 0:
+                raise ValueError(
+                    "the pairwise constraints in y give no triplet: a triplet (i, j, k) "
+                    "needs a must-link (i, j) and a cannot-link (i, k) that share the "
+                    "sample i.")
+            return triplets
+        labelled = labelled_mask(side.labels)
+        codes = np.full(len(X), -1, dtype=np.int64)
+        classes, codes[labelled] = np.unique(side.labels[labelled], return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                f"y has labelled samples of {len(classes)} class(es): the triplets of "
+                "PSDBoost need labelled samples of at least 2 classes.")
+        triplets = triplets_from_labels(X, codes, n_triplets=self.n_triplets, random_state=rng)
+        if len(triplets) == 0:
+            raise ValueError("y gives no triplet: a triplet needs a class with at least 2 "
+                             "labelled samples.")
+        return triplets
 
     # ------------------------------------------------------------------ solver
     def _resolve_C(self, t):
@@ -322,7 +387,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 "every triplet is satisfied by every metric (each A_r is PSD: a_i - a_j is "
                 "a shorter multiple of a_i - a_k): the triplets do not constrain the "
                 "metric, and PSDBoost only maximizes the smallest margin.",
-                UserWarning, stacklevel=3)
+                UserWarning, stacklevel=4)
         # Mean |<A_r, X>| at the isotropic metric X = I / D bounds the margin scale.
         scale = float(np.mean(nj + nk)) / D
         eps = self.tol * (scale if scale > 0 else 1.0)
@@ -343,73 +408,82 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         best, lambdas = vals[0], [vals[0]]
         center, center_value = None, np.inf
         new, coef = vecs, op.column_coefficients(vecs)
-        bases, duals, times = [], [], []
+        bases, history, times = [], [], []
         theta = np.empty(0)
         n_aggregations = n_mispricings = n_bases = 0
-        converged = False
-        bar = None
-        if self.verbose:
-            from tqdm import tqdm
-
-            bar = tqdm(total=self.max_iter, desc="PSDBoost", unit="solve", file=sys.stderr)
-        try:
-            for _ in range(self.max_iter):
-                if self.max_bases is not None and len(bases) + new.shape[1] > self.max_bases:
-                    bases = self._aggregate(master, op, bases, theta, new.shape[1])
-                    n_aggregations += 1
-                master.add_columns(coef)
-                n_bases += coef.shape[1]
-                bases.extend(u[None, :] for u in new.T)
-                pi, w, theta, rho, xi, _ = master.solve()
-                duals.append(pi)
-                for _ in range(MAX_MISPRICINGS):
-                    # Wentges smoothing: price at a point between the stability center
-                    # and the master's duals; columns must still improve the master at ``w``.
-                    priced = w if center is None else (
-                        self.smoothing * center + (1.0 - self.smoothing) * w)
-                    vals, vecs, count = op.top_eigenpairs(priced, k, method, v0=vecs[:, 0])
-                    n_matvec += count
-                    lambdas.append(vals[0])
-                    if vals[0] < center_value:
-                        center, center_value = priced, vals[0]
-                    if vals[0] < best:
-                        best, best_w = vals[0], priced
-                    if best <= pi + eps:
-                        converged = True
-                        break
-                    coef = op.column_coefficients(vecs)
-                    improving = w @ coef > pi
-                    if improving.any():
-                        new, coef = vecs[:, improving], coef[:, improving]
-                        break
-                    n_mispricings += 1
-                else:
-                    new, coef = vecs[:, :1], coef[:, :1]
-                times.append(time.perf_counter() - start)
-                if bar is not None:
+        # The last complete master solve: what a Ctrl-C leaves in the estimator.
+        solved = None
+        converged = interrupted = False
+        with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost",
+                          unit="solve") as bar:
+            try:
+                for _ in range(self.max_iter):
+                    if (self.max_bases is not None
+                            and len(bases) + new.shape[1] > self.max_bases):
+                        bases = self._aggregate(master, op, bases, theta, new.shape[1])
+                        n_aggregations += 1
+                    master.add_columns(coef)
+                    n_bases += coef.shape[1]
+                    bases = [*bases, *(u[None, :] for u in new.T)]
+                    pi, w, theta, rho, xi, _ = master.solve()
+                    solved = (bases, theta, w, rho, xi, n_bases, len(master.rows))
+                    history.append(pi)
+                    for _ in range(MAX_MISPRICINGS):
+                        # Wentges smoothing: price at a point between the stability center
+                        # and the master's duals; columns must still improve the master
+                        # at ``w``.
+                        priced = w if center is None else (
+                            self.smoothing * center + (1.0 - self.smoothing) * w)
+                        vals, vecs, count = op.top_eigenpairs(priced, k, method,
+                                                              v0=vecs[:, 0])
+                        n_matvec += count
+                        lambdas.append(vals[0])
+                        if vals[0] < center_value:
+                            center, center_value = priced, vals[0]
+                        if vals[0] < best:
+                            best, best_w = vals[0], priced
+                        if best <= pi + eps:
+                            converged = True
+                            break
+                        coef = op.column_coefficients(vecs)
+                        improving = w @ coef > pi
+                        if improving.any():
+                            new, coef = vecs[:, improving], coef[:, improving]
+                            break
+                        n_mispricings += 1
+                    else:
+                        new, coef = vecs[:, :1], coef[:, :1]
+                    times.append(time.perf_counter() - start)
                     bar.update(1)
                     bar.set_postfix(master=f"{pi:.6g}", gap=f"{best - pi:.3g}",
                                     bases=len(bases), refresh=False)
-                if converged:
-                    break
-        finally:
-            if bar is not None:
-                bar.close()
-        if not converged:
+                    if converged:
+                        break
+            except KeyboardInterrupt:
+                if solved is None:
+                    raise
+                interrupted = True
+        bases, theta, w, rho, xi, n_bases, n_rows = solved
+        if interrupted:
+            # The pricing of the last solve may not have finished: stamp it now.
+            times = times[:len(history)]
+            times += [time.perf_counter() - start] * (len(history) - len(times))
+            warn_interrupted("PSDBoost", len(history), unit="master solves", stacklevel=5)
+        elif not converged:
             warnings.warn(
                 f"PSDBoost stopped at max_iter={self.max_iter} with lambda_max(H) - pi = "
                 f"{best - pi:.3g} > eps = {eps:.3g}; increase max_iter or tol.",
-                ConvergenceWarning, stacklevel=3)
-        self.fit_time_ = time.perf_counter() - start
+                ConvergenceWarning, stacklevel=4)
         self._set_solution(bases, theta, D)
         self.dual_weights_, self.rho_, self.slacks_ = w, rho, xi
         self.objective_ = float(rho - C * xi.sum())
         self.upper_bound_, self.best_dual_weights_ = float(best), best_w
-        self.dual_objective_history_ = duals
+        self.objective_history_ = history
         self.lambda_max_history_ = lambdas
         self.time_history_ = times
-        self.n_iter_ = len(duals)
-        self.n_master_rows_ = len(master.rows)
+        self.n_iter_ = len(history)
+        self.converged_ = converged
+        self.n_master_rows_ = n_rows
         self.n_bases_ = n_bases
         self.n_aggregations_, self.n_mispricings_, self.n_matvec_ = (
             n_aggregations, n_mispricings, n_matvec)
@@ -490,4 +564,5 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.input_tags.sparse = False  # validate_data rejects sparse X
         return tags

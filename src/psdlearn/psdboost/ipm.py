@@ -1,4 +1,4 @@
-r"""Problem (3) of seed 002 by a primal-dual interior-point method, without cvxpy.
+r"""Problem (3) of Shen, Welsh & Wang (2008) by a primal-dual interior-point method, no cvxpy.
 
 Problem (3) and its dual, for triplets ``r = (i, j, k)`` with ``k_r = a_i - a_k``,
 ``j_r = a_i - a_j`` and ``A_r = k_r k_r^T - j_r j_r^T``:
@@ -86,14 +86,14 @@ def _max_step(s, ds):
 
 
 def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
-    """Solve problem (3) of seed 002 to a relative duality gap ``tol``.
+    """Solve problem (3) of Shen, Welsh & Wang (2008) to a relative duality gap ``tol``.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, D)
     triplets : ndarray of shape (t, 3)
         Valid rows ``(i, j, k)`` meaning ``d(i, j) < d(i, k)`` (see
-        :func:`psdlearn.psdboost.check_triplets`).
+        :class:`psdlearn.Triplets`).
     C : float
         Slack price, ``C t >= 1``.
     tol : float, default=1e-8
@@ -114,6 +114,18 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
     ------
     ValueError
         If ``C t < 1`` (problem (3) is unbounded) or ``t > max_triplets``.
+
+    References
+    ----------
+    Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
+    for positive semidefinite matrices learning. NIPS (problem (3)).
+
+    Helmberg, C., Rendl, F., Vanderbei, R. J. & Wolkowicz, H. (1996). An interior-point
+    method for semidefinite programming. SIAM Journal on Optimization 6(2) (the HKM
+    direction).
+
+    Mehrotra, S. (1992). On the implementation of a primal-dual interior point method.
+    SIAM Journal on Optimization 2(4) (predictor-corrector).
     """
     triplets = np.asarray(triplets, dtype=np.int64)
     if len(triplets) > max_triplets:

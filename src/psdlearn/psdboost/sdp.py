@@ -54,7 +54,7 @@ class SDPResult:
 
 
 def solve_sdp(X, triplets, C, solver=None, **solver_options):
-    """Solve problem (3) of seed 002 with cvxpy.
+    """Solve problem (3) of Shen, Welsh & Wang (2008) with cvxpy.
 
     Parameters
     ----------
@@ -73,6 +73,11 @@ def solve_sdp(X, triplets, C, solver=None, **solver_options):
     Returns
     -------
     SDPResult
+
+    References
+    ----------
+    Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
+    for positive semidefinite matrices learning. NIPS (problem (3)).
     """
     import cvxpy as cp
 
