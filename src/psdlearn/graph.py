@@ -1,8 +1,8 @@
-"""The data manifold: a symmetric kNN graph and its normalized Laplacian.
+"""The data manifold: one neighbour search, a symmetric kNN graph and its normalized Laplacian.
 
-Every NPKL method (seeds 000, 001 and the SimpleNPKL baseline) regularizes the learned
-kernel ``K`` by ``tr(L K)``, where ``L`` is the normalized graph Laplacian of seed 000
-eq. (1),
+Every NPKL method (Hu & Kwok 2015, 2013, and the SimpleNPKL baseline) regularizes the
+learned kernel ``K`` by ``tr(L K)``, where ``L`` is the normalized graph Laplacian of
+Hu & Kwok (2015) eq. (1),
 
 .. math::
 
@@ -12,32 +12,328 @@ eq. (1),
 with ``S`` supported on the symmetrized k-nearest-neighbour graph and ``D`` the diagonal
 degree matrix. The eigenvalues of ``D^{-1/2} S D^{-1/2}`` lie in ``[-1, 1]``, so those of
 ``L`` lie in ``[delta, 2 + delta]``: ``L`` is positive definite for ``delta > 0``.
+
+All neighbour searches of the library go through :class:`NeighborIndex`:
+
+- ``"exact"``: scikit-learn's kd-tree in at most :data:`KD_TREE_MAX_FEATURES` dense
+  dimensions, else its brute force (squared distances by BLAS products, in chunks of
+  queries, on all cores; dense or CSR input, sparse input is never densified);
+- ``"approximate"``: an HNSW graph (hnswlib, optional extra ``ann``), chosen by
+  measurement (``benchmarks/results/ann_libraries.md``);
+- ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` points (or in at most
+  :data:`AUTO_TREE_MAX_FEATURES` dimensions, where the kd-tree stays fast), approximate
+  above when hnswlib is installed.
+
+References
+----------
+Hu, E.-L. & Kwok, J. T. (2015). Scalable nonparametric low-rank kernel learning using
+block coordinate descent. IEEE Transactions on Neural Networks and Learning Systems 26(9).
+
+Hu, E.-L. & Kwok, J. T. (2013). Efficient kernel learning from side information using
+ADMM. IJCAI.
+
+Malkov, Y. A. & Yashunin, D. A. (2020). Efficient and robust approximate nearest neighbor
+search using hierarchical navigable small world graphs. IEEE TPAMI 42(4).
 """
 
 from __future__ import annotations
 
 import numbers
+import os
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils import check_array
+from sklearn.utils import check_array, check_random_state
 
-__all__ = ["DEFAULT_DELTA", "knn_graph", "knn_laplacian", "normalized_laplacian", "sigma_rule"]
+from psdlearn._progress import progress_bar
 
-#: Default ridge ``delta`` of the normalized Laplacian. Seed 000 only asks for
+__all__ = [
+    "DEFAULT_DELTA",
+    "KNN_METHODS",
+    "NeighborIndex",
+    "graph_from_neighbors",
+    "knn_graph",
+    "knn_laplacian",
+    "neighbors_from_distance_graph",
+    "normalized_laplacian",
+    "sigma_rule",
+]
+
+#: Default ridge ``delta`` of the normalized Laplacian. Hu & Kwok (2015) only ask for
 #: ``delta > 0``. ``0.01`` leaves the spectrum of the plain normalized Laplacian
 #: (in ``[0, 2]``) essentially unchanged while bounding the condition number of ``L`` by
-#: ``(2 + delta) / delta = 201`` and the Jacobi contraction factor of seed 000 Prop. 1 by
+#: ``(2 + delta) / delta = 201`` and the Jacobi contraction factor of their Prop. 1 by
 #: ``1 / (1 + delta)``.
 DEFAULT_DELTA = 0.01
 
-#: Number of neighbours used by the sigma rule of seed 001 section 4.
+#: Number of neighbours used by the sigma rule of Hu & Kwok (2013) section 4.
 SIGMA_NEIGHBORS = 10
+
+KNN_METHODS = ("auto", "exact", "approximate")
+
+#: The exact search uses the kd-tree up to this many dense features and brute force above.
+#: Measured (10-d Gaussians, k = 10, all points queried, 2 cores): the tree is 6-20x faster
+#: in 2-4 dimensions, even at 6 (n = 1e5: 44 s against 103 s), and 1.7-4.6x slower from 8
+#: on (n = 2e4, d = 10: 7.2 s against 1.6 s).
+KD_TREE_MAX_FEATURES = 6
+
+#: ``knn_method="auto"`` searches exactly up to this many points. The exact all-points
+#: search costs O(n^2 d) by brute force; at n = 2e4 it takes about 2 s in 10-d, about what
+#: the approximate search costs there, and grows quadratically beyond.
+AUTO_EXACT_MAX_SAMPLES = 20_000
+
+#: ... and at any n in at most this many dense features, where the kd-tree search stays
+#: near n log n (n = 1e5, d = 2: 0.8 s).
+AUTO_TREE_MAX_FEATURES = 3
+
+#: HNSW graph degree, construction and search breadth (hnswlib). The search breadth is
+#: ``max(HNSW_EF_FACTOR * k, HNSW_EF_MIN)`` for ``k`` neighbours.
+HNSW_M = 12
+HNSW_EF_CONSTRUCTION = 60
+HNSW_EF_FACTOR = 3
+HNSW_EF_MIN = 30
+
+#: Rows of each query block: it bounds the memory of a block and lets Ctrl-C and the
+#: progress bar act between blocks.
+_QUERY_WORK = 2e8
+
+
+def _n_threads(n_jobs):
+    """Threads of a search: ``None`` or ``-1`` use every core (unlike scikit-learn's default)."""
+    cores = os.cpu_count() or 1
+    if n_jobs is None or n_jobs == -1:
+        return cores
+    if n_jobs < -1:
+        return max(1, cores + 1 + n_jobs)
+    return max(1, int(n_jobs))
+
+
+def _hnswlib():
+    try:
+        import hnswlib
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "knn_method='approximate' needs hnswlib: pip install 'psdlearn[ann]' (or "
+            "hnswlib); knn_method='exact' works without it."
+        ) from exc
+    return hnswlib
+
+
+def _have_hnswlib():
+    try:
+        _hnswlib()
+    except ImportError:
+        return False
+    return True
+
+
+class NeighborIndex:
+    """k-nearest-neighbour search over a fixed set of points: exact or approximate.
+
+    The one neighbour search of psdlearn: the kNN graph, its sigma rule, the out-of-sample
+    extension of :class:`psdlearn.NPKL` and the triplets of :class:`psdlearn.PSDBoost` all
+    use it. Euclidean distances.
+
+    Parameters
+    ----------
+    method : {"auto", "exact", "approximate"}, default="auto"
+        ``"exact"``: kd-tree in at most ``KD_TREE_MAX_FEATURES`` dense dimensions, else
+        brute force (BLAS, chunked, sparse input kept sparse). ``"approximate"``: HNSW
+        (hnswlib). ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at
+        most ``AUTO_TREE_MAX_FEATURES`` dense features, approximate beyond (exact when
+        hnswlib is not installed).
+    n_jobs : int, optional
+        Threads; ``None`` or ``-1`` use every core.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the HNSW construction and the queries of :meth:`estimate_recall`. hnswlib
+        inserts points from several threads, so its graph, and rarely a neighbour list,
+        can differ between runs with the same seed; ``n_jobs=1`` makes it deterministic.
+    verbose : int, default=0
+        Progress bar of long searches on stderr.
+
+    Attributes
+    ----------
+    method_ : {"exact", "approximate"}
+    backend_ : {"kd_tree", "brute", "hnsw"}
+    n_samples_fit_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdlearn.graph import NeighborIndex
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> dist, ind = NeighborIndex(method="exact").fit(X).kneighbors(n_neighbors=5)
+    >>> dist.shape, ind.shape
+    ((100, 5), (100, 5))
+    """
+
+    def __init__(self, method="auto", *, n_jobs=None, random_state=None, verbose=0):
+        self.method = method
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X):
+        """Index the points ``X``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        self
+        """
+        if self.method not in KNN_METHODS:
+            raise ValueError(f"knn_method must be one of {KNN_METHODS}, got {self.method!r}.")
+        X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+        n, d = X.shape
+        method = self.method
+        if method == "auto":
+            small = n <= AUTO_EXACT_MAX_SAMPLES or (not sp.issparse(X)
+                                                   and d <= AUTO_TREE_MAX_FEATURES)
+            method = "exact" if small or not _have_hnswlib() else "approximate"
+        self.method_ = method
+        self.n_samples_fit_, self.n_features_in_ = n, d
+        self._X = X
+        if method == "exact":
+            tree = not sp.issparse(X) and d <= KD_TREE_MAX_FEATURES
+            self.backend_ = "kd_tree" if tree else "brute"
+            self._nn = NearestNeighbors(algorithm=self.backend_, n_jobs=self.n_jobs).fit(X)
+        else:
+            self.backend_ = "hnsw"
+            self._build_hnsw(X)
+        return self
+
+    def _build_hnsw(self, X):
+        hnswlib = _hnswlib()
+        n, d = X.shape
+        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        index = hnswlib.Index(space="l2", dim=d)
+        index.init_index(max_elements=n, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                         random_seed=seed)
+        index.set_num_threads(_n_threads(self.n_jobs))
+        step = 65_536
+        with progress_bar(self.verbose, total=n, desc="kNN index", unit="pt") as bar:
+            for start in range(0, n, step):
+                block = _dense32(X[start:start + step])
+                index.add_items(block, np.arange(start, start + len(block)))
+                bar.update(len(block))
+        self._hnsw = index
+
+    def kneighbors(self, X=None, n_neighbors=5):
+        """The ``n_neighbors`` nearest indexed points of each query, nearest first.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_queries, n_features), optional
+            Query points. ``None`` queries the indexed points themselves, each excluding
+            itself (a duplicate of it is a neighbour at distance 0).
+        n_neighbors : int, default=5
+            At most ``n_samples_fit_`` (``n_samples_fit_ - 1`` when ``X`` is None).
+
+        Returns
+        -------
+        distances : ndarray of shape (n_queries, n_neighbors), float64
+            Euclidean distances, non-decreasing along each row.
+        indices : ndarray of shape (n_queries, n_neighbors), int64
+        """
+        if not hasattr(self, "method_"):
+            raise ValueError("this NeighborIndex is not fitted: call fit(X) first.")
+        own = X is None
+        Q = self._X if own else check_array(X, accept_sparse="csr", dtype=np.float64,
+                                            input_name="X")
+        if Q.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Q.shape[1]} features, the index has "
+                             f"{self.n_features_in_}.")
+        k = int(n_neighbors)
+        available = self.n_samples_fit_ - (1 if own else 0)
+        if k < 1 or k > available:
+            raise ValueError(f"n_neighbors must lie in [1, {available}], got {k}.")
+        n_q = Q.shape[0]
+        k_query = k + 1 if own else k
+        if self.backend_ == "hnsw":
+            self._hnsw.set_ef(max(HNSW_EF_FACTOR * k_query, HNSW_EF_MIN))
+            step = 16_384
+        else:
+            step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(Q.shape[1], 8), 1),
+                               64, 65_536))
+        dist = np.empty((n_q, k))
+        ind = np.empty((n_q, k), dtype=np.int64)
+        with progress_bar(self.verbose and n_q > step, total=n_q, desc="kNN search",
+                          unit="pt") as bar:
+            for start in range(0, n_q, step):
+                stop = min(start + step, n_q)
+                d_b, i_b = self._query(Q[start:stop], k_query)
+                if own:
+                    d_b, i_b = _drop_self(d_b, i_b, np.arange(start, stop))
+                dist[start:stop], ind[start:stop] = d_b, i_b
+                bar.update(stop - start)
+        return dist, ind
+
+    def _query(self, Q, k):
+        if self.backend_ == "hnsw":
+            ind, d2 = self._hnsw.knn_query(_dense32(Q), k=k,
+                                           num_threads=_n_threads(self.n_jobs))
+            return np.sqrt(np.maximum(d2.astype(np.float64), 0.0)), ind.astype(np.int64)
+        dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
+        return dist, ind.astype(np.int64)
+
+    def estimate_recall(self, n_neighbors, n_queries=256, random_state=None):
+        """Mean recall@k of :meth:`kneighbors` on indexed points, against exact neighbours.
+
+        ``1.0`` for the exact method. Otherwise ``n_queries`` indexed points are drawn at
+        random and their exact neighbours found by brute force (``O(n_queries n d)``).
+
+        Parameters
+        ----------
+        n_neighbors : int
+        n_queries : int, default=256
+        random_state : int, RandomState instance or None
+
+        Returns
+        -------
+        recall : float in [0, 1]
+        """
+        if self.method_ == "exact":
+            return 1.0
+        rng = check_random_state(self.random_state if random_state is None else random_state)
+        n = self.n_samples_fit_
+        queries = np.sort(rng.choice(n, size=min(int(n_queries), n), replace=False))
+        k = int(n_neighbors)
+        d_a, i_a = self._query(self._X[queries], k + 1)
+        _, i_a = _drop_self(d_a, i_a, queries)
+        exact = NearestNeighbors(algorithm="brute", n_jobs=self.n_jobs).fit(self._X)
+        d_e, i_e = exact.kneighbors(self._X[queries], n_neighbors=k + 1)
+        _, i_e = _drop_self(d_e, i_e.astype(np.int64), queries)
+        hits = sum(len(np.intersect1d(a, e)) for a, e in zip(i_a, i_e, strict=True))
+        return hits / float(i_e.size)
+
+
+def _dense32(block):
+    """A block of rows as C-ordered float32, the input HNSW takes."""
+    if sp.issparse(block):
+        block = block.toarray()
+    return np.ascontiguousarray(block, dtype=np.float32)
+
+
+def _drop_self(dist, ind, rows):
+    """Remove each query's own index from its ``k + 1`` neighbours (else the farthest)."""
+    b, k1 = ind.shape
+    drop = ind == rows[:, None]
+    missing = ~drop.any(axis=1)
+    drop[missing, -1] = True
+    # one entry per row: a query's index appears at most once in its neighbour list
+    drop &= np.cumsum(drop, axis=1) == 1
+    keep = ~drop
+    return dist[keep].reshape(b, k1 - 1), ind[keep].reshape(b, k1 - 1)
 
 
 def sigma_rule(distances):
-    """Gaussian width of seed 001 section 4: half the mean distance to the 10 nearest neighbours.
+    """Gaussian width of Hu & Kwok (2013) section 4: half the mean distance to the 10 nearest.
 
     Parameters
     ----------
@@ -54,24 +350,137 @@ def sigma_rule(distances):
     return sigma if sigma > 0 else 1.0
 
 
-def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean", n_jobs=None):
-    """Symmetric kNN similarity graph with Gaussian weights.
+def _check_n_neighbors(n_neighbors, n_samples):
+    if not isinstance(n_neighbors, numbers.Integral) or n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
+    if n_neighbors >= n_samples:
+        warnings.warn(
+            f"n_neighbors={n_neighbors} >= n_samples={n_samples}: the graph links each point "
+            f"to all {n_samples - 1} others.",
+            UserWarning,
+            stacklevel=4,
+        )
+    return min(int(n_neighbors), n_samples - 1)
 
-    ``S_ij = exp(-d(x_i, x_j)^2 / (2 sigma^2))`` when ``j`` is among the ``n_neighbors``
-    nearest neighbours of ``i`` or ``i`` among those of ``j``, else 0; ``S_ii = 0``.
+
+def _resolve_sigma(sigma, dist):
+    if isinstance(sigma, str):
+        if sigma != "auto":
+            raise ValueError(f"sigma must be a positive float or 'auto', got {sigma!r}.")
+        if not np.any(dist[:, :SIGMA_NEIGHBORS] > 0):
+            warnings.warn(
+                "all points coincide with their nearest neighbours (every kNN distance is "
+                "0): the graph weights are all 1 and sigma falls back to 1.0.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return sigma_rule(dist)
+    if not (isinstance(sigma, numbers.Real) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive float or 'auto', got {sigma!r}.")
+    return float(sigma)
+
+
+def graph_from_neighbors(distances, indices, sigma):
+    """Symmetric Gaussian similarity graph from each point's neighbour list.
+
+    ``S_ij = exp(-d_ij^2 / (2 sigma^2))`` when ``j`` is in the list of ``i`` or ``i`` in
+    that of ``j`` (the larger weight where both hold: they are equal for exact lists),
+    else 0; ``S_ii = 0``.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    distances, indices : ndarray of shape (n_samples, k)
+        Neighbour lists, as returned by :meth:`NeighborIndex.kneighbors`.
+    sigma : float
+        Gaussian width, positive.
+
+    Returns
+    -------
+    S : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+        At most ``2 n k`` stored entries: O(n k) memory.
+    """
+    n, k = indices.shape
+    weights = np.exp(-(np.asarray(distances, dtype=np.float64) ** 2) / (2.0 * sigma**2))
+    W = sp.csr_matrix((weights.ravel(), indices.ravel(),
+                       np.arange(0, n * k + 1, k)), shape=(n, n))
+    S = W.maximum(W.T).tocsr()
+    S.setdiag(0.0)
+    S.eliminate_zeros()
+    S.sort_indices()
+    return S
+
+
+def neighbors_from_distance_graph(D, n_neighbors=None):
+    """Neighbour lists from a sparse kNN distance graph built elsewhere.
+
+    Accepts the output of scikit-learn's ``KNeighborsTransformer(mode="distance")`` or
+    ``kneighbors_graph(X, mode="distance")``: row ``i`` stores the distances from point
+    ``i`` to its neighbours. Stored diagonal entries (the point itself) are dropped; an
+    explicitly stored zero off the diagonal is a duplicate point at distance 0.
+
+    Parameters
+    ----------
+    D : sparse matrix of shape (n_queries, n_samples)
+        Non-negative distances; ``n_queries == n_samples`` for a training graph.
+    n_neighbors : int, optional
+        Keep the ``n_neighbors`` nearest of each row; every row must store at least that
+        many. Default: the smallest number of neighbours stored in a row.
+
+    Returns
+    -------
+    distances, indices : ndarray of shape (n_queries, k)
+        Sorted by distance.
+    """
+    if not sp.issparse(D):
+        raise TypeError("the distance graph must be a scipy.sparse matrix (for example the "
+                        "output of sklearn.neighbors.KNeighborsTransformer).")
+    D = sp.csr_matrix(D, dtype=np.float64, copy=True)
+    D.sort_indices()
+    if D.nnz and not np.all(np.isfinite(D.data)):
+        raise ValueError("the distance graph contains NaN or inf.")
+    if D.nnz and D.data.min() < 0:
+        raise ValueError("the distance graph contains negative distances.")
+    rows = np.repeat(np.arange(D.shape[0]), np.diff(D.indptr))
+    own = (rows == D.indices) if D.shape[0] == D.shape[1] else np.zeros(D.nnz, bool)
+    keep = ~own
+    counts = np.bincount(rows[keep], minlength=D.shape[0])
+    k = int(counts.min()) if n_neighbors is None else int(n_neighbors)
+    if k < 1 or counts.min() < k:
+        raise ValueError(f"every row of the distance graph needs at least {max(k, 1)} "
+                         f"neighbours besides itself; the sparsest row has {counts.min()}.")
+    data, cols, rows = D.data[keep], D.indices[keep], rows[keep]
+    order = np.lexsort((cols, data, rows))  # by row, then distance, then index
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
+    first = order[rank < k]
+    dist = data[first].reshape(-1, k)
+    ind = cols[first].astype(np.int64).reshape(-1, k)
+    return dist, ind
+
+
+def knn_graph(X, n_neighbors=5, sigma="auto", *, knn_method="auto", n_jobs=None,
+              random_state=None, verbose=0, return_index=False):
+    """Symmetric kNN similarity graph with Gaussian weights.
+
+    One search for ``max(k, 10)`` neighbours serves both the sigma rule and the graph.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
         Data points; ``n_samples >= 2``.
     n_neighbors : int, default=5
-        Neighbours per point (capped at ``n_samples - 1``).
+        Neighbours per point; above ``n_samples - 1`` it is capped with a warning.
     sigma : float or "auto", default="auto"
         Gaussian width; ``"auto"`` applies :func:`sigma_rule`.
-    metric : str, default="euclidean"
-        Any metric accepted by :class:`sklearn.neighbors.NearestNeighbors`.
+    knn_method : {"auto", "exact", "approximate"}, default="auto"
+        Neighbour search, see :class:`NeighborIndex`.
     n_jobs : int, optional
-        Parallel jobs of the neighbour search (scikit-learn convention).
+        Threads of the search; ``None`` uses every core.
+    random_state : int, RandomState instance or None
+        Seeds the approximate search.
+    verbose : int, default=0
+        Progress bars of long searches on stderr.
+    return_index : bool, default=False
+        Also return the fitted :class:`NeighborIndex` and a dict describing the search.
 
     Returns
     -------
@@ -79,57 +488,56 @@ def knn_graph(X, n_neighbors=5, sigma="auto", metric="euclidean", n_jobs=None):
         Symmetric non-negative weights with zero diagonal.
     sigma : float
         The width used.
+    index : NeighborIndex
+        Only with ``return_index=True``.
+    info : dict
+        Only with ``return_index=True``: ``method``, ``backend``, ``n_neighbors``,
+        ``recall`` (estimated recall@k of the search, 1.0 when exact).
     """
-    X = check_array(X, dtype=np.float64, input_name="X")
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"X must have at least 2 samples to build a graph, got {n}.")
-    if not isinstance(n_neighbors, numbers.Integral) or n_neighbors < 1:
-        raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}.")
-    k = min(int(n_neighbors), n - 1)
+    k = _check_n_neighbors(n_neighbors, n)
     k_query = min(max(k, SIGMA_NEIGHBORS), n - 1)
-    nn = NearestNeighbors(n_neighbors=k_query, metric=metric, n_jobs=n_jobs).fit(X)
-    # Querying with X=None excludes each point from its own neighbour list, even when
-    # duplicates exist (a duplicate then appears as a neighbour at distance 0).
-    dist, ind = nn.kneighbors()
-    if isinstance(sigma, str):
-        if sigma != "auto":
-            raise ValueError(f"sigma must be a positive float or 'auto', got {sigma!r}.")
-        sigma = sigma_rule(dist)
-    elif not (isinstance(sigma, numbers.Real) and np.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a positive float or 'auto', got {sigma!r}.")
-    sigma = float(sigma)
-    d_k, i_k = dist[:, :k], ind[:, :k]
-    weights = np.exp(-(d_k**2) / (2.0 * sigma**2))
-    rows = np.repeat(np.arange(n), k)
-    W = sp.csr_matrix((weights.ravel(), (rows, i_k.ravel())), shape=(n, n))
-    S = W.maximum(W.T).tocsr()
-    S.setdiag(0.0)
-    S.eliminate_zeros()
-    S.sort_indices()
-    return S, sigma
+    index = NeighborIndex(knn_method, n_jobs=n_jobs, random_state=random_state,
+                          verbose=verbose).fit(X)
+    dist, ind = index.kneighbors(n_neighbors=k_query)
+    sigma = _resolve_sigma(sigma, dist)
+    S = graph_from_neighbors(dist[:, :k], ind[:, :k], sigma)
+    if not return_index:
+        return S, sigma
+    info = {"method": index.method_, "backend": index.backend_, "n_neighbors": k,
+            "recall": index.estimate_recall(k)}
+    return S, sigma, index, info
 
 
-def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, metric="euclidean",
-                  n_jobs=None):
-    """Normalized Laplacian ``(1 + delta) I - D^-1/2 S D^-1/2`` of the kNN graph (seed 000 eq. 1).
+def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, *, knn_method="auto",
+                  n_jobs=None, random_state=None, verbose=0):
+    """Normalized Laplacian ``(1 + delta) I - D^-1/2 S D^-1/2`` of the kNN graph.
+
+    Hu & Kwok (2015) eq. (1), with the Gaussian weights of :func:`knn_graph`.
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features)
+    X : array-like or sparse matrix of shape (n_samples, n_features)
         Data points.
     n_neighbors : int, default=5
         Neighbours per point; the papers use 5, and 50 for the adult sets.
     sigma : float or "auto", default="auto"
         Gaussian width; ``"auto"`` is half the mean distance of each point to its 10
-        nearest neighbours (seed 001 section 4).
+        nearest neighbours (Hu & Kwok 2013, section 4).
     delta : float, default=DEFAULT_DELTA (0.01)
         Ridge that makes ``L`` positive definite; eigenvalues of ``L`` lie in
         ``[delta, 2 + delta]``.
-    metric : str, default="euclidean"
-        Metric for the neighbour search.
+    knn_method : {"auto", "exact", "approximate"}, default="auto"
+        Neighbour search, see :class:`NeighborIndex`.
     n_jobs : int, optional
-        Parallel jobs of the neighbour search.
+        Threads of the search; ``None`` uses every core.
+    random_state : int, RandomState instance or None
+        Seeds the approximate search.
+    verbose : int, default=0
+        Progress bars of long searches on stderr.
 
     Returns
     -------
@@ -146,10 +554,15 @@ def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, metric="e
     >>> L.shape, float(L.diagonal().min())
     ((50, 50), 1.01)
     """
+    _check_delta(delta)
+    S, _ = knn_graph(X, n_neighbors=n_neighbors, sigma=sigma, knn_method=knn_method,
+                     n_jobs=n_jobs, random_state=random_state, verbose=verbose)
+    return normalized_laplacian(S, delta)
+
+
+def _check_delta(delta):
     if not (isinstance(delta, numbers.Real) and np.isfinite(delta) and delta > 0):
         raise ValueError(f"delta must be a positive float, got {delta!r}.")
-    S, _ = knn_graph(X, n_neighbors=n_neighbors, sigma=sigma, metric=metric, n_jobs=n_jobs)
-    return normalized_laplacian(S, delta)
 
 
 def normalized_laplacian(S, delta=DEFAULT_DELTA):

@@ -72,6 +72,9 @@ class ADMMResult:
         Cumulative seconds, aligned with ``objective_history``.
     n_iter : int
     converged : bool
+    interrupted : bool
+        Whether a KeyboardInterrupt stopped the iterations; ``embedding`` is then the ``V``
+        of the last completed half-step and the last history entry its objective.
     """
 
     embedding: np.ndarray
@@ -84,6 +87,7 @@ class ADMMResult:
     time_history: np.ndarray
     n_iter: int
     converged: bool
+    interrupted: bool = False
 
 
 def update_rho(rho, primal, dual):
@@ -157,25 +161,34 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
     converged = False
     start = time.perf_counter()
     k = 0
-    for k in range(1, max_iter + 1):
-        change, size, _, _, _ = step(Lp, Li, Lx, Tp, Ti, Tt, U, U, lam, -1.0, rho, gamma, V,
-                                     False)
-        _, _, primal2, smooth, fit = step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho, gamma,
-                                          U, True)
-        primal = float(np.sqrt(primal2))
-        dual = rho * float(np.sqrt(change))
-        rho_hist.append(rho)
-        primal_hist.append(primal)
-        dual_hist.append(dual)
-        objective.append(smooth + 0.5 * gamma * fit)
+    interrupted = False
+    try:
+        for k in range(1, max_iter + 1):
+            change, size, _, _, _ = step(Lp, Li, Lx, Tp, Ti, Tt, U, U, lam, -1.0, rho, gamma, V,
+                                         False)
+            _, _, primal2, smooth, fit = step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho, gamma,
+                                              U, True)
+            primal = float(np.sqrt(primal2))
+            dual = rho * float(np.sqrt(change))
+            rho_hist.append(rho)
+            primal_hist.append(primal)
+            dual_hist.append(dual)
+            objective.append(smooth + 0.5 * gamma * fit)
+            times.append(time.perf_counter() - start)
+            stop = callback is not None and callback(k, V, objective[-1]) is True
+            if max(primal, dual / rho) <= tol * np.sqrt(size):
+                converged = True
+                break
+            if stop:
+                break
+            if adaptive_rho:
+                rho = update_rho(rho, primal, dual)
+    except KeyboardInterrupt:
+        # the compiled half-steps finish before Python sees the signal: V is complete
+        interrupted, converged = True, False
+        del objective[k:], times[k:], primal_hist[k - 1:], dual_hist[k - 1:], rho_hist[k - 1:]
+        objective.append(float(work.objective(V)))
         times.append(time.perf_counter() - start)
-        if callback is not None:
-            callback(k, V, objective[-1])
-        if max(primal, dual / rho) <= tol * np.sqrt(size):
-            converged = True
-            break
-        if adaptive_rho:
-            rho = update_rho(rho, primal, dual)
     if perm is not None:
         V, U, lam = V[inv], U[inv], lam[inv]
     return ADMMResult(
@@ -189,6 +202,7 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
         time_history=np.asarray(times),
         n_iter=k if max_iter > 0 else 0,
         converged=converged,
+        interrupted=interrupted,
     )
 
 

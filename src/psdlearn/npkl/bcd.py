@@ -67,6 +67,10 @@ class BCDResult:
     surrogate_history : list of float
         The objective the rows actually minimized (the smoothed hinge objective when
         ``smoothing > 0``, else the same list as ``objective_history``).
+    interrupted : bool
+        Whether a KeyboardInterrupt stopped the sweeps. ``embedding`` then holds every row
+        update completed (each one never increases the objective), and the last history
+        entry is its exact objective.
     """
 
     embedding: np.ndarray
@@ -75,6 +79,7 @@ class BCDResult:
     converged: bool = False
     time_history: list = field(default_factory=list)
     surrogate_history: list = field(default_factory=list)
+    interrupted: bool = False
 
 
 def _as_generator(random_state):
@@ -397,46 +402,56 @@ def solve_bcd(
     elapsed = 0.0
     converged = False
     n_iter = 0
-    for n_iter in range(1, max_iter + 1):
-        order = rng.permutation(constrained)
-        t0 = time.perf_counter()
-        acc[:] = 0.0
-        change = K.sweep_constrained(
-            order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, inner_loss, gamma, param, alpha,
-            K.SQUARE_AUTO, acc, omega
-        )
-        exact = n_iter % REFRESH == 0
-        if len(free):
-            if split is not None:
-                split_accs[:] = 0.0
-                change += K.sweep_unconstrained_split(split[0], split[1], E, Lp, Li, Lx, diag,
-                                                      radius, split_accs, omega)
-                acc += split_accs.sum(axis=0)
-            elif unconstrained == "sequential":
-                change += K.sweep_unconstrained(free, E, Lp, Li, Lx, diag, radius, acc,
-                                                omega)
+    interrupted = False
+    try:
+        for n_iter in range(1, max_iter + 1):
+            order = rng.permutation(constrained)
+            t0 = time.perf_counter()
+            acc[:] = 0.0
+            change = K.sweep_constrained(
+                order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, inner_loss, gamma, param, alpha,
+                K.SQUARE_AUTO, acc, omega
+            )
+            exact = n_iter % REFRESH == 0
+            if len(free):
+                if split is not None:
+                    split_accs[:] = 0.0
+                    change += K.sweep_unconstrained_split(split[0], split[1], E, Lp, Li, Lx, diag,
+                                                          radius, split_accs, omega)
+                    acc += split_accs.sum(axis=0)
+                elif unconstrained == "sequential":
+                    change += K.sweep_unconstrained(free, E, Lp, Li, Lx, diag, radius, acc,
+                                                    omega)
+                else:
+                    exact = True
+                    change += K.jacobi_unconstrained(
+                        free, E, Lp, Li, Lx, diag, radius, block_iter, buf, start
+                    )
+            norm_sq = (float(np.einsum("ij,ij->", E, E)) if block_pass else float(acc[2]))
+            # the relative test never holds when E shrinks geometrically to 0 (K = 0 optimal,
+            # e.g. gamma too small for the graph): stop once the mean K_ii is negligible
+            # against the unit margin of the losses
+            converged = (change < tol * tol * norm_sq
+                         or norm_sq <= VANISHED * n or (change == 0.0 and norm_sq == 0.0))
+            elapsed += time.perf_counter() - t0
+            if exact or converged or n_iter == max_iter:
+                obj, sur = exact_objectives()
             else:
-                exact = True
-                change += K.jacobi_unconstrained(
-                    free, E, Lp, Li, Lx, diag, radius, block_iter, buf, start
-                )
-        norm_sq = (float(np.einsum("ij,ij->", E, E)) if block_pass else float(acc[2]))
-        # the relative test never holds when E shrinks geometrically to 0 (K = 0 optimal,
-        # e.g. gamma too small for the graph): stop once the mean K_ii is negligible
-        # against the unit margin of the losses
-        converged = (change < tol * tol * norm_sq
-                     or norm_sq <= VANISHED * n or (change == 0.0 and norm_sq == 0.0))
-        elapsed += time.perf_counter() - t0
-        if exact or converged or n_iter == max_iter:
-            obj, sur = exact_objectives()
-        else:
-            obj, sur = obj + acc[0], sur + acc[1]
+                obj, sur = obj + acc[0], sur + acc[1]
+            history.append(obj)
+            surrogate.append(sur)
+            times.append(elapsed)
+            stop = callback is not None and callback(n_iter, E, obj) is True
+            if converged or stop:
+                break
+    except KeyboardInterrupt:
+        # numba kernels finish before Python sees the signal: E holds complete row updates
+        interrupted, converged = True, False
+        del history[n_iter:], surrogate[n_iter:], times[n_iter:]
+        obj, sur = exact_objectives()
         history.append(obj)
         surrogate.append(sur)
         times.append(elapsed)
-        stop = callback is not None and callback(n_iter, E, obj) is True
-        if converged or stop:
-            break
     return BCDResult(
         embedding=E,
         objective_history=history,
@@ -444,4 +459,5 @@ def solve_bcd(
         converged=bool(converged),
         time_history=times,
         surrogate_history=surrogate,
+        interrupted=interrupted,
     )

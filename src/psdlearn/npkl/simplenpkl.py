@@ -159,6 +159,9 @@ class SimpleNPKLResult:
         be the rank-``rank`` truncation of the closed form.
     n_eig : int
         Eigen-decompositions computed (one per accepted or rejected step, plus the start).
+    interrupted : bool
+        Whether a KeyboardInterrupt stopped the steps; ``embedding`` is the last complete
+        step and the last history entry its objective.
     """
 
     embedding: np.ndarray
@@ -170,6 +173,7 @@ class SimpleNPKLResult:
     dual: np.ndarray | None = None
     truncated: bool = False
     n_eig: int = 0
+    interrupted: bool = False
 
 
 class _Terms:
@@ -366,39 +370,51 @@ def _iterate(problem, terms, k_step, B, max_iter, tol, callback):
     elapsed = time.perf_counter() - t0
     history, dual_history, times = [problem.objective(E)], [J], [elapsed]
     converged, n_iter, eta_prev, shrink = terms.fixed, 0, None, 0.5
+    interrupted = False
     if not terms.fixed:
         grad = terms.dh(a) - terms.c * terms.entries(E)
-        for n_iter in range(1, max_iter + 1):
-            t0 = time.perf_counter()
-            # local Lipschitz estimate of grad J or a longer step, then the curvature test
-            bound = terms.curv_max + (terms.s * np.sqrt(B) / norm if norm > 0 else 0.0)
-            bound = bound if bound > 0 else 1.0 / terms.gamma
-            eta = bound if eta_prev is None else min(bound, shrink * eta_prev)
-            at_once = True
-            for _ in range(MAX_BACKTRACK):
-                a_new = terms.project(a + grad / eta)
-                step = a_new - a
-                E_new, norm_new, trunc_new = k_step(a_new)
-                grad_new = terms.dh(a_new) - terms.c * terms.entries(E_new)
-                if -float((grad_new - grad) @ step) <= eta * float(step @ step):
+        try:
+            for n_iter in range(1, max_iter + 1):
+                t0 = time.perf_counter()
+                # local Lipschitz estimate of grad J or a longer step, then the curvature test
+                bound = terms.curv_max + (terms.s * np.sqrt(B) / norm if norm > 0 else 0.0)
+                bound = bound if bound > 0 else 1.0 / terms.gamma
+                eta = bound if eta_prev is None else min(bound, shrink * eta_prev)
+                at_once = True
+                for _ in range(MAX_BACKTRACK):
+                    a_new = terms.project(a + grad / eta)
+                    step = a_new - a
+                    E_new, norm_new, trunc_new = k_step(a_new)
+                    grad_new = terms.dh(a_new) - terms.c * terms.entries(E_new)
+                    if -float((grad_new - grad) @ step) <= eta * float(step @ step):
+                        break
+                    eta *= 2.0
+                    at_once = False
+                # try a longer step next time only after a step accepted at once (each
+                # rejection costs an eigendecomposition)
+                eta_prev, shrink = eta, 0.5 if at_once else 1.0
+                change = _relative_change_sq(E_new, E)
+                a, E, norm, grad, truncated = a_new, E_new, norm_new, grad_new, trunc_new
+                J = terms.h(a) - np.sqrt(B) * norm
+                converged = change < tol * tol
+                elapsed += time.perf_counter() - t0
+                obj = problem.objective(E)
+                history.append(obj)
+                dual_history.append(J)
+                times.append(elapsed)
+                stop = callback is not None and callback(n_iter, E, obj) is True
+                if converged or stop:
                     break
-                eta *= 2.0
-                at_once = False
-            # try a longer step next time only after a step accepted at once (each
-            # rejection costs an eigendecomposition)
-            eta_prev, shrink = eta, 0.5 if at_once else 1.0
-            change = _relative_change_sq(E_new, E)
-            a, E, norm, grad, truncated = a_new, E_new, norm_new, grad_new, trunc_new
-            J = terms.h(a) - np.sqrt(B) * norm
-            converged = change < tol * tol
-            elapsed += time.perf_counter() - t0
+        except KeyboardInterrupt:
+            # (a, E) are replaced together: E is the last complete step
+            interrupted, converged = True, False
+            del history[n_iter + 1:], dual_history[n_iter + 1:], times[n_iter + 1:]
             obj = problem.objective(E)
-            history.append(obj)
-            dual_history.append(J)
-            times.append(elapsed)
-            stop = callback is not None and callback(n_iter, E, obj) is True
-            if converged or stop:
-                break
+            if obj != history[-1]:  # the step was taken but not yet recorded
+                history.append(obj)
+                dual_history.append(terms.h(a) - np.sqrt(B) * norm)
+                times.append(elapsed)
+            n_iter = len(history) - 1
     return SimpleNPKLResult(
         embedding=E,
         objective_history=history,
@@ -409,4 +425,5 @@ def _iterate(problem, terms, k_step, B, max_iter, tol, callback):
         dual=a,
         truncated=truncated,
         n_eig=k_step.count,
+        interrupted=interrupted,
     )
