@@ -140,14 +140,14 @@ def test_out_of_sample_accuracy_rises_with_constraints():
     assert np.mean(scores[1.5]) > np.mean(scores[0.05])
 
 
-def test_transform_stationarity():
-    """Out-of-sample rows minimize tr([E_I; E_O]^T L [E_I; E_O]) over E_O (gradient 0)."""
+def test_transform_joint_stationarity():
+    """Joint out-of-sample rows minimize tr([E_I; E_O]^T L [E_I; E_O]) over E_O."""
     X, y = _blobs(n=80, seed=7)
     C = pl.PairwiseConstraints.from_labels(y, random_state=0)
     model = pl.NPKL(loss="square", random_state=0).fit(X[:60], C.__class__.from_labels(
         y[:60], random_state=0))
     Xn = X[60:]
-    E_new = model.transform(Xn)
+    E_new = model.transform_joint(Xn)
     L = pl.graph.knn_laplacian(np.vstack([X[:60], Xn]), sigma=model.sigma_).toarray()
     E = np.vstack([model.embedding_, E_new])
     grad = (L @ E)[60:]

@@ -619,7 +619,8 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
     wanted = " or ".join(_KIND_WORDS[k] for k in accept)
     if y is None:
         if required:
-            raise ValueError(f"y is required: pass {wanted} (see docs/glossary.md).")
+            raise ValueError(f"this estimator requires y to be passed, but the target y is "
+                             f"None: pass {wanted} (see docs/glossary.md).")
         return SideInfo("none")
     if isinstance(y, PairwiseConstraints | Triplets):
         kind = "pairs" if isinstance(y, PairwiseConstraints) else "triplets"

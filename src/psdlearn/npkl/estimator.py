@@ -18,7 +18,6 @@ problem over ``K >= 0`` solved exactly by cvxpy: the reference, small ``n`` only
 from __future__ import annotations
 
 import numbers
-import sys
 import time
 import warnings
 
@@ -31,8 +30,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn.constraints import PairwiseConstraints
-from psdlearn.graph import DEFAULT_DELTA, knn_graph, knn_laplacian, normalized_laplacian
+from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn.constraints import PairwiseConstraints, check_side_info
+from psdlearn.graph import (
+    DEFAULT_DELTA,
+    KNN_METHODS,
+    graph_from_neighbors,
+    knn_graph,
+    knn_laplacian,
+    neighbors_from_distance_graph,
+    normalized_laplacian,
+)
 from psdlearn.npkl._problem import LOSSES, NPKLProblem
 
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
@@ -65,48 +73,34 @@ def auto_rank(n_constraints):
     return max(r, 1)
 
 
-def as_constraints(side_info, n_samples):
+def as_constraints(y, n_samples):
     """Turn any accepted form of side information into :class:`PairwiseConstraints`.
 
     Parameters
     ----------
-    side_info : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+    y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
         Constraints, rows ``[i, j, +1/-1]``, or partial labels (``-1`` = unlabelled) from
         which every pair of labelled points becomes a constraint (must-link when the labels
-        agree, cannot-link otherwise).
+        agree, cannot-link otherwise; ``l (l - 1) / 2`` pairs for ``l`` labelled points).
     n_samples : int
 
     Returns
     -------
     PairwiseConstraints
     """
-    if isinstance(side_info, PairwiseConstraints):
-        if side_info.n_samples > n_samples:
-            raise ValueError(
-                f"side_info refers to {side_info.n_samples} samples but X has {n_samples}."
-            )
-        return PairwiseConstraints(side_info.pairs, side_info.signs, n_samples=n_samples)
-    arr = np.asarray(side_info)
-    if arr.ndim == 1:
-        if len(arr) != n_samples:
-            raise ValueError(
-                f"partial labels have length {len(arr)} but X has {n_samples} samples."
-            )
-        labelled = np.flatnonzero(arr != -1)
-        iu, ju = np.triu_indices(len(labelled), k=1)
-        signs = np.where(arr[labelled][iu] == arr[labelled][ju], 1, -1)
-        return PairwiseConstraints(np.column_stack([labelled[iu], labelled[ju]]), signs,
-                                   n_samples=n_samples)
-    if arr.ndim == 2 and arr.shape[1] == 3:
-        return PairwiseConstraints.from_array(arr, n_samples=n_samples)
-    raise ValueError(
-        "side_info must be a PairwiseConstraints, an (m, 3) array of [i, j, +1/-1] rows or "
-        f"a 1-D vector of partial labels; got an array of shape {arr.shape}."
-    )
+    side = check_side_info(y, n_samples, accept=("labels", "pairs"))
+    if side.kind == "pairs":
+        return side.constraints
+    labels = side.labels
+    labelled = np.flatnonzero(labels != -1)
+    iu, ju = np.triu_indices(len(labelled), k=1)
+    signs = np.where(labels[labelled][iu] == labels[labelled][ju], 1, -1)
+    return PairwiseConstraints(np.column_stack([labelled[iu], labelled[ju]]), signs,
+                               n_samples=n_samples)
 
 
 class NPKL(TransformerMixin, BaseEstimator):
-    """Nonparametric low-rank kernel learning from pairwise constraints (seed 000).
+    """Nonparametric low-rank kernel learning from pairwise constraints (Hu & Kwok 2015).
 
     Learns ``K = E E^T`` that is smooth on the data manifold (small ``tr(L K)``) and agrees
     with the must-link / cannot-link pairs (see the module docstring for the objective).
@@ -126,7 +120,8 @@ class NPKL(TransformerMixin, BaseEstimator):
     rank : int or "auto", default="auto"
         Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``,
         with ``m`` the number of constrained pairs, or for ``loss="pcp"`` the size of its
-        ordered set, ``2 m + n`` (seed 001 Table 1 counts it so). Ignored by
+        ordered set, ``2 m + n`` (seed 001 Table 1 counts it so), and never above ``n``
+        (a rank-``n`` factor already spans every PSD ``K``). Ignored by
         ``solver="sdp"`` (the rank of its solution is whatever it is).
     gamma : float, default=1.0
         Weight of the loss. Not given in seed 000. With the normalized Laplacian
@@ -135,13 +130,28 @@ class NPKL(TransformerMixin, BaseEstimator):
         violated pair, so ``gamma = 1`` weighs one unit of smoothness against one unit of
         loss for any ``n``; SimpleNPKL (JMLR 2011) also uses ``C = 1`` on the adult sets.
     n_neighbors : int, default=5
-        ``k`` of the kNN graph (the papers: 5, and 50 for the adult sets).
+        ``k`` of the kNN graph (the papers: 5, and 50 for the adult sets). At least
+        ``n_samples`` is capped to ``n_samples - 1`` with a warning.
     sigma : float or "auto", default="auto"
         Gaussian width of the graph weights (see :func:`psdlearn.graph.knn_laplacian`).
     delta : float, default=0.01
         Ridge of the normalized Laplacian.
-    graph : {"knn", "precomputed"}, default="knn"
-        With ``"precomputed"``, ``X`` in :meth:`fit` is the (n, n) sparse Laplacian.
+    graph : {"knn", "precomputed_nearest_neighbors", "precomputed"}, default="knn"
+        What ``X`` of :meth:`fit` is. ``"knn"``: feature vectors (dense or CSR); the kNN
+        graph is built with :class:`psdlearn.graph.NeighborIndex`.
+        ``"precomputed_nearest_neighbors"``: a sparse ``(n, n)`` kNN *distance* graph
+        built elsewhere, e.g. ``sklearn.neighbors.KNeighborsTransformer(mode="distance")``
+        (row ``i`` stores the distances to the neighbours of ``i``; a stored diagonal is
+        ignored); the ``n_neighbors`` nearest of each row are used, with the same Gaussian
+        weights and sigma rule as ``"knn"``. ``"precomputed"``: the ``(n, n)`` sparse
+        Laplacian itself.
+    knn_method : {"auto", "exact", "approximate"}, default="auto"
+        Neighbour search of the graph and of :meth:`transform`: exact (kd-tree or brute
+        force), approximate (HNSW, extra ``ann``), or exact up to 20,000 points and
+        approximate above (see :class:`psdlearn.graph.NeighborIndex`). ``graph_info_``
+        reports what was used and its estimated recall.
+    n_jobs : int, optional
+        Threads of the neighbour search; ``None`` uses every core.
     b : float, default=1.0
         Radius ``||e_i|| <= b`` for the linear loss (seed 000 sets ``b = 1``).
     max_iter : int, default=1000
@@ -189,13 +199,11 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``"auto"``: ``100`` for ``n <= 1000`` and ``100 n`` above (seed 000 IV-A.2: 100 on
         its small sets, n <= 270, and 100 n on the adult sets, n >= 1605), ``100 n`` for
         ``loss="pcp"`` (seed 001 footnote 3); see :func:`psdlearn.npkl.simplenpkl.default_B`.
-    p : int, default=2
-        ``solver="simplenpkl"`` only: exponent of ``tr(K^p)``; the papers' ``p = 2`` is the
-        one implemented.
     random_state : int, RandomState instance or None, default=None
         Seeds the random initial ``E`` and the sample order of each sweep.
     verbose : int, default=0
-        With ``verbose >= 1`` a progress bar over the sweeps shows the objective.
+        With ``verbose >= 1`` progress bars on stderr: the neighbour search, then the
+        sweeps with the objective.
 
     Attributes
     ----------
@@ -213,11 +221,30 @@ class NPKL(TransformerMixin, BaseEstimator):
     smoothing_stages_ : list of (float, int)
         ``(mu, sweeps)`` of each BCD stage, ``mu = 0`` for the exact one (``bcd`` only).
     n_iter_ : int
+        Sweeps (BCD, all stages), iterations (ADMM) or steps (SimpleNPKL) run; 1 for the
+        SDP.
+    converged_ : bool
+        Whether the solver's stopping test held (False at ``max_iter`` or after Ctrl-C).
     rank_ : int
     laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
     constraints_ : PairwiseConstraints
     sigma_ : float or None
-        Gaussian width used for the graph (None with a precomputed graph).
+        Gaussian width used for the graph (None with ``graph="precomputed"``).
+    n_neighbors_ : int or None
+        ``k`` of the graph, after capping (None with ``graph="precomputed"``).
+    degrees_ : ndarray of shape (n_samples,) or None
+        Degrees ``D_ii`` of the kNN similarity graph, used by :meth:`transform`.
+    neighbor_index_ : psdlearn.graph.NeighborIndex or None
+        The search index over the training points (``graph="knn"``), kept so that
+        :meth:`transform` queries new points only.
+    graph_info_ : dict or None
+        ``method`` ("exact" / "approximate"), ``backend`` ("kd_tree", "brute", "hnsw"),
+        ``n_neighbors`` and ``recall`` (estimated recall@k of the search on 256 sampled
+        points; 1.0 when exact). None with a precomputed graph.
+    X_fit_ : ndarray or sparse matrix of shape (n_samples, n_features)
+        Training points (``graph="knn"``), for :meth:`transform_joint`.
+    graph_time_ : float
+        Seconds spent building the graph.
     fit_time_ : float
         Seconds spent in the solver.
     simplenpkl_objective_history_ : list of float
@@ -232,7 +259,29 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``solver="admm"`` only: the penalty of every iteration.
     sdp_status_ : str
         Solver status (``solver="sdp"`` only).
+    sdp_value_ : float
+        ``solver="sdp"`` only: the optimal value reported by the conic solver (the
+        objective of its K before factorization; ``objective_history_`` holds objective
+        (10) of the factored embedding).
     n_features_in_ : int
+        Number of features (``graph="knn"``) or of samples (precomputed graphs).
+
+    See Also
+    --------
+    psdlearn.graph.knn_laplacian : the graph term.
+    docs/glossary.md : the side-information convention ``fit(X, y)`` and the names.
+
+    References
+    ----------
+    Hu, E.-L. & Kwok, J. T. (2015). Scalable nonparametric low-rank kernel learning using
+    block coordinate descent. IEEE Transactions on Neural Networks and Learning Systems
+    26(9).
+
+    Hu, E.-L. & Kwok, J. T. (2013). Efficient kernel learning from side information using
+    ADMM. IJCAI.
+
+    Zhuang, J., Tsang, I. W. & Hoi, S. C. H. (2011). A family of simple non-parametric
+    kernel learning algorithms. JMLR 12.
 
     Examples
     --------
@@ -252,7 +301,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "sigma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
         "delta": [Interval(numbers.Real, 0, None, closed="neither")],
-        "graph": [StrOptions({"knn", "precomputed"})],
+        "graph": [StrOptions({"knn", "precomputed_nearest_neighbors", "precomputed"})],
+        "knn_method": [StrOptions(set(KNN_METHODS))],
+        "n_jobs": [numbers.Integral, None],
         "b": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
@@ -265,7 +316,6 @@ class NPKL(TransformerMixin, BaseEstimator):
         "rho": [Interval(numbers.Real, 0, None, closed="neither")],
         "init": [StrOptions({"random", "bcd"})],
         "B": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
-        "p": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -281,6 +331,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         sigma="auto",
         delta=DEFAULT_DELTA,
         graph="knn",
+        knn_method="auto",
+        n_jobs=None,
         b=1.0,
         max_iter=1000,
         tol=1e-5,
@@ -292,7 +344,6 @@ class NPKL(TransformerMixin, BaseEstimator):
         rho=100.0,
         init="random",
         B="auto",
-        p=2,
         random_state=None,
         verbose=0,
     ):
@@ -304,6 +355,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.sigma = sigma
         self.delta = delta
         self.graph = graph
+        self.knn_method = knn_method
+        self.n_jobs = n_jobs
         self.b = b
         self.max_iter = max_iter
         self.tol = tol
@@ -315,59 +368,100 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.rho = rho
         self.init = init
         self.B = B
-        self.p = p
         self.random_state = random_state
         self.verbose = verbose
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        return tags
+
     # ------------------------------------------------------------------ fit
+    def _check_square(self, X, what):
+        A = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else sp.csr_matrix(
+            np.asarray(X, dtype=np.float64))
+        if A.ndim != 2 or A.shape[0] != A.shape[1]:
+            raise ValueError(f"with graph={self.graph!r}, X must be a square (n, n) {what}, "
+                             f"got shape {A.shape}.")
+        if A.shape[0] < 2:
+            raise ValueError(f"the {what} must have at least 2 samples.")
+        if not np.all(np.isfinite(A.data)):
+            raise ValueError(f"the precomputed {what} contains NaN or inf.")
+        return A
+
     def _build_laplacian(self, X):
+        self.sigma_ = self.n_neighbors_ = self.degrees_ = None
+        self.neighbor_index_ = self.graph_info_ = None
         if self.graph == "precomputed":
-            if not sp.issparse(X):
-                X = sp.csr_matrix(np.asarray(X, dtype=np.float64))
-            L = sp.csr_matrix(X, dtype=np.float64)
-            if L.shape[0] != L.shape[1]:
-                raise ValueError(
-                    f"with graph='precomputed', X must be a square Laplacian, got {L.shape}."
-                )
-            if L.shape[0] < 2:
-                raise ValueError("the Laplacian must have at least 2 samples.")
-            if not np.all(np.isfinite(L.data)):
-                raise ValueError("the precomputed Laplacian contains NaN or inf.")
+            L = self._check_square(X, "Laplacian")
             if abs(L - L.T).max() > 1e-10 * max(abs(L).max(), 1.0):
                 raise ValueError("the precomputed Laplacian must be symmetric.")
             if np.any(L.diagonal() <= 0):
                 raise ValueError("the precomputed Laplacian must have a positive diagonal.")
             L.sort_indices()
             self.n_features_in_ = L.shape[0]
-            self.sigma_ = None
             return L
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        S, self.sigma_ = knn_graph(X, n_neighbors=self.n_neighbors, sigma=self.sigma)
-        self.X_fit_ = X
+        if self.graph == "precomputed_nearest_neighbors":
+            D = self._check_square(X, "kNN distance graph")
+            n = D.shape[0]
+            dist, ind = neighbors_from_distance_graph(D)
+            k = min(self.n_neighbors, dist.shape[1])
+            if k < self.n_neighbors:
+                warnings.warn(f"the distance graph stores {dist.shape[1]} neighbours per row, "
+                              f"fewer than n_neighbors={self.n_neighbors}: using {k}.",
+                              UserWarning, stacklevel=3)
+            self.n_features_in_ = n
+            S, self.sigma_ = self._gaussian_graph(dist, ind, k)
+        else:
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                              ensure_min_samples=2)
+            S, self.sigma_, self.neighbor_index_, self.graph_info_ = knn_graph(
+                X, n_neighbors=self.n_neighbors, sigma=self.sigma, knn_method=self.knn_method,
+                n_jobs=self.n_jobs, random_state=self.random_state, verbose=self.verbose,
+                return_index=True)
+            self.n_neighbors_ = self.graph_info_["n_neighbors"]
+            self.X_fit_ = X
+        self.degrees_ = np.asarray(S.sum(axis=1)).ravel()
         return normalized_laplacian(S, self.delta)
 
-    def fit(self, X, side_info):
+    def _gaussian_graph(self, dist, ind, k):
+        """The graph of ``graph="precomputed_nearest_neighbors"``, as :func:`knn_graph`."""
+        from psdlearn.graph import _check_n_neighbors, _resolve_sigma
+
+        k = _check_n_neighbors(k, len(dist))
+        sigma = _resolve_sigma(self.sigma, dist)
+        self.n_neighbors_ = k
+        return graph_from_neighbors(dist[:, :k], ind[:, :k], sigma), sigma
+
+    def fit(self, X, y=None):
         """Learn the kernel.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or sparse (n_samples, n_samples)
-            Data from which the kNN Laplacian is built; with ``graph="precomputed"``, the
-            Laplacian itself.
-        side_info : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
-            Pairwise constraints, ``[i, j, +1/-1]`` rows, or partial labels (``-1`` =
-            unlabelled; every pair of labelled points becomes a constraint).
+        X : array-like or sparse matrix of shape (n_samples, n_features), or (n, n) sparse
+            Data from which the kNN graph is built; with ``graph="precomputed"`` the
+            Laplacian itself, with ``graph="precomputed_nearest_neighbors"`` a kNN
+            distance graph.
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            Side information (see ``docs/glossary.md``): pairwise constraints,
+            ``[i, j, +1/-1]`` rows, or partial labels (``-1`` = unlabelled), from which
+            every pair of labelled points becomes a must-link (same label) or cannot-link
+            constraint.
 
         Returns
         -------
         self
         """
         self._validate_params()
+        start_graph = time.perf_counter()
         L = self._build_laplacian(X)
+        self.graph_time_ = time.perf_counter() - start_graph
         n = L.shape[0]
-        C = as_constraints(side_info, n)
+        C = as_constraints(y, n)
         if C.n_pairs == 0:
-            raise ValueError("side_info holds no constraint: NPKL needs at least one pair.")
+            raise ValueError("y holds no constraint: NPKL needs at least one pair (or two "
+                             "labelled points).")
         if self.loss not in SOLVER_LOSSES[self.solver]:
             raise ValueError(
                 f"solver={self.solver!r} handles the losses {SOLVER_LOSSES[self.solver]}, not "
@@ -375,7 +469,7 @@ class NPKL(TransformerMixin, BaseEstimator):
             )
         # seed 001 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
         m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
-        rank = auto_rank(m) if self.rank == "auto" else int(self.rank)
+        rank = min(auto_rank(m), n) if self.rank == "auto" else int(self.rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
         problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
@@ -394,6 +488,19 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.laplacian_ = L
         self.constraints_ = C
         return self
+
+    def _finish(self, res, name, unit, what):
+        """``converged_`` and the warnings of a solver result."""
+        self.converged_ = bool(res.converged)
+        if getattr(res, "interrupted", False):
+            warn_interrupted(f"NPKL(solver={name!r})", self.n_iter_, unit, stacklevel=4)
+        elif not res.converged:
+            warnings.warn(
+                f"NPKL(solver={name!r}) stopped at max_iter={self.max_iter} {unit} before "
+                f"{what}; increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     def _relaxation(self, L):
         """``omega`` of the over-relaxed row updates.
@@ -438,20 +545,15 @@ class NPKL(TransformerMixin, BaseEstimator):
         E = E[perm]
         split = parallel_split(problem, rank) if self.unconstrained == "sequential" else None
         self.omega_ = omega
-        bar = None
-        callback = None
-        if self.verbose:
-            from tqdm import tqdm
+        bar = progress_bar(self.verbose, total=self.max_iter * len(schedule), desc="NPKL bcd",
+                           unit="sweep")
 
-            bar = tqdm(total=self.max_iter * len(schedule), desc="NPKL bcd", unit="sweep",
-                       file=sys.stderr)
-
-            def callback(it, E, objective):
-                bar.update(1)
-                bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+        def callback(it, E, objective):
+            bar.update(1)
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
 
         history, times, stages, n_iter = [], [], [], 0
-        try:
+        with bar:
             for mu in schedule:
                 # smoothed stages only need to bring the exact stage near the optimum
                 tol = self.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0)
@@ -466,9 +568,8 @@ class NPKL(TransformerMixin, BaseEstimator):
                 stages.append((mu, res.n_iter))
                 n_iter += res.n_iter
                 E = res.embedding
-        finally:
-            if bar is not None:
-                bar.close()
+                if res.interrupted:
+                    break
         self.embedding_ = E[inverse]
         self.objective_history_ = history
         self.time_history_ = times
@@ -482,13 +583,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=3,
             )
-        if not res.converged:
-            warnings.warn(
-                f"NPKL(solver='bcd') stopped at max_iter={self.max_iter} sweeps before the "
-                f"relative change of E fell below tol={self.tol}; increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        self._finish(res, "bcd", "sweeps", f"the relative change of E fell below tol={self.tol}")
 
     def _fit_admm(self, problem, rank, rng):
         from psdlearn.npkl.admm import solve_admm
@@ -502,22 +597,15 @@ class NPKL(TransformerMixin, BaseEstimator):
             V0 = solve_bcd(square, V0, max_iter=self.max_iter, tol=max(self.tol, 1e-3),
                            random_state=rng,
                            omega=self._relaxation(problem.laplacian)).embedding
-        bar = callback = None
-        if self.verbose:
-            from tqdm import tqdm
+        bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL admm", unit="iter")
 
-            bar = tqdm(total=self.max_iter, desc="NPKL admm", unit="iter", file=sys.stderr)
+        def callback(it, V, objective):
+            bar.update(1)
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
 
-            def callback(it, V, objective):
-                bar.update(1)
-                bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-
-        try:
+        with bar:
             res = solve_admm(problem, V0, rho=float(self.rho), max_iter=self.max_iter,
                              tol=self.tol, callback=callback)
-        finally:
-            if bar is not None:
-                bar.close()
         self.embedding_ = res.embedding
         self.objective_history_ = list(res.objective_history)
         self.time_history_ = list(res.time_history)
@@ -526,21 +614,23 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.rho_history_ = list(res.rho_history)
         self.n_iter_ = res.n_iter
         self.rank_ = rank
-        if not res.converged:
-            warnings.warn(
-                f"NPKL(solver='admm') stopped at max_iter={self.max_iter} iterations before "
-                f"the residuals fell below tol={self.tol} (relative to ||V||); increase "
-                "max_iter or tol, or start from init='bcd'.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        self._finish(res, "admm", "iterations", f"the residuals fell below tol={self.tol} "
+                     "(relative to ||V||); or start from init='bcd',")
 
     def _fit_simplenpkl(self, problem, rank, rng):
         from psdlearn.npkl.simplenpkl import default_B, solve_simplenpkl
 
         B = default_B(problem.n_samples, self.loss) if self.B == "auto" else float(self.B)
-        res = solve_simplenpkl(problem, B=B, p=self.p, rank=rank, max_iter=self.max_iter,
-                               tol=self.tol, random_state=rng)
+        bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL simplenpkl",
+                           unit="step")
+
+        def callback(it, E, objective):
+            bar.update(1)
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
+        with bar:
+            res = solve_simplenpkl(problem, B=B, rank=rank, max_iter=self.max_iter,
+                                   tol=self.tol, random_state=rng, callback=callback)
         self.embedding_ = res.embedding
         self.objective_history_ = res.objective_history
         self.simplenpkl_objective_history_ = res.simplenpkl_objective_history
@@ -548,14 +638,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.n_iter_ = res.n_iter
         self.rank_ = rank
         self.B_ = B
-        if not res.converged:
-            warnings.warn(
-                f"NPKL(solver='simplenpkl') stopped at max_iter={self.max_iter} steps before "
-                f"the relative change of K fell below tol={self.tol}; increase max_iter or "
-                "tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        self._finish(res, "simplenpkl", "steps",
+                     f"the relative change of K fell below tol={self.tol}")
 
     def _fit_sdp(self, problem):
         from psdlearn.npkl.sdp import solve_sdp
@@ -568,10 +652,16 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.rank_ = res.embedding.shape[1]
         self.sdp_status_ = res.status
         self.sdp_value_ = res.sdp_value
+        self.converged_ = res.status == "optimal"
 
-    def fit_transform(self, X, side_info):
-        """Fit and return ``embedding_`` (n_samples, rank_)."""
-        return self.fit(X, side_info).embedding_
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit and return ``embedding_``, shape (n_samples, rank_).
+
+        This is the solution of the constrained problem, not :meth:`transform` of the
+        training points (that is the out-of-sample extension, which does not see the
+        constraints).
+        """
+        return self.fit(X, y, **fit_params).embedding_
 
     def objective(self, E=None):
         """Objective (10) of the fitted problem at ``E`` (default: ``embedding_``)."""
@@ -583,33 +673,102 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
-        """Out-of-sample embedding (seed 000 section III-E).
+        """Out-of-sample embedding of new points, each on its own (Hu & Kwok 2015, III-E).
 
-        The new points join the kNN graph of the training points (the graph is rebuilt on
-        the union with the training ``sigma_``), as unconstrained samples; with the
-        training rows ``E_I`` held fixed, their rows minimize
-        ``tr([E_I; E_O]^T L [E_I; E_O])``, i.e. solve ``L_OO E_O = -L_OI E_I``: the fixed
-        point of the updates (13)/(17), computed here by a sparse factorization of the
-        positive definite ``L_OO``.
+        The training graph, its degrees ``D`` and the training embedding ``E`` stay fixed.
+        A new point ``x`` is linked to its ``k`` nearest training points ``j`` (found with
+        the index kept from :meth:`fit`) by the training Gaussian weights
+        ``s_j = exp(-||x - x_j||^2 / (2 sigma^2))``, with degree ``d_x = sum_j s_j``. Its
+        row of the normalized Laplacian is ``L_xx = 1 + delta``,
+        ``L_xj = -s_j / sqrt(d_x D_jj)``, and its terms of ``tr([E; e]^T L [E; e])`` are
+        minimized by the closed form of the unconstrained update (13):
+
+        .. math::
+
+            e = \\frac{1}{1 + \\delta} \\sum_j \\frac{s_j}{\\sqrt{d_x D_{jj}}} e_j .
+
+        New points are not linked to each other, so a batch gives the same rows as its
+        points one at a time. An unconstrained training row with a symmetric neighbourhood
+        satisfies the same equation at the optimum (stationarity of (13)); a training
+        point passed to ``transform`` is not mapped to its fitted row, though: it is its
+        own nearest neighbour (distance 0, weight 1), and its constraints are not seen.
+        An isolated point (all ``s_j`` underflow) maps to 0.
 
         Parameters
         ----------
-        X : array-like of shape (n_new, n_features)
+        X : array-like or sparse matrix of shape (n_new, n_features)
+            New points; with ``graph="precomputed_nearest_neighbors"``, a sparse
+            ``(n_new, n_samples)`` distance graph to the training points (e.g.
+            ``KNeighborsTransformer.transform``).
+
+        Returns
+        -------
+        E_new : ndarray of shape (n_new, rank_)
+
+        See Also
+        --------
+        transform_joint : the extension that links new points to each other.
+        """
+        check_is_fitted(self, "embedding_")
+        if self.graph == "precomputed":
+            raise ValueError(
+                "transform needs feature vectors or distances: it is unavailable when the "
+                "model was fit with graph='precomputed' (a Laplacian)."
+            )
+        if self.graph == "precomputed_nearest_neighbors":
+            if not sp.issparse(X) or X.shape[1] != len(self.embedding_):
+                raise ValueError(
+                    "with graph='precomputed_nearest_neighbors', transform takes a sparse "
+                    f"(n_new, {len(self.embedding_)}) distance graph to the training points.")
+            dist, ind = neighbors_from_distance_graph(X, n_neighbors=self.n_neighbors_)
+        else:
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            dist, ind = self.neighbor_index_.kneighbors(X, n_neighbors=self.n_neighbors_)
+        return self._embed_from_neighbors(dist, ind)
+
+    def _embed_from_neighbors(self, dist, ind):
+        """Rows ``e = sum_j s_j e_j / ((1 + delta) sqrt(d_x D_jj))`` (see :meth:`transform`)."""
+        s = np.exp(-(dist**2) / (2.0 * self.sigma_**2))
+        d_x = s.sum(axis=1, keepdims=True)
+        denom = np.sqrt(d_x * self.degrees_[ind])
+        coef = np.divide(s, denom, out=np.zeros_like(s), where=denom > 0) / (1.0 + self.delta)
+        E = self.embedding_
+        out = np.empty((len(ind), E.shape[1]))
+        step = max(1, 2**22 // max(ind.shape[1] * E.shape[1], 1))  # E[ind] is (b, k, r)
+        for start in range(0, len(ind), step):
+            sl = slice(start, start + step)
+            out[sl] = np.einsum("bk,bkr->br", coef[sl], E[ind[sl]])
+        return out
+
+    def transform_joint(self, X):
+        """Joint out-of-sample embedding of a batch (Hu & Kwok 2015, III-E, as a system).
+
+        The kNN graph is rebuilt over the training points and all of ``X`` together (with
+        the training ``sigma_``), the new points as unconstrained samples; with the
+        training rows ``E_I`` fixed, the new rows minimize
+        ``tr([E_I; E_O]^T L [E_I; E_O])``, i.e. solve ``L_OO E_O = -L_OI E_I``. New points
+        are coupled through their own edges, so the rows depend on the batch; the cost is a
+        graph over ``n + n_new`` points. :meth:`transform` is the per-point extension.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_new, n_features)
 
         Returns
         -------
         E_new : ndarray of shape (n_new, rank_)
         """
         check_is_fitted(self, "embedding_")
-        if self.graph == "precomputed":
-            raise ValueError(
-                "transform needs feature vectors: it is unavailable when the model was fit "
-                "with graph='precomputed'."
-            )
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        n_in = len(self.X_fit_)
-        L = knn_laplacian(np.vstack([self.X_fit_, X]), n_neighbors=self.n_neighbors,
-                          sigma=self.sigma_, delta=self.delta)
+        if self.graph != "knn":
+            raise ValueError("transform_joint needs the training features: it is available "
+                             "with graph='knn' only.")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        n_in = self.X_fit_.shape[0]
+        both = (sp.vstack([sp.csr_matrix(self.X_fit_), sp.csr_matrix(X)]).tocsr()
+                if sp.issparse(X) or sp.issparse(self.X_fit_) else np.vstack([self.X_fit_, X]))
+        L = knn_laplacian(both, n_neighbors=self.n_neighbors_, sigma=self.sigma_,
+                          delta=self.delta, knn_method=self.knn_method, n_jobs=self.n_jobs,
+                          random_state=self.random_state)
         L_oo = L[n_in:, n_in:].tocsc()
         L_oi = L[n_in:, :n_in]
         rhs = -(L_oi @ self.embedding_)

@@ -1,0 +1,134 @@
+"""The one neighbour search (psdlearn.graph.NeighborIndex) and the graphs built from it."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.neighbors import KNeighborsTransformer, NearestNeighbors
+
+from psdlearn.graph import (
+    NeighborIndex,
+    knn_graph,
+    knn_laplacian,
+    neighbors_from_distance_graph,
+)
+
+
+def _same_neighbours(ind_a, dist_a, ind_b, dist_b):
+    """Equal lists up to ties: same distances, and the same indices strictly inside the
+    k-th distance (a tie at the k-th distance may pick any of the tied points)."""
+    assert np.allclose(dist_a, dist_b, atol=1e-7)
+    # distances from BLAS products carry rounding of order 1e-8 near ties
+    for ia, da, ib in zip(ind_a, dist_a, ind_b, strict=True):
+        inner = da < da[-1] - 1e-6
+        assert set(ia[inner]) == set(ib[inner])
+
+
+@pytest.mark.parametrize("d", [3, 20])  # kd-tree and brute force
+def test_exact_matches_sklearn_dense(d):
+    X = np.random.default_rng(d).normal(size=(300, d))
+    index = NeighborIndex("exact").fit(X)
+    assert index.backend_ == ("kd_tree" if d <= 6 else "brute")
+    dist, ind = index.kneighbors(n_neighbors=7)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=7).fit(X).kneighbors()
+    _same_neighbours(ind, dist, ref_i, ref_d)
+    Q = np.random.default_rng(99).normal(size=(40, d))
+    dist, ind = index.kneighbors(Q, n_neighbors=5)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=5).fit(X).kneighbors(Q)
+    _same_neighbours(ind, dist, ref_i, ref_d)
+    assert np.all(np.diff(dist, axis=1) >= 0)
+
+
+def test_exact_matches_sklearn_sparse_binary():
+    """LIBSVM-like binary sparse input stays sparse and gives the exact neighbours."""
+    rng = np.random.default_rng(0)
+    X = sp.random(400, 120, density=0.1, random_state=1, format="csr")
+    X.data[:] = 1.0
+    index = NeighborIndex("exact").fit(X)
+    assert index.backend_ == "brute" and sp.issparse(index._X)
+    dist, ind = index.kneighbors(n_neighbors=6)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=6).fit(X.toarray()).kneighbors()
+    _same_neighbours(ind, dist, ref_i, ref_d)
+    Q = sp.csr_matrix((rng.random((10, 120)) < 0.1).astype(float))
+    dist, ind = index.kneighbors(Q, n_neighbors=4)
+    ref_d, ref_i = NearestNeighbors(n_neighbors=4).fit(X.toarray()).kneighbors(Q.toarray())
+    _same_neighbours(ind, dist, ref_i, ref_d)
+
+
+def test_self_excluded_even_with_duplicates():
+    X = np.repeat(np.arange(20.0)[:, None], 3, axis=0)  # every point three times
+    dist, ind = NeighborIndex("exact").fit(X).kneighbors(n_neighbors=2)
+    assert np.all(ind != np.arange(len(X))[:, None])
+    assert np.all(dist == 0.0)  # the two other copies
+
+
+def test_approximate_recall_on_fixed_problem():
+    pytest.importorskip("hnswlib")
+    X = np.random.default_rng(0).normal(size=(3000, 10))
+    index = NeighborIndex("approximate", random_state=0).fit(X)
+    assert index.method_ == "approximate" and index.backend_ == "hnsw"
+    _, ind = index.kneighbors(n_neighbors=10)
+    _, ref = NearestNeighbors(n_neighbors=10).fit(X).kneighbors()
+    recall = np.mean([len(np.intersect1d(a, b)) / 10 for a, b in zip(ind, ref, strict=True)])
+    assert recall >= 0.9
+    assert np.all(ind != np.arange(len(X))[:, None])
+    # the estimate from 256 sampled points agrees with the full measurement
+    assert abs(index.estimate_recall(10, random_state=0) - recall) < 0.05
+
+
+def test_auto_is_exact_on_small_data():
+    X = np.random.default_rng(0).normal(size=(500, 8))
+    S, sigma, index, info = knn_graph(X, 5, return_index=True)
+    assert info == {"method": "exact", "backend": "brute", "n_neighbors": 5, "recall": 1.0}
+    assert index.method_ == "exact"
+
+
+def test_graph_equals_definition_and_sigma_from_same_search():
+    X = np.random.default_rng(1).normal(size=(200, 4))
+    S, sigma = knn_graph(X, n_neighbors=5, knn_method="exact")
+    dist, ind = NearestNeighbors(n_neighbors=10).fit(X).kneighbors()
+    assert sigma == pytest.approx(0.5 * dist.mean())
+    W = np.zeros((200, 200))
+    for i in range(200):
+        W[i, ind[i, :5]] = np.exp(-dist[i, :5] ** 2 / (2 * sigma**2))
+    assert np.allclose(S.toarray(), np.maximum(W, W.T))
+    assert S.nnz <= 2 * 5 * 200
+
+
+def test_duplicates_and_isolated_points_give_no_nan():
+    rng = np.random.default_rng(2)
+    X = np.vstack([np.repeat(rng.normal(size=(10, 3)), 4, axis=0), [[1e6, 1e6, 1e6]]])
+    L = knn_laplacian(X, n_neighbors=3, sigma=0.5)
+    assert np.all(np.isfinite(L.data))
+    assert L[len(X) - 1, len(X) - 1] == pytest.approx(1.01)
+    assert L[len(X) - 1].nnz == 1  # the isolated point keeps only its diagonal
+
+
+def test_edges_warn():
+    X = np.random.default_rng(3).normal(size=(12, 2))
+    with pytest.warns(UserWarning, match=r"n_neighbors=20 >= n_samples=12.*all 11 others"):
+        S, _ = knn_graph(X, n_neighbors=20)
+    assert S.nnz == 12 * 11
+    with pytest.warns(UserWarning, match="all points coincide"):
+        S, sigma = knn_graph(np.ones((10, 3)), n_neighbors=3)
+    assert sigma == 1.0 and np.allclose(S.data, 1.0)
+
+
+def test_distance_graph_input_matches_internal_search():
+    X = np.random.default_rng(4).normal(size=(150, 6))
+    D = KNeighborsTransformer(n_neighbors=8, mode="distance").fit_transform(X)
+    dist, ind = neighbors_from_distance_graph(D, n_neighbors=8)
+    ref_d, ref_i = NeighborIndex("exact").fit(X).kneighbors(n_neighbors=8)
+    _same_neighbours(ind, dist, ref_i, ref_d)
+    with pytest.raises(ValueError, match="at least 9 neighbours"):
+        neighbors_from_distance_graph(D, n_neighbors=9)
+    with pytest.raises(TypeError, match="scipy.sparse"):
+        neighbors_from_distance_graph(D.toarray())
+
+
+def test_bad_method_and_unfitted():
+    with pytest.raises(ValueError, match="knn_method must be one of"):
+        NeighborIndex("fast").fit(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="not fitted"):
+        NeighborIndex().kneighbors(n_neighbors=1)
+    with pytest.raises(ValueError, match=r"n_neighbors must lie in \[1, 2\]"):
+        NeighborIndex().fit(np.eye(3)).kneighbors(n_neighbors=3)
