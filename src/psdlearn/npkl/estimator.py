@@ -489,7 +489,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.constraints_ = C
         return self
 
-    def _finish(self, res, name, unit, what):
+    def _finish(self, res, name, unit, what, hint="increase max_iter or tol"):
         """``converged_`` and the warnings of a solver result."""
         self.converged_ = bool(res.converged)
         if getattr(res, "interrupted", False):
@@ -497,7 +497,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         elif not res.converged:
             warnings.warn(
                 f"NPKL(solver={name!r}) stopped at max_iter={self.max_iter} {unit} before "
-                f"{what}; increase max_iter or tol.",
+                f"{what}; {hint}.",
                 ConvergenceWarning,
                 stacklevel=4,
             )
@@ -615,7 +615,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.n_iter_ = res.n_iter
         self.rank_ = rank
         self._finish(res, "admm", "iterations", f"the residuals fell below tol={self.tol} "
-                     "(relative to ||V||); or start from init='bcd',")
+                     "(relative to ||V||)", "increase max_iter or tol, or start from init='bcd'")
 
     def _fit_simplenpkl(self, problem, rank, rng):
         from psdlearn.npkl.simplenpkl import default_B, solve_simplenpkl

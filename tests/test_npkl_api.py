@@ -1,0 +1,180 @@
+"""NPKL as a scikit-learn estimator: checks, out-of-sample extension, graphs, interrupts."""
+
+import _thread
+import threading
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.neighbors import KNeighborsTransformer, NearestNeighbors
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import psdlearn as pl
+from psdlearn._progress import FitInterruptedWarning
+
+# fit_transform returns the transductive solution embedding_ (the constraints act on the
+# training rows), transform the out-of-sample extension, which does not see them: the two
+# differ by design. test_fit_transform_is_embedding and test_transform_* check both.
+_TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of-sample map"
+_EXPECTED = {"check_transformer_general": _TRANSDUCTIVE,
+             "check_transformer_data_not_an_array": _TRANSDUCTIVE}
+
+
+@parametrize_with_checks(
+    [pl.NPKL(max_iter=50), pl.NPKL(solver="admm", loss="pcp", max_iter=50)],
+    expected_failed_checks=lambda est: _EXPECTED,
+)
+def test_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+def _blobs(n=90, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), n // 3)
+    X = rng.normal(size=(n, 4)) * 0.6 + 3.0 * np.eye(3, 4)[y]
+    return X, y
+
+
+def test_fit_transform_is_embedding():
+    X, y = _blobs()
+    C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    model = pl.NPKL(loss="square", random_state=0)
+    E = model.fit_transform(X, C)
+    assert np.array_equal(E, model.embedding_)
+
+
+def test_transform_batch_equals_one_at_a_time():
+    X, y = _blobs(120)
+    C = pl.PairwiseConstraints.from_labels(y[:90], random_state=0)
+    model = pl.NPKL(loss="square", random_state=0).fit(X[:90], C)
+    batch = model.transform(X[90:])
+    single = np.vstack([model.transform(X[i:i + 1]) for i in range(90, 120)])
+    assert np.allclose(batch, single, rtol=0, atol=1e-14)
+    assert np.allclose(model.transform(X[90:95]), batch[:5], rtol=0, atol=1e-14)
+
+
+def test_transform_kept_index_equals_rebuilt_closed_form():
+    """The kept index gives the rows computed from a fresh exact search and the formula."""
+    X, y = _blobs(120, seed=1)
+    C = pl.PairwiseConstraints.from_labels(y[:90], random_state=1)
+    model = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X[:90], C)
+    dist, ind = NearestNeighbors(n_neighbors=5).fit(X[:90]).kneighbors(X[90:])
+    s = np.exp(-dist**2 / (2 * model.sigma_**2))
+    deg = np.asarray(model.laplacian_.diagonal()) * 0 + model.degrees_
+    coef = s / np.sqrt(s.sum(1, keepdims=True) * deg[ind]) / (1 + model.delta)
+    expected = np.einsum("bk,bkr->br", coef, model.embedding_[ind])
+    assert np.allclose(model.transform(X[90:]), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_transform_formula_is_stationarity_of_unconstrained_rows():
+    """At the optimum, an unconstrained training row with a symmetric neighbourhood is the
+    out-of-sample closed form of its own neighbour list (the update (13) at its fixed
+    point). This links transform to the fitted problem."""
+    X, y = _blobs(150, seed=2)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=0.1, n_cannot=0.1, random_state=0)
+    model = pl.NPKL(loss="square", tol=1e-12, max_iter=20000, random_state=0).fit(X, C)
+    k = model.n_neighbors_
+    dist, ind = model.neighbor_index_.kneighbors(n_neighbors=k)
+    S = model.laplacian_.copy()
+    checked = 0
+    for i in np.setdiff1d(np.arange(len(X)), C.constrained_samples):
+        if set(S[i].indices) - {i} == set(ind[i]):  # symmetric neighbourhood
+            row = model._embed_from_neighbors(dist[i:i + 1], ind[i:i + 1])[0]
+            assert np.allclose(row, model.embedding_[i], atol=1e-8)
+            checked += 1
+    assert checked >= 10
+
+
+def test_transform_joint_depends_on_batch_and_transform_does_not():
+    X, y = _blobs(120, seed=3)
+    model = pl.NPKL(loss="square", random_state=0).fit(
+        X[:90], pl.PairwiseConstraints.from_labels(y[:90], random_state=0))
+    joint_all, joint_five = model.transform_joint(X[90:]), model.transform_joint(X[90:95])
+    assert not np.allclose(joint_all[:5], joint_five)
+    assert np.allclose(model.transform(X[90:])[:5], model.transform(X[90:95]))
+
+
+def test_kneighbors_transformer_graph_gives_same_fit():
+    X, y = _blobs(90, seed=4)
+    C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    ref = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X, C)
+    knt = KNeighborsTransformer(n_neighbors=10, mode="distance").fit(X)
+    D = knt.transform(X)
+    model = pl.NPKL(loss="square", graph="precomputed_nearest_neighbors",
+                    random_state=0).fit(D, C)
+    assert model.sigma_ == pytest.approx(ref.sigma_)
+    assert abs(model.laplacian_ - ref.laplacian_).max() < 1e-12
+    assert np.allclose(model.embedding_, ref.embedding_)
+    Xn = np.random.default_rng(5).normal(size=(7, 4))
+    assert np.allclose(model.transform(knt.transform(Xn)), ref.transform(Xn))
+
+
+def test_graph_info_and_approximate_fit_close_to_exact():
+    pytest.importorskip("hnswlib")
+    X, y = _blobs(600, seed=6)
+    C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    exact = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X, C)
+    approx = pl.NPKL(loss="square", knn_method="approximate", random_state=0).fit(X, C)
+    assert exact.graph_info_["method"] == "exact" and exact.graph_info_["recall"] == 1.0
+    assert approx.graph_info_["backend"] == "hnsw" and approx.graph_info_["recall"] >= 0.9
+    f_exact = exact.objective()
+    assert abs(approx.objective() - f_exact) <= 0.02 * abs(f_exact)
+
+
+def test_rank_auto_never_above_n_with_labels():
+    X, y = _blobs(60)
+    model = pl.NPKL(solver="admm", loss="pcp", max_iter=20).fit(X, y)
+    assert model.rank_ <= 60
+
+
+def test_requires_y_and_edges():
+    X, y = _blobs(30)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        pl.NPKL().fit(X)
+    with pytest.warns(UserWarning, match="n_neighbors=200 >= n_samples=30"):
+        pl.NPKL(n_neighbors=200, max_iter=5).fit(X, y)
+    with pytest.warns(UserWarning, match="all points coincide"):
+        pl.NPKL(max_iter=5).fit(np.ones((20, 3)), y[:20])
+    with pytest.raises(ValueError, match="graph='precomputed'"):
+        model = pl.NPKL(graph="precomputed", max_iter=5).fit(
+            pl.graph.knn_laplacian(X), y)
+        model.transform(X)
+
+
+def test_sparse_input_fits():
+    X, y = _blobs(60)
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    dense = pl.NPKL(loss="square", random_state=0, knn_method="exact").fit(Xs.toarray(), y)
+    sparse = pl.NPKL(loss="square", random_state=0, knn_method="exact").fit(Xs, y)
+    assert np.allclose(dense.embedding_, sparse.embedding_, atol=1e-8)
+    assert np.allclose(dense.transform(Xs[:4].toarray()), sparse.transform(Xs[:4]))
+
+
+@pytest.mark.parametrize("solver", ["bcd", "admm"])
+def test_interrupt_keeps_last_iterate(solver):
+    X, y = pl.datasets.make_two_gaussians(6000, n_features=10, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    loss = "square" if solver == "bcd" else "pcp"
+    model = pl.NPKL(loss=loss, solver=solver, tol=0.0, max_iter=100000, random_state=0)
+    timer = threading.Timer(3.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.warns(FitInterruptedWarning, match="interrupted"):
+            model.fit(X, C)
+    finally:
+        timer.cancel()
+    assert model.converged_ is False
+    assert 1 <= model.n_iter_ < 100000
+    assert len(model.objective_history_) == model.n_iter_ + 1
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+    assert np.all(np.isfinite(model.transform(X[:3])))
+
+
+def test_fits_write_nothing_to_stdout(capfd):
+    X, y = _blobs(60)
+    for solver, loss in [("bcd", "hinge"), ("admm", "pcp"), ("simplenpkl", "square")]:
+        pl.NPKL(solver=solver, loss=loss, max_iter=20).fit(X, y).transform(X[:3])
+    assert capfd.readouterr().out == ""
