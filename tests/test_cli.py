@@ -51,3 +51,22 @@ def test_fit_malformed_constraints_names_line(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "c.csv:3" in err and "expected label" in err
+
+
+def test_fit_nan_feature_names_file_and_row(tmp_path, capsys):
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    X[6, 2] = np.nan
+    np.savetxt(tmp_path / "X.csv", X, delimiter=",")
+    (tmp_path / "c.csv").write_text("0,1,+1\n2,3,-1\n")
+    code = main(["fit", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "-q",
+                 "-o", str(tmp_path / "E.npy")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "X.csv: row 7, column 3 is nan" in err
+    assert "HistGradientBoosting" not in err
+
+
+def test_reproduce_list_cites_papers_by_author(capsys):
+    assert main(["reproduce", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "seed 00" not in out and "Hu & Kwok 2015" in out and "Shen et al. 2008" in out

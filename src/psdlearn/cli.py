@@ -44,7 +44,7 @@ def _cmd_demo(args):
     C = pl.PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6,
                                            random_state=args.seed)
     print(f"data set {args.dataset}: n={X.shape[0]}, d={X.shape[1]}, classes={n_classes}; "
-          f"{C.n_must} must-link + {C.n_cannot} cannot-link pairs (0.6n each, seed 000 protocol)")
+          f"{C.n_must} must-link + {C.n_cannot} cannot-link pairs (0.6n each, the protocol of Hu & Kwok 2015)")
     t0 = time.perf_counter()
     km = KMeans(n_clusters=n_classes, n_init=20, random_state=args.seed).fit_predict(X)
     t_km = time.perf_counter() - t0
@@ -80,10 +80,16 @@ def _read_features(path):
             X, _ = load_svmlight_file(str(path))
         except ValueError as exc:
             raise ValueError(f"{path}: not a valid LIBSVM file ({exc}).") from None
-        X = X.toarray()
+        # LIBSVM files stay sparse: the neighbour search takes CSR input as it is
+        return X.tocsr().astype(np.float64)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"{path}: features must be a 2-D matrix, got shape {X.shape}.")
+    bad = ~np.isfinite(X)
+    if bad.any():
+        row, col = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(f"{path}: row {row + 1}, column {col + 1} is {X[row, col]}; every "
+                         "feature must be a finite number.")
     return X
 
 
@@ -103,8 +109,9 @@ def _cmd_fit(args):
     X = _read_features(args.features)
     C = pl.PairwiseConstraints.from_csv(args.constraints, n_samples=X.shape[0])
     model = pl.NPKL(loss=args.loss, solver=args.solver, rank=args.rank, gamma=args.gamma,
-                    n_neighbors=args.n_neighbors, max_iter=args.max_iter, tol=args.tol,
-                    random_state=args.seed, verbose=0 if args.quiet else 1)
+                    n_neighbors=args.n_neighbors, knn_method=args.knn_method,
+                    max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
+                    verbose=0 if args.quiet else 1)
     t0 = time.perf_counter()
     model.fit(X, C)
     elapsed = time.perf_counter() - t0
@@ -118,6 +125,8 @@ def _cmd_fit(args):
         "loss": args.loss,
         "n_samples": int(X.shape[0]),
         "n_constraints": C.n_pairs,
+        "graph": model.graph_info_,
+        "graph_time_s": model.graph_time_,
         "embedding": str(args.output),
     }
     summary_path = Path(args.summary or Path(args.output).with_suffix(".json"))
@@ -165,6 +174,9 @@ def _parser():
     s.add_argument("--rank", default="auto", type=lambda v: v if v == "auto" else int(v))
     s.add_argument("--gamma", type=float, default=1.0)
     s.add_argument("--n-neighbors", type=int, default=5)
+    s.add_argument("--knn-method", choices=("auto", "exact", "approximate"), default="auto",
+                   help="neighbour search of the kNN graph (default: exact up to 20,000 "
+                   "points, approximate above)")
     s.add_argument("--max-iter", type=int, default=1000)
     s.add_argument("--tol", type=float, default=1e-5)
     s.add_argument("--seed", type=int, default=0)

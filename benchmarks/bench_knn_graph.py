@@ -1,0 +1,142 @@
+"""The kNN graph against the solve: end-to-end NPKL fits, graph times and approximate quality.
+
+Run: ``python benchmarks/bench_knn_graph.py [--quick] [--max-n N] [--no-quality]
+[--only-1e7]``. Writes ``benchmarks/results/knn_graph.{md,json}`` (``--only-1e7``:
+``knn_graph_1e7.{md,json}``).
+
+- 10-d Gaussians N(+1, I) / N(-1, I), n = 1e4, 1e5, 1e6: ``NPKL(loss="square", rank=50)``
+  with 500 + 500 pairs, end to end from the features (``knn_method="auto"``, k = 5; the
+  sigma rule's search for 10 neighbours is the graph's). ``graph_s`` and ``solve_s`` are
+  the estimator's own ``graph_time_`` and ``fit_time_`` of that fit; ``total_s`` is the
+  wall time of ``fit``. The target: ``total_s <= 2 solve_s`` at every n.
+- mnist (70,000 x 784, k = 10) and a9a (32,561 x 123, k = 50): graph time per method.
+- Quality (``--no-quality`` skips it): at n = 1e5 and on a9a, the exact and the
+  approximate graph, the same constraints and seed: objective of the fit and the Rand index
+  of kernel k-means on its embedding.
+- ``--only-1e7``: one end-to-end fit at n = 1e7 (rank 50), time and peak memory.
+
+Peak memory is the process's maximum resident set size (``resource``), which counts the
+C++ index and the data; it is monotone over the run, so rows are in increasing n.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+import warnings
+
+from _common import load_note, write_results
+from sklearn.metrics import rand_score
+
+import psdlearn as pl
+from psdlearn.graph import knn_graph
+
+
+def _rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _fit(X, C, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        model = pl.NPKL(loss="square", rank=50, random_state=0, **kw).fit(X, C)
+        return model, time.perf_counter() - t0
+
+
+def end_to_end(ns, rows):
+    # compile the numba kernels outside the timings
+    X, y = pl.datasets.make_two_gaussians(2000, n_features=10, random_state=1)
+    _fit(X, pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=50, random_state=0))
+    for n in ns:
+        X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
+        C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
+        model, total = _fit(X, C)
+        info = model.graph_info_
+        rows.append({"case": "gauss10 end-to-end", "n": n, "d": 10, "k": 5,
+                     "method": f"{info['method']} ({info['backend']})",
+                     "recall": round(info["recall"], 4), "graph_s": model.graph_time_,
+                     "solve_s": model.fit_time_, "total_s": total,
+                     "total/solve": total / model.fit_time_, "sweeps": model.n_iter_,
+                     "peak_MiB": _rss_mib()})
+        print(rows[-1], flush=True)
+
+
+def graph_times(rows, quality):
+    for name, k in (("a9a", 50), ("mnist", 10)):
+        X, y = pl.datasets.load(name, split="all" if name == "mnist" else "train")
+        methods = ("auto", "exact") if quality or name == "a9a" else ("auto",)
+        for method in methods:
+            t0 = time.perf_counter()
+            _, _, index, info = knn_graph(X, n_neighbors=k, knn_method=method,
+                                          random_state=0, return_index=True)
+            rows.append({"case": f"{name} graph", "n": len(X), "d": X.shape[1], "k": k,
+                         "method": f"{info['method']} ({info['backend']})",
+                         "recall": round(info["recall"], 4),
+                         "graph_s": time.perf_counter() - t0, "peak_MiB": _rss_mib()})
+            print(rows[-1], flush=True)
+
+
+def quality_rows(rows):
+    cases = [("gauss10 1e5", *pl.datasets.make_two_gaussians(100_000, n_features=10,
+                                                             random_state=0), 5, 2)]
+    X, y = pl.datasets.load("a9a")
+    cases.append(("a9a", X, y, 50, 2))
+    for name, X, y, k, n_clusters in cases:
+        C = pl.PairwiseConstraints.from_labels(y, n_must=0.6 if name == "a9a" else 500,
+                                               n_cannot=0.6 if name == "a9a" else 500,
+                                               random_state=0)
+        out = {}
+        for method in ("exact", "approximate"):
+            model, total = _fit(X, C, n_neighbors=k, knn_method=method, max_iter=800)
+            labels = pl.kernel_kmeans(model.embedding_, n_clusters=n_clusters, n_init=10,
+                                      random_state=0)
+            out[method] = (model.objective(), 100 * rand_score(y, labels))
+            rows.append({"case": f"{name} quality", "n": len(X), "d": X.shape[1], "k": k,
+                         "method": method, "recall": round(model.graph_info_["recall"], 4),
+                         "graph_s": model.graph_time_, "solve_s": model.fit_time_,
+                         "total_s": total, "objective": out[method][0],
+                         "rand": out[method][1], "peak_MiB": _rss_mib()})
+            print(rows[-1], flush=True)
+        rel = (out["approximate"][0] - out["exact"][0]) / abs(out["exact"][0])
+        rows[-1]["objective_vs_exact_%"] = 100 * rel
+        rows[-1]["rand_vs_exact"] = out["approximate"][1] - out["exact"][1]
+
+
+COLUMNS = ["case", "n", "d", "k", "method", "recall", "graph_s", "solve_s", "total_s",
+           "total/solve", "sweeps", "objective", "rand", "objective_vs_exact_%",
+           "rand_vs_exact", "peak_MiB"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="n <= 1e5, no mnist/quality")
+    ap.add_argument("--max-n", type=int, default=1_000_000)
+    ap.add_argument("--no-quality", action="store_true")
+    ap.add_argument("--only-1e7", action="store_true")
+    args = ap.parse_args()
+    start_load = os.getloadavg()[0]
+    rows = []
+    notes = [f"{os.cpu_count()} cores; the searches use all of them, the BCD solve its own "
+             "threads above 2e7 multiply-adds per pass."]
+    if args.only_1e7:
+        end_to_end([10_000_000], rows)
+        notes.append(load_note(start_load))
+        write_results("knn_graph_1e7", COLUMNS, rows, notes)
+        return
+    ns = [n for n in (10_000, 100_000, 1_000_000) if n <= args.max_n]
+    if args.quick:
+        ns = [n for n in ns if n <= 100_000]
+    end_to_end(ns, rows)
+    if not args.quick:
+        graph_times(rows, quality=not args.no_quality)
+        if not args.no_quality:
+            quality_rows(rows)
+    notes.append(load_note(start_load))
+    write_results("knn_graph", COLUMNS, rows, notes)
+
+
+if __name__ == "__main__":
+    main()
