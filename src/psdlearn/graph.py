@@ -195,7 +195,16 @@ class NeighborIndex:
         if method == "auto":
             small = n <= AUTO_EXACT_MAX_SAMPLES or (not sp.issparse(X)
                                                    and d <= AUTO_TREE_MAX_FEATURES)
-            method = "exact" if small or not _have_hnswlib() else "approximate"
+            method = "exact" if small else "approximate"
+            if method == "approximate" and not _have_hnswlib():
+                method = "exact"
+                warnings.warn(
+                    f"knn_method='auto': {n} points call for the approximate search, but "
+                    "hnswlib is not installed (pip install 'psdlearn[ann]'); searching "
+                    "exactly, which grows as n^2.",
+                    UserWarning,
+                    stacklevel=2,
+                )
         self.method_ = method
         self.n_samples_fit_, self.n_features_in_ = n, d
         self._X = X
