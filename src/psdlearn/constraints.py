@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
+
+from psdlearn.graph import NeighborIndex
 
 __all__ = [
     "PairwiseConstraints",
@@ -436,11 +437,10 @@ def triplets_from_labels(X, y, n_triplets=None, random_state=None):
         inside = labelled[y[labelled] == c]
         outside = labelled[y[labelled] != c]
         if len(inside) > 1:
-            nn = NearestNeighbors(n_neighbors=1).fit(X[inside])
-            idx = nn.kneighbors(return_distance=False)[:, 0]
-            nearest_same[inside] = inside[idx]
-        nn = NearestNeighbors(n_neighbors=1).fit(X[outside])
-        nearest_diff[inside] = outside[nn.kneighbors(X[inside], return_distance=False)[:, 0]]
+            _, idx = NeighborIndex("exact").fit(X[inside]).kneighbors(n_neighbors=1)
+            nearest_same[inside] = inside[idx[:, 0]]
+        _, idx = NeighborIndex("exact").fit(X[outside]).kneighbors(X[inside], n_neighbors=1)
+        nearest_diff[inside] = outside[idx[:, 0]]
     ok = labelled[nearest_same[labelled] >= 0]
     triplets = np.column_stack([ok, nearest_same[ok], nearest_diff[ok]]).astype(np.int64)
     return _subsample(triplets, n_triplets, rng)
