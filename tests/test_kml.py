@@ -1,4 +1,9 @@
-"""KernelMetricLearner (seed 004): closed-form beta, landmarks, LLE weights, out-of-sample."""
+"""KernelMetricLearner (Yeung, Chang & Dai 2007): closed-form beta, landmarks, LLE weights,
+out-of-sample, the side-information convention, quiet and interruptible fits."""
+
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -6,16 +11,22 @@ import scipy.sparse as sp
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import minimize
 from sklearn.base import clone
+from sklearn.cluster import KMeans
+from sklearn.metrics import rand_score
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
+from psdlearn._progress import FitInterruptedWarning
+from psdlearn.kml import _lle
 from psdlearn.kml._beta import (
     center_kernel,
     centered_eigenpairs,
     optimal_beta,
-    pair_dispersion,
+    participation_ratio,
 )
 from psdlearn.kml._lle import local_weights, local_weights_reference
+from psdlearn.kml._similar import SimilarSet, similar_set
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +39,11 @@ def xor():
 def similar_sq_dist(Z, pairs):
     diff = Z[pairs[:, 0]] - Z[pairs[:, 1]]
     return float(np.mean(np.sum(diff * diff, axis=1)))
+
+
+def dispersion(A, pairs):
+    """D_S of eq. 2 by its definition, pair by pair."""
+    return np.mean([(A[i] - A[j]) ** 2 for i, j in pairs], axis=0)
 
 
 # ------------------------------------------------------------------ beta (eqs. 1-4)
@@ -59,25 +75,44 @@ def test_beta_ridge_and_singular_D():
     assert_allclose(beta.sum(), 1.0)
 
 
-def test_fitted_beta_is_the_closed_form_of_its_D_S(xor):
+@pytest.mark.parametrize("n_landmarks", [None, 120])
+def test_fitted_beta_is_the_closed_form_of_its_D_S(xor, n_landmarks):
     X, _, C = xor
-    for m in (None, 120):
-        model = pl.KernelMetricLearner(n_landmarks=m, eps=0.0, random_state=0).fit(X, C)
-        pos = np.searchsorted(model.landmark_indices_, model.similar_pairs_)
-        d = pair_dispersion(model.eigenvectors_, pos)
-        assert_allclose(model.beta_.sum(), np.sqrt(model.eigenvalues_).sum(), rtol=1e-12)
-        assert_allclose(d * model.beta_, np.full(len(d), (d * model.beta_)[0]), rtol=1e-8)
-        # J_S of the learned embedding is beta^T D_S beta (eq. 1)
-        assert_allclose(similar_sq_dist(model.embedding_, model.similar_pairs_),
-                        model.beta_ @ (d * model.beta_), rtol=1e-10)
+    model = pl.KernelMetricLearner(n_landmarks=n_landmarks, eps=0.0, random_state=0).fit(X, C)
+    pos = np.searchsorted(model.landmark_indices_, C.must_link)
+    d = dispersion(model.eigenvectors_, pos)
+    assert model.n_similar_pairs_ == C.n_must
+    assert_allclose(model.beta_.sum(), np.sqrt(model.eigenvalues_).sum(), rtol=1e-12)
+    assert_allclose(d * model.beta_, np.full(len(d), (d * model.beta_)[0]), rtol=1e-8)
+    # J_S of the learned embedding is beta^T D_S beta (eq. 1)
+    assert_allclose(similar_sq_dist(model.embedding_, C.must_link),
+                    model.beta_ @ (d * model.beta_), rtol=1e-10)
 
 
-def test_pair_dispersion_matches_definition():
+def test_dispersion_of_pairs_matches_definition():
     rng = np.random.default_rng(0)
     A = rng.standard_normal((20, 4))
     pairs = np.array([[0, 3], [5, 7], [2, 19]])
-    expected = np.mean([(A[i] - A[j]) ** 2 for i, j in pairs], axis=0)
-    assert_allclose(pair_dispersion(A, pairs), expected, rtol=1e-14)
+    S = SimilarSet(20, pairs=pairs)
+    assert_allclose(S.dispersion(A, np.arange(20)), dispersion(A, pairs), rtol=1e-14)
+    # rows of A for a subset of the samples (the landmarks): indices are mapped
+    rows = np.array([0, 2, 3, 5, 7, 19])
+    assert_allclose(S.dispersion(A[rows], rows), dispersion(A, pairs), rtol=1e-14)
+
+
+def test_dispersion_of_labels_is_the_mean_over_every_within_class_pair():
+    """The class-scatter form equals D_S over the sum_c n_c (n_c - 1) / 2 listed pairs."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, size=40)
+    y[rng.choice(40, 12, replace=False)] = -1
+    y[np.flatnonzero(y == 2)[1:]] = -1            # class 2 keeps one labelled point
+    A = rng.standard_normal((40, 5))
+    S = similar_set(y, 40, "test")
+    pairs = np.array([(i, j) for i in range(40) for j in range(i + 1, 40)
+                      if y[i] == y[j] != -1])
+    assert S.n_pairs == len(pairs)
+    assert_array_equal(S.points, np.unique(pairs))
+    assert_allclose(S.dispersion(A, np.arange(40)), dispersion(A, pairs), rtol=1e-12)
 
 
 def test_centered_eigenpairs_lanczos_agrees_with_dense(xor):
@@ -86,11 +121,55 @@ def test_centered_eigenpairs_lanczos_agrees_with_dense(xor):
     lam, V = centered_eigenpairs(Kc)
     lam5, V5 = centered_eigenpairs(Kc, n_components=5)
     assert_allclose(lam5, lam[:5], rtol=1e-9)
-    assert_allclose(np.abs(V5.T @ V[:, :5]), np.eye(5), atol=1e-6)
+    # both solvers sign the eigenvectors the same way
+    assert_allclose(V5, V[:, :5], atol=1e-6)
     # eigenvectors of a centered kernel are orthogonal to the constant vector, up to the
     # round-off eps * lambda_max / lambda_r of each eigenvector
     assert_allclose(V.sum(axis=0) * lam, 0.0, atol=1e-12 * lam[0])
     assert_allclose(Kc @ V, V * lam, atol=1e-9 * lam[0])
+
+
+def test_participation_ratio_counts_effective_eigenvalues():
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.standard_normal((30, 30)))
+    for spectrum, expected in (([5.0], 1), ([2.0] * 7, 7), ([4.0, 1.0, 1.0], 2)):
+        lam = np.zeros(30)
+        lam[:len(spectrum)] = spectrum
+        K = (Q * lam) @ Q.T
+        # ceil((sum lambda)^2 / sum lambda^2): 36 / 18 = 2 for (4, 1, 1)
+        assert participation_ratio(K) == expected
+    assert participation_ratio(np.zeros((4, 4))) == 1
+
+
+def test_default_keeps_the_participation_ratio_of_the_spectrum(xor):
+    X, _, C = xor
+    model = pl.KernelMetricLearner().fit(X, C)
+    Kc = center_kernel(rbf_kernel(X, gamma=model.kernel_gamma_))
+    assert model.n_components_ == participation_ratio(Kc) == len(model.beta_)
+    every = pl.KernelMetricLearner(n_components=None).fit(X, C)
+    assert every.n_components_ > model.n_components_
+    assert_allclose(every.eigenvalues_[:model.n_components_], model.eigenvalues_, rtol=1e-8)
+
+
+def test_default_does_not_let_near_null_eigenvectors_dominate():
+    """Keeping every eigenvector lets 1 / D_S weight noise: the default clusters better."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    scores, shares = {"auto": [], None: []}, []
+    for seed in (1, 2):
+        C = pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=seed)
+        for q in scores:
+            model = pl.KernelMetricLearner(n_landmarks=300, n_components=q,
+                                           random_state=0).fit(X, C)
+            labels = KMeans(10, n_init=3, random_state=0).fit_predict(model.embedding_)
+            scores[q].append(rand_score(y, labels))
+        b2, lam = model.beta_**2, model.eigenvalues_
+        shares.append(b2[lam < 1e-3 * lam[0]].sum() / b2.sum())
+    # with every eigenvector (the paper's choice), up to 62% of the weight sits on
+    # eigenvalues below 1e-3 lambda_max; measured Rand 0.94 (auto) against 0.77
+    assert max(shares) > 0.5
+    assert np.mean(scores["auto"]) > np.mean(scores[None]) + 0.05
 
 
 # ------------------------------------------------------------- full vs scalable
@@ -111,7 +190,7 @@ def test_all_points_as_landmarks_equals_full_version(xor):
 def test_rbf_weights_reproduce_the_centered_kernel(xor):
     """beta_r = sqrt(lambda_r) is the unmodified kernel: V diag(lambda) V^T = H K H."""
     X = xor[0]
-    model = pl.KernelMetricLearner(gamma=0.5).fit(X, xor[2])
+    model = pl.KernelMetricLearner(kernel_gamma=0.5, n_components=None).fit(X, xor[2])
     V, lam = model.eigenvectors_, model.eigenvalues_
     Kc = center_kernel(rbf_kernel(X, gamma=0.5))
     assert_allclose((V * lam) @ V.T, Kc, atol=1e-8)
@@ -126,13 +205,14 @@ def test_local_weights_reconstruct_a_point_in_the_span_of_its_neighbours():
     a = np.array([0.1, 0.5, 0.3, 0.1])
     x = a @ near                                  # in the affine span of its neighbours
     X = x[None, :]
-    idx, w = local_weights(np.einsum("ij,ij->i", X, X), X @ landmarks.T,
-                           landmarks @ landmarks.T, 4, reg=1e-12)
+    idx, w, err = local_weights(np.einsum("ij,ij->i", X, X), X @ landmarks.T,
+                                landmarks @ landmarks.T, 4, reg=1e-12)
     assert set(idx[0]) == {5, 6, 7, 8}
     assert_allclose(w.sum(axis=1), 1.0, rtol=1e-12)
     assert_allclose(w[0] @ landmarks[idx[0]], x, atol=1e-6)
     order = np.argsort(idx[0])
     assert_allclose(w[0][order], a, atol=1e-5)
+    assert err[0] < 1e-10
 
 
 def test_local_weights_minimize_the_local_error():
@@ -142,11 +222,13 @@ def test_local_weights_minimize_the_local_error():
     X = rng.standard_normal((5, 3))
     Kll, Kxl = rbf_kernel(L, gamma=0.7), rbf_kernel(X, L, gamma=0.7)
     reg = 1e-9
-    idx, w = local_weights(np.ones(5), Kxl, Kll, 6, reg=reg)
+    idx, w, err = local_weights(np.ones(5), Kxl, Kll, 6, reg=reg)
     assert_allclose(w.sum(axis=1), 1.0, rtol=1e-12)
     for i in range(5):
         N = idx[i]
         G = 1.0 + Kll[np.ix_(N, N)] - Kxl[i, N][:, None] - Kxl[i, N][None, :]
+        # the reported error is E(w) = w^T G w of (10), without the ridge
+        assert_allclose(err[i], w[i] @ G @ w[i], rtol=1e-8, atol=1e-14)
         G += reg * np.trace(G) / 6 * np.eye(6)
         best = w[i] @ G @ w[i]
         for _ in range(20):
@@ -164,12 +246,15 @@ def test_compiled_local_weights_match_the_numpy_reference(n_neighbors, reg):
     L = rng.standard_normal((40, 3))
     X = np.vstack([rng.standard_normal((60, 3)), L[[2, 17]]])   # two rows are landmarks
     Kll, Kxl = rbf_kernel(L, gamma=0.4), rbf_kernel(X, L, gamma=0.4)
-    idx, w = local_weights(np.ones(len(X)), Kxl, Kll, n_neighbors, reg)
-    idx_ref, w_ref = local_weights_reference(np.ones(len(X)), Kxl, Kll, n_neighbors, reg)
+    idx, w, err = local_weights(np.ones(len(X)), Kxl, Kll, n_neighbors, reg)
+    idx_ref, w_ref, err_ref = local_weights_reference(np.ones(len(X)), Kxl, Kll,
+                                                      n_neighbors, reg)
     assert_array_equal(idx, idx_ref)
     assert_allclose(w, w_ref, rtol=1e-7, atol=1e-9)
+    assert_allclose(err, err_ref, rtol=1e-7, atol=1e-12)
     assert_allclose(w[-2:], np.eye(1, min(n_neighbors, 40)).repeat(2, axis=0))
     assert_array_equal(idx[-2:, 0], [2, 17])
+    assert_allclose(err[-2:], 0.0, atol=1e-12)
 
 
 def test_weights_matrix_structure(xor):
@@ -197,11 +282,21 @@ def test_out_of_sample_of_training_points_equals_in_sample(xor, n_landmarks, n_i
     assert_allclose(Z, model.embedding_, atol=1e-6 * np.abs(model.embedding_).max())
 
 
+@pytest.mark.parametrize("n_landmarks", [None, 100])
+def test_a_batch_embeds_as_its_points_one_at_a_time(xor, n_landmarks):
+    X, _, C = xor
+    Xn = pl.datasets.make_xor(12, random_state=7)[0]
+    model = pl.KernelMetricLearner(n_landmarks=n_landmarks, n_iter=2,
+                                   random_state=0).fit(X, C)
+    single = np.vstack([model.transform(Xn[i:i + 1]) for i in range(len(Xn))])
+    assert_allclose(model.transform(Xn), single, rtol=1e-12, atol=1e-14)
+
+
 def test_full_out_of_sample_is_the_kpca_projection(xor):
     """A new point's learned coordinates are beta_r / sqrt(lambda_r) times its KPCA ones."""
     X, _, C = xor
     Xn = pl.datasets.make_xor(20, random_state=5)[0]
-    model = pl.KernelMetricLearner(gamma=0.5, n_components=8).fit(X, C)
+    model = pl.KernelMetricLearner(kernel_gamma=0.5, n_components=8).fit(X, C)
     from sklearn.decomposition import KernelPCA
 
     kpca = KernelPCA(n_components=8, kernel="rbf", gamma=0.5, eigen_solver="dense").fit(X)
@@ -210,26 +305,55 @@ def test_full_out_of_sample_is_the_kpca_projection(xor):
     assert_allclose(np.abs(Z), np.abs(P), atol=1e-7)
 
 
+# -------------------------------------------------- iterative extension (section 3.3)
 def test_iterative_extension_keeps_beta_and_changes_weights(xor):
     X, _, C = xor
     one = pl.KernelMetricLearner(n_landmarks=100, n_iter=1, random_state=0).fit(X, C)
     three = pl.KernelMetricLearner(n_landmarks=100, n_iter=3, random_state=0).fit(X, C)
-    assert three.n_iter_ == 3
+    assert three.n_iter_ == 3 and one.n_iter_ == 1
+    assert three.converged_ and one.converged_
     assert_allclose(three.beta_, one.beta_, rtol=1e-12)
     # fixed point: the centered learned landmark kernel gives back beta
     E = one.eigenvectors_ * one.beta_
-    mu, A = centered_eigenpairs(center_kernel(E @ E.T))
-    pos = np.searchsorted(one.landmark_indices_, one.similar_pairs_)
-    beta2 = optimal_beta(pair_dispersion(A, pos), float(np.sqrt(mu).sum()), one.eps)
+    mu, A = centered_eigenpairs(center_kernel(E @ E.T), len(one.beta_))
+    pos = np.searchsorted(one.landmark_indices_, C.must_link)
+    beta2 = optimal_beta(dispersion(A, pos), float(np.sqrt(mu).sum()), one.eps)
     assert_allclose(np.sort(beta2), np.sort(one.beta_), rtol=1e-6)
     assert (three.weights_ != one.weights_).nnz > 0
+    # the first repetition is the same computation in both fits
+    assert three.objective_history_[0] == one.objective_history_[0]
+
+
+def test_objective_history_is_the_mean_reconstruction_error_per_repetition(xor):
+    X, _, C = xor
+    model = pl.KernelMetricLearner(n_landmarks=100, n_iter=3, random_state=0).fit(X, C)
+    assert model.objective_history_.shape == (3,)
+    assert np.all(model.objective_history_ > 0)
+    rest = np.setdiff1d(np.arange(len(X)), model.landmark_indices_)
+    # repetition 1: E(w) in the RBF feature space of the base kernel
+    one = pl.KernelMetricLearner(n_landmarks=100, random_state=0).fit(X, C)
+    Wr = one.weights_[rest].toarray()
+    L = model.landmarks_
+    g = model.kernel_gamma_
+    err = (1.0 - 2.0 * np.sum(Wr * rbf_kernel(X[rest], L, gamma=g), axis=1)
+           + np.einsum("ij,jk,ik->i", Wr, rbf_kernel(L, gamma=g), Wr))
+    assert_allclose(model.objective_history_[0], err.mean(), rtol=1e-8)
+    # repetition 3: E(w) in the learned feature space, z_i of repetition 2 against E
+    two = pl.KernelMetricLearner(n_landmarks=100, n_iter=2, random_state=0).fit(X, C)
+    E = model.eigenvectors_ * model.beta_
+    residual = two.embedding_[rest] - model.weights_[rest] @ E
+    assert_allclose(model.objective_history_[2], np.mean(np.sum(residual**2, axis=1)),
+                    rtol=1e-8)
+    full = pl.KernelMetricLearner().fit(X, C)
+    assert_array_equal(full.objective_history_, [0.0])
+    assert full.n_iter_ == 1 and full.converged_
 
 
 # ----------------------------------------------------------- metric quality
 @pytest.mark.parametrize("n_landmarks", [None, 120])
 def test_learned_metric_shrinks_similar_pairs_relative_to_rbf(xor, n_landmarks):
     X, y, C = xor
-    model = pl.KernelMetricLearner(n_landmarks=n_landmarks, gamma=0.5,
+    model = pl.KernelMetricLearner(n_landmarks=n_landmarks, kernel_gamma=0.5,
                                    random_state=0).fit(X, C)
     pairs = C.must_link
     K = rbf_kernel(X, gamma=0.5)
@@ -244,40 +368,99 @@ def test_learned_metric_shrinks_similar_pairs_relative_to_rbf(xor, n_landmarks):
 
 
 # -------------------------------------------------------------- API contract
+@parametrize_with_checks([pl.KernelMetricLearner(random_state=0),
+                          pl.KernelMetricLearner(n_landmarks=1.0, n_iter=2, random_state=0)])
+def test_sklearn_estimator_checks(estimator, check):
+    # the checks pass full labels: every labelled point is in S, hence a landmark, so the
+    # scalable instance takes every point (n_landmarks=1.0); partial side information is
+    # tested on the landmark path below
+    check(estimator)
+
+
+def test_fit_transform_is_fit_then_transform(xor):
+    X, _, C = xor
+    for params in ({}, {"n_landmarks": 100, "n_iter": 2}):
+        est = pl.KernelMetricLearner(random_state=0, **params)
+        Z = clone(est).fit_transform(X, C)
+        model = clone(est).fit(X, C)
+        assert_allclose(Z, model.embedding_, rtol=1e-12)
+        assert_allclose(Z, model.transform(X), atol=1e-6 * np.abs(Z).max())
+
+
 def test_side_information_forms_agree(xor):
     X, y, C = xor
     ref = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, C)
-    from_pairs = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, C.must_link)
-    assert_allclose(from_pairs.embedding_, ref.embedding_)
+    rows = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, C.to_array())
+    assert_allclose(rows.embedding_, ref.embedding_)
     i, j = 0, int(np.flatnonzero(y != y[0])[0])
     mixed = pl.PairwiseConstraints(np.vstack([C.must_link, [[i, j]]]),
                                    np.r_[np.ones(C.n_pairs), -1], n_samples=len(X))
-    with pytest.warns(UserWarning, match="1 cannot-link pair"):
+    with pytest.warns(UserWarning, match="1 cannot-link pair.*must-link"):
         ignored = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, mixed)
     assert_allclose(ignored.embedding_, ref.embedding_)
+
+
+def test_partial_labels_are_every_within_class_pair(xor):
+    X, y, _ = xor
     labels = np.full(len(y), -1)
-    labels[:6] = y[:6]
-    m = pl.KernelMetricLearner().fit(X, labels)
-    expected = {(i, j) for i in range(6) for j in range(i + 1, 6) if y[i] == y[j]}
-    assert set(map(tuple, m.similar_pairs_.tolist())) == expected
+    labels[:30] = y[:30]
+    pairs = np.array([(i, j) for i in range(30) for j in range(i + 1, 30) if y[i] == y[j]])
+    listed = pl.PairwiseConstraints(pairs, np.ones(len(pairs)), n_samples=len(X))
+    for m in (None, 60):
+        a = pl.KernelMetricLearner(n_landmarks=m, random_state=0).fit(X, labels)
+        b = pl.KernelMetricLearner(n_landmarks=m, random_state=0).fit(X, listed)
+        assert a.n_similar_pairs_ == len(pairs)
+        assert_array_equal(a.landmark_indices_, b.landmark_indices_)
+        assert_allclose(a.embedding_, b.embedding_, rtol=1e-9, atol=1e-12)
+    # string labels, "-1" unlabelled
+    text = np.where(labels == -1, "-1", np.where(labels == 1, "b", "a"))
+    c = pl.KernelMetricLearner().fit(X, text)
+    assert_allclose(c.embedding_, pl.KernelMetricLearner().fit(X, labels).embedding_)
 
 
-def test_bad_input_is_rejected(xor):
+@pytest.mark.parametrize("y, match", [
+    (None, "requires y to be passed"),
+    (np.array([[0, 1], [2, 3]]), r"shape \(2, 2\) is ambiguous.*PairwiseConstraints"),
+    (pl.PairwiseConstraints([[0, 1]], [-1], 240), "no similar"),
+    (np.r_[0, 1, 2, np.full(237, -1)], "no class has two labelled"),
+    (np.array([[3, 3, 1]]), "self-pair"),
+    (np.zeros(5), "length 5"),
+])
+@pytest.mark.filterwarnings("ignore:1 cannot-link pair")
+def test_side_information_errors(xor, y, match):
+    with pytest.raises(ValueError, match=match):
+        pl.KernelMetricLearner().fit(xor[0], y)
+
+
+def test_edge_cases_are_errors_or_say_what_was_used(xor):
     X, _, C = xor
-    with pytest.raises(ValueError, match="smaller than"):
+    with pytest.raises(ValueError, match="fewer than the .* points in similar pairs"):
         pl.KernelMetricLearner(n_landmarks=5).fit(X, C)
-    with pytest.raises(ValueError, match="no similar"), pytest.warns(UserWarning):
-        pl.KernelMetricLearner().fit(X, pl.PairwiseConstraints([[0, 1]], [-1], len(X)))
+    with pytest.warns(UserWarning, match="exceeds n_samples=240: every sample is a landmark"):
+        model = pl.KernelMetricLearner(n_landmarks=500).fit(X, C)
+    assert len(model.landmark_indices_) == 240
+    with pytest.warns(UserWarning, match="n_neighbors=90 exceeds the 80 landmarks"):
+        model = pl.KernelMetricLearner(n_landmarks=80, n_neighbors=90,
+                                       random_state=0).fit(X, C)
+    assert model.weights_.shape == (240, 80)
+    half = pl.KernelMetricLearner(n_landmarks=0.5, random_state=0).fit(X, C)
+    assert len(half.landmark_indices_) == 120
+    same = np.ones((20, 2))
+    pairs = pl.PairwiseConstraints([[0, 1]], [1], 20)
+    with pytest.raises(ValueError, match="all points coincide"):
+        pl.KernelMetricLearner().fit(same, pairs)
+    with pytest.raises(ValueError, match="no positive eigenvalue"):
+        pl.KernelMetricLearner(kernel_gamma=1.0).fit(same, pairs)
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        pl.KernelMetricLearner().fit(sp.csr_matrix(X), C)
     Xbad = X.copy()
     Xbad[0, 0] = np.nan
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="NaN"):
         pl.KernelMetricLearner().fit(Xbad, C)
-    with pytest.raises(ValueError, match="self-pair"):
-        pl.KernelMetricLearner().fit(X, [[3, 3]])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="n_iter"):
         pl.KernelMetricLearner(n_iter=0).fit(X, C)
     model = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, C)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="features"):
         model.transform(np.ones((3, 5)))
 
 
@@ -328,3 +511,77 @@ def test_scalable_fit_never_allocates_n_by_n():
     finally:
         tracemalloc.stop()
     assert peak < 48 * 2**20           # measured 22 MiB; one n x n array would be 3.2 GB
+
+
+# ---------------------------------------------------------- quiet and interruptible
+def test_quiet_by_default_and_verbose_on_stderr(xor, capsys):
+    X, _, C = xor
+    quiet = pl.KernelMetricLearner(n_landmarks=100, n_iter=2, random_state=0).fit(X, C)
+    pl.KernelMetricLearner().fit(X, C).transform(X[:5])
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    loud = pl.KernelMetricLearner(n_landmarks=100, n_iter=2, random_state=0,
+                                  verbose=1).fit(X, C)
+    pl.KernelMetricLearner(verbose=1).fit(X, C)
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert "scalable version" in out.err and "full version" in out.err
+    assert "repetition=2" in out.err
+    assert_array_equal(loud.embedding_, quiet.embedding_)
+    assert loud.fit_time_ > 0
+
+
+def _slow_fit():
+    X, y = pl.datasets.make_xor(20_000, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=20, n_cannot=0, random_state=0)
+    model = pl.KernelMetricLearner(n_landmarks=100, n_iter=100_000, random_state=0)
+    warm = pl.PairwiseConstraints.from_labels(y[:500], n_must=20, n_cannot=0, random_state=0)
+    clone(model).set_params(n_iter=2).fit(X[:500], warm)
+    return X, C, model
+
+
+def test_sigint_from_a_timer_keeps_the_last_complete_repetition():
+    X, C, model = _slow_fit()        # compiled and warm: the timer falls in the repetitions
+    timer = threading.Timer(
+        2.0, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.warns(FitInterruptedWarning, match="complete repetitions"):
+            model.fit(X, C)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 2.0 + 10.0   # it stopped soon after the signal
+    assert model.converged_ is False
+    assert 0 < model.n_iter_ < model.n_iter
+    assert model.objective_history_.shape == (model.n_iter_,)
+    # a usable model whose transform replays the repetitions that ran
+    assert_allclose(model.transform(X[:200]), model.embedding_[:200],
+                    atol=1e-6 * np.abs(model.embedding_).max())
+
+
+def test_interrupt_keeps_the_repetition_before_it_and_reraises_without_one(xor,
+                                                                           monkeypatch):
+    X, _, C = xor
+    est = pl.KernelMetricLearner(n_landmarks=100, n_iter=5, random_state=0)
+    reference = clone(est).set_params(n_iter=2).fit(X, C)
+    calls, compiled = [], _lle.local_weights
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == 3:               # one block per repetition here: the third
+            raise KeyboardInterrupt
+        return compiled(*args)
+
+    from psdlearn.kml import estimator
+
+    monkeypatch.setattr(estimator, "local_weights", interrupted)
+    with pytest.warns(FitInterruptedWarning, match="after 2 complete repetitions"):
+        model = clone(est).fit(X, C)
+    assert model.n_iter_ == 2 and model.converged_ is False
+    assert_array_equal(model.objective_history_, reference.objective_history_)
+    assert_array_equal(model.embedding_, reference.embedding_)
+    calls.clear()
+    calls.extend([1, 1])                  # the next call is the third: the first repetition
+    with pytest.raises(KeyboardInterrupt):
+        clone(est).fit(X, C)

@@ -1,11 +1,16 @@
-"""RCA (Bar-Hillel et al.): chunklets, whitening of the within-chunklet covariance."""
+"""RCA (Bar-Hillel et al. 2005): chunklets, whitening of the within-chunklet covariance,
+the side-information convention."""
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+import scipy.sparse as sp
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.spatial.distance import pdist
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
+from psdlearn.kml._similar import similar_set
 from psdlearn.kml.rca import chunklet_covariance
 
 
@@ -14,27 +19,45 @@ def chunklet_cov_of(Z, groups):
     return sum(len(g) * np.cov(Z[g].T, bias=True) for g in groups) / N
 
 
+def must(pairs, n=60):
+    return pl.PairwiseConstraints(pairs, np.ones(len(pairs)), n_samples=n)
+
+
 @pytest.fixture
 def data():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 4)) * np.array([5.0, 1.0, 0.3, 2.0])
     pairs = np.array([[0, 1], [1, 2], [3, 4], [5, 6], [6, 7], [8, 9], [10, 11], [12, 13]])
     groups = [[0, 1, 2], [3, 4], [5, 6, 7], [8, 9], [10, 11], [12, 13]]
-    return X, pairs, groups
+    return X, must(pairs), groups
 
 
 def test_chunklets_are_the_transitive_closure(data):
-    X, pairs, groups = data
-    C, points, chunklet = chunklet_covariance(X, pairs)
+    X, C, groups = data
+    points, chunklet = similar_set(C, 60, "RCA").chunklets()
     found = {tuple(points[chunklet == c]) for c in np.unique(chunklet)}
     assert found == {tuple(g) for g in groups}
-    assert_allclose(C, chunklet_cov_of(X, groups), rtol=1e-12)
+    assert_allclose(chunklet_covariance(X, points, chunklet), chunklet_cov_of(X, groups),
+                    rtol=1e-12)
+
+
+def test_partial_labels_give_one_chunklet_per_class(data):
+    X, C, groups = data
+    labels = np.full(60, -1)
+    for c, g in enumerate(groups):
+        labels[g] = c
+    labels[20] = 9                       # a class with one labelled point: no chunklet
+    by_labels = pl.RCA().fit(X, labels)
+    by_pairs = pl.RCA().fit(X, C)
+    assert by_labels.n_chunklets_ == len(groups)
+    assert_allclose(by_labels.components_, by_pairs.components_, rtol=1e-12)
 
 
 def test_rca_whitens_the_within_chunklet_covariance(data):
-    X, pairs, groups = data
-    model = pl.RCA().fit(X, pairs)
+    X, C, groups = data
+    model = pl.RCA().fit(X, C)
     assert model.n_chunklets_ == len(groups)
+    assert model.n_components_ == 4
     Z = model.transform(X)
     assert_allclose(chunklet_cov_of(Z, groups), np.eye(4), atol=1e-10)
     # the Mahalanobis matrix is C^{-1}
@@ -43,31 +66,60 @@ def test_rca_whitens_the_within_chunklet_covariance(data):
 
 
 def test_rca_metric_is_invariant_to_invertible_linear_maps(data):
-    X, pairs, _ = data
+    X, C, _ = data
     A = np.random.default_rng(1).standard_normal((4, 4)) + 3 * np.eye(4)
-    d1 = pdist(pl.RCA().fit(X, pairs).transform(X))
-    d2 = pdist(pl.RCA().fit(X @ A, pairs).transform(X @ A))
+    d1 = pdist(pl.RCA().fit(X, C).transform(X))
+    d2 = pdist(pl.RCA().fit(X @ A, C).transform(X @ A))
     assert_allclose(d1, d2, rtol=1e-8)
 
 
 def test_rank_deficient_covariance_reduces_dimension():
     rng = np.random.default_rng(2)
     X = rng.standard_normal((40, 10))
-    pairs = np.array([[0, 1], [2, 3], [4, 5]])           # within-chunklet rank 3
-    model = pl.RCA().fit(X, pairs)
+    C = must([[0, 1], [2, 3], [4, 5]], 40)           # within-chunklet rank 3
+    model = pl.RCA().fit(X, C)
     assert model.components_.shape == (3, 10)
     Z = model.transform(X)
     assert_allclose(chunklet_cov_of(Z, [[0, 1], [2, 3], [4, 5]]), np.eye(3), atol=1e-8)
-    assert pl.RCA(n_components=2).fit(X, pairs).transform(X).shape == (40, 2)
+    assert pl.RCA(n_components=2).fit(X, C).transform(X).shape == (40, 2)
+
+
+# -------------------------------------------------------------- API contract
+@parametrize_with_checks([pl.RCA()])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def test_fit_attributes_of_a_closed_form(data, capsys):
+    X, C, _ = data
+    model = pl.RCA().fit(X, C)
+    assert model.n_iter_ == 1 and model.converged_ is True and model.fit_time_ > 0
+    assert_array_equal(pl.RCA().fit_transform(X, C), model.transform(X))
+    assert capsys.readouterr().out == ""
+    pl.RCA(verbose=1).fit(X, C)
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert "RCA: 6 chunklets of 14 points, within-chunklet covariance of rank 4" in out.err
 
 
 def test_rca_input_checks(data):
-    X, pairs, _ = data
-    with pytest.warns(UserWarning, match="cannot-link"):
-        pl.RCA().fit(X, np.column_stack([pairs, np.r_[np.ones(7), -1]]))
+    X, C, _ = data
+    rows = np.column_stack([C.pairs, np.r_[np.ones(7), -1]])
+    with pytest.warns(UserWarning, match="1 cannot-link pair.*RCA uses similar"):
+        pl.RCA().fit(X, rows)
     Xd = X.copy()
     Xd[1] = Xd[0]
-    with pytest.raises(ValueError, match="zero"):
-        pl.RCA().fit(Xd, [[0, 1]])
-    with pytest.raises(ValueError, match="n_components"):
-        pl.RCA(n_components=9).fit(X, pairs)
+    with pytest.raises(ValueError, match="covariance is zero"):
+        pl.RCA().fit(Xd, must([[0, 1]]))
+    with pytest.raises(ValueError, match="n_components=9 exceeds"):
+        pl.RCA(n_components=9).fit(X, C)
+    with pytest.raises(ValueError, match="ambiguous"):
+        pl.RCA().fit(X, C.pairs)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        pl.RCA().fit(X)
+    with pytest.raises(ValueError, match="no class has two labelled"):
+        pl.RCA().fit(X, np.arange(60))
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        pl.RCA().fit(sp.csr_matrix(X), C)
+    assert clone(pl.RCA(n_components=2, verbose=1)).get_params() == {"n_components": 2,
+                                                                     "verbose": 1}

@@ -1,4 +1,5 @@
-"""Kernel-based semi-supervised metric learning with landmarks (seed 004) and RCA."""
+"""Kernel-based semi-supervised metric learning with landmarks (Yeung, Chang & Dai 2007) and
+its linear baseline, Relevant Component Analysis (Bar-Hillel et al. 2005)."""
 
 from psdlearn.kml.estimator import KernelMetricLearner
 from psdlearn.kml.rca import RCA

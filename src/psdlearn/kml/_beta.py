@@ -1,4 +1,4 @@
-"""Eigen-reweighting of a centered kernel from similar pairs (seed 004 section 2.2, 3.2).
+"""Eigen-reweighting of a centered kernel from similar pairs (Yeung et al. 2007, 2.2, 3.2).
 
 With the centered kernel ``K = sum_r lambda_r v_r v_r^T`` and the family
 ``K_beta = sum_r beta_r^2 v_r v_r^T``, the mean squared distance over the similar pairs
@@ -23,7 +23,8 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
 
-__all__ = ["EIGEN_RTOL", "center_kernel", "centered_eigenpairs", "optimal_beta", "pair_dispersion"]
+__all__ = ["EIGEN_RTOL", "center_kernel", "centered_eigenpairs", "optimal_beta",
+           "participation_ratio"]
 
 #: Eigenvalues at or below ``EIGEN_RTOL * lambda_max`` are treated as zero. A dense
 #: symmetric eigensolver in double precision resolves eigenvalues to about
@@ -31,8 +32,8 @@ __all__ = ["EIGEN_RTOL", "center_kernel", "centered_eigenpairs", "optimal_beta",
 #: divides by ``lambda_r``: below 1e-10 lambda_max round-off would be amplified over 1e3
 #: times.
 EIGEN_RTOL = 1e-10
-#: Rows of pairs per block in :func:`pair_dispersion` (bounds its memory).
-_PAIR_BLOCK = 1 << 15
+_NO_POSITIVE = ("the centered kernel has no positive eigenvalue: all points coincide in "
+                "feature space.")
 
 
 def center_kernel(K):
@@ -57,11 +58,16 @@ def centered_eigenpairs(Kc, n_components=None):
     eigenvalues : ndarray of shape (q,)
         Decreasing, positive.
     eigenvectors : ndarray of shape (n, q)
-        Orthonormal columns.
+        Orthonormal columns, each signed so that its entry of largest magnitude is
+        positive (the solvers' signs are arbitrary; this makes refits agree).
     """
     n = Kc.shape[0]
+    if not np.any(Kc):
+        raise ValueError(_NO_POSITIVE)
     if n_components is not None and n_components < n // 4:
-        vals, vecs = eigsh(Kc, k=int(n_components), which="LA")
+        # a fixed start vector: the Lanczos result must not depend on a hidden seed
+        v0 = np.random.default_rng(0).standard_normal(n)
+        vals, vecs = eigsh(Kc, k=int(n_components), which="LA", v0=v0)
     else:
         vals, vecs = eigh(Kc)
     order = np.argsort(vals)[::-1]
@@ -69,32 +75,34 @@ def centered_eigenpairs(Kc, n_components=None):
     if n_components is not None:
         vals, vecs = vals[:n_components], vecs[:, :n_components]
     if vals.size == 0 or vals[0] <= 0:
-        raise ValueError("the centered kernel has no positive eigenvalue: all points "
-                         "coincide in feature space.")
+        raise ValueError(_NO_POSITIVE)
     keep = vals > EIGEN_RTOL * vals[0]
-    return vals[keep], np.ascontiguousarray(vecs[:, keep])
+    vecs = vecs[:, keep]
+    vecs *= np.sign(vecs[np.argmax(np.abs(vecs), axis=0), np.arange(vecs.shape[1])])
+    return vals[keep], np.ascontiguousarray(vecs)
 
 
-def pair_dispersion(A, pairs):
-    """Diagonal of ``D_S`` (eq. 2 / 7): column means of ``(A[i] - A[j])**2`` over the pairs.
+def participation_ratio(Kc):
+    """Effective number of eigenvalues of a PSD matrix: ``ceil((sum lambda)^2 / sum lambda^2)``.
+
+    The participation ratio ``tr(K)^2 / ||K||_F^2`` is 1 for a rank-one matrix and ``q``
+    for ``q`` equal eigenvalues; it needs no eigendecomposition.
 
     Parameters
     ----------
-    A : ndarray of shape (n, q)
-        Columns ``v_r`` (or ``W alpha_r``) evaluated at the points.
-    pairs : ndarray of shape (s, 2), int
-        Similar pairs, indices into the rows of ``A``.
+    Kc : ndarray of shape (n, n)
+        Symmetric positive semidefinite matrix (a centered kernel).
 
     Returns
     -------
-    ndarray of shape (q,)
+    int
+        At least 1, at most ``n``.
     """
-    total = np.zeros(A.shape[1])
-    for start in range(0, len(pairs), _PAIR_BLOCK):
-        block = pairs[start:start + _PAIR_BLOCK]
-        diff = A[block[:, 0]] - A[block[:, 1]]
-        total += np.einsum("ij,ij->j", diff, diff)
-    return total / len(pairs)
+    frob = float(np.einsum("ij,ij->", Kc, Kc))
+    if frob == 0.0:
+        return 1
+    ratio = float(np.trace(Kc)) ** 2 / frob
+    return int(min(max(np.ceil(ratio - 1e-9), 1), Kc.shape[0]))
 
 
 def optimal_beta(d, c, eps=0.0):
@@ -107,7 +115,7 @@ def optimal_beta(d, c, eps=0.0):
     c : float
         Value of ``1^T beta`` (> 0).
     eps : float
-        Relative ridge (seed 004 footnote 3): ``D_S + eps * mean(d) * I`` is used.
+        Relative ridge (Yeung et al. 2007, footnote 3): ``D_S + eps * mean(d) * I`` is used.
 
     Returns
     -------

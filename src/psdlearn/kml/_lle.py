@@ -1,4 +1,4 @@
-"""Locally linear reconstruction weights in a kernel feature space (seed 004 section 3.3).
+"""Locally linear reconstruction weights in a kernel feature space (Yeung et al. 2007, 3.3).
 
 For a point ``x`` and its ``K`` nearest landmarks ``N`` in feature space, the weights
 minimize the reconstruction error (9)-(10)
@@ -55,6 +55,8 @@ def local_weights_reference(kxx, Kxl, Kll, n_neighbors, reg):
         Landmark positions (columns of ``Kxl``), nearest first.
     weights : ndarray of shape (b, K)
         Rows sum to one.
+    errors : ndarray of shape (b,)
+        Reconstruction errors ``E(w) = w^T G w`` (9)-(10), ``G`` without the ridge.
     """
     b, m = Kxl.shape
     k = min(int(n_neighbors), m)
@@ -83,15 +85,17 @@ def local_weights_reference(kxx, Kxl, Kll, n_neighbors, reg):
     if coincide.any():
         weights[coincide] = 0.0
         weights[coincide, 0] = 1.0
-    return idx, weights
+    G[:, np.arange(k), np.arange(k)] -= ridge[:, None]
+    errors = np.maximum(np.einsum("bi,bij,bj->b", weights, G, weights), 0.0)
+    return idx, weights, errors
 
 
 @njit(cache=True, parallel=True)
-def _local_weights_kernel(kxx, Kxl, Kll, reg, rtol, idx, weights):
+def _local_weights_kernel(kxx, Kxl, Kll, reg, rtol, idx, weights, errors):
     """Numba kernel of :func:`local_weights`.
 
     IN: kxx (b,), Kxl (b, m), Kll (m, m) float64; reg, rtol float.
-    OUT: idx (b, K) int64, weights (b, K) float64 (K = idx.shape[1] <= m).
+    OUT: idx (b, K) int64, weights (b, K) float64 (K = idx.shape[1] <= m), errors (b,).
     """
     b, m = Kxl.shape
     k = idx.shape[1]
@@ -121,6 +125,7 @@ def _local_weights_kernel(kxx, Kxl, Kll, reg, rtol, idx, weights):
             weights[i, a] = 0.0
         if dist[0] <= rtol * max(kxx[i] + diag[near[0]], 1e-300):
             weights[i, 0] = 1.0
+            errors[i] = max(dist[0], 0.0)
             continue
         # augmented system [G + ridge I | 1]
         G = np.empty((k, k + 1))
@@ -160,6 +165,13 @@ def _local_weights_kernel(kxx, Kxl, Kll, reg, rtol, idx, weights):
             total += weights[i, a]
         for a in range(k):
             weights[i, a] /= total
+        # E(w) = w^T G w with G of (11), recomputed: the elimination overwrote it
+        err = 0.0
+        for a in range(k):
+            for c in range(k):
+                err += weights[i, a] * weights[i, c] * (
+                    kxx[i] + Kll[near[a], near[c]] - Kxl[i, near[a]] - Kxl[i, near[c]])
+        errors[i] = max(err, 0.0)
 
 
 def local_weights(kxx, Kxl, Kll, n_neighbors, reg):
@@ -179,13 +191,15 @@ def local_weights(kxx, Kxl, Kll, n_neighbors, reg):
     -------
     indices : ndarray of shape (b, K), int64
     weights : ndarray of shape (b, K)
+    errors : ndarray of shape (b,)
     """
     b, m = Kxl.shape
     k = min(int(n_neighbors), m)
     idx = np.empty((b, k), dtype=np.int64)
     weights = np.empty((b, k))
+    errors = np.empty(b)
     _local_weights_kernel(np.ascontiguousarray(kxx, dtype=np.float64),
                           np.ascontiguousarray(Kxl, dtype=np.float64),
                           np.ascontiguousarray(Kll, dtype=np.float64), float(reg),
-                          COINCIDE_RTOL, idx, weights)
-    return idx, weights
+                          COINCIDE_RTOL, idx, weights, errors)
+    return idx, weights, errors
