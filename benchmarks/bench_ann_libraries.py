@@ -8,8 +8,8 @@ The task measured is the all-points kNN graph: every point is queried against an
 all points for ``k + 1`` neighbours and the point itself is dropped (when the point is not
 among the ``k + 1`` returned, e.g. because of exact duplicates, the last one is dropped).
 
-Measured per configuration, each in a fresh subprocess (so that the peak resident memory
-of that configuration alone can be read from ``os.wait4``):
+Measured per library and data set in a fresh subprocess (its first-call cost and memory
+are its own), every build setting built ``runs`` times with the same seed:
 
 - build and query wall time, and their total, with 2 threads (median over the runs);
 - ``import_s`` (importing the library) and ``first_call_s`` (the first call in the process,
@@ -42,7 +42,8 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, load_note
+
+RESULTS = Path(__file__).resolve().parent / "results"
 
 NAME = "ann_libraries"
 SEED = 0
@@ -50,13 +51,13 @@ N_RECALL = 1000
 RECALL_TARGET = 0.95
 # data set -> k, runs with 2 threads, whether to check 1-thread determinism, target (s)
 DATASETS = {
-    "gauss1e5": {"k": 10, "runs": 3, "det1": True, "target_s": None,
+    "gauss1e5": {"k": 10, "runs": 2, "det1": True, "target_s": None,
                  "title": "10-d N(0, I), n = 100,000"},
     "gauss1e6": {"k": 10, "runs": 2, "det1": False, "target_s": 60.0,
                  "title": "10-d N(0, I), n = 1,000,000"},
     "mnist": {"k": 10, "runs": 2, "det1": False, "target_s": 30.0,
               "title": "mnist 70,000 x 784 (pixels / 255)"},
-    "a9a": {"k": 50, "runs": 3, "det1": True, "target_s": 3.0,
+    "a9a": {"k": 50, "runs": 2, "det1": True, "target_s": 3.0,
             "title": "a9a 32,561 x 123 (binary, densified)"},
 }
 LIBS = ("hnswlib", "faiss_hnsw", "faiss_ivf", "pynndescent", "sklearn_brute",
@@ -78,33 +79,61 @@ SEED_NOTES = {
 # ------------------------------------------------------------------------------------------
 # configurations
 
+# library -> build settings (in increasing order of memory: one process builds them in turn,
+# so the high-water resident memory after each build is that build's peak), query settings
+# and optionally the number of runs (default: the data set's) and ``max_q``: time the
+# queries of the 1,000 recall points plus others, max_q in all, and extrapolate linearly to
+# n queries (query cost per point is independent of the other queries); "ef" entries are
+# multiples of k (rounded up, at least k + 1)
+SWEEPS = {
+    "gauss1e5": {"hnswlib": ([(8, 40), (16, 100)], [1.5, 2, 4]),
+                 "faiss_hnsw": ([(8, 40), (16, 40)], [1.5, 2, 4]),
+                 "faiss_ivf": ([None], [8, 16, 32]),
+                 "pynndescent": ([1, 2], [None])},
+    "gauss1e6": {"hnswlib": ([(12, 40)], [1.5, 2, 4], {"max_q": 100_000}),
+                 "faiss_hnsw": ([(16, 40)], [1.5, 2, 4], {"runs": 1, "max_q": 100_000}),
+                 "faiss_ivf": ([None], [16, 32, 64], {"runs": 1, "max_q": 100_000}),
+                 "pynndescent": ([1], [None], {"runs": 1})},
+    "mnist": {"hnswlib": ([(8, 40), (16, 100)], [1.5, 2, 4]),
+              "faiss_hnsw": ([(16, 40)], [1.5, 2, 4], {"runs": 1}),
+              "faiss_ivf": ([None], [4, 8, 16], {"runs": 1}),
+              "pynndescent": ([1, 2], [None], {"runs": 1})},
+    "a9a": {"hnswlib": ([(16, 100), (32, 100)], [1.5, 2, 4]),
+            "faiss_hnsw": ([(16, 40), (32, 100)], [1.5, 2, 4]),
+            "faiss_ivf": ([None], [8, 16, 32]),
+            "pynndescent": ([1, 2], [None])},
+}
+# exact baselines: where a full run is too slow, the queries are timed on the first rows and
+# extrapolated linearly in the number of queries (None: all n queried)
+EXACT_QUERIES = {
+    "gauss1e5": {"sklearn_brute": 20_000, "sklearn_kdtree": 5_000, "faiss_flat": None},
+    "gauss1e6": {"sklearn_brute": 2_000, "sklearn_kdtree": 2_000, "faiss_flat": 2_000},
+    "mnist": {"sklearn_brute": 7_000, "sklearn_kdtree": 1_000, "faiss_flat": 7_000},
+    "a9a": {"sklearn_brute": None, "sklearn_kdtree": 2_000, "faiss_flat": None},
+}
+
 
 def sweep(dataset, n, quick=False):
-    """``[(lib, build_params, [query_params, ...], max_queries)]`` for one data set."""
+    """``[(lib, [build_params, ...], [query_params, ...], max_queries, runs)]``."""
     k = DATASETS[dataset]["k"]
-    efs = [int(np.ceil(1.5 * k)), 2 * k, 4 * k]
-    nlist = int(round(np.sqrt(n)))
     out = []
-    hnsw_builds = [(8, 40), (12, 40), (16, 100)] if not quick else [(12, 40)]
-    if dataset == "a9a":
-        hnsw_builds = [(12, 40), (16, 100), (32, 100)] if not quick else [(16, 100)]
-    for m, efc in hnsw_builds:
-        out.append(("hnswlib", {"M": m, "efc": efc}, [{"ef": e} for e in efs], None))
-    for m, efc in ([(8, 40), (16, 40), (16, 100)] if not quick else [(16, 40)]):
-        if dataset == "a9a" and m == 8:
-            m, efc = 32, 100
-        out.append(("faiss_hnsw", {"M": m, "efc": efc}, [{"ef": e} for e in efs], None))
-    nprobes = [4, 8, 16, 32] if not quick else [8]
-    out.append(("faiss_ivf", {"nlist": nlist}, [{"nprobe": p} for p in nprobes], None))
-    for nn in ([k + 1, 2 * k] if not quick else [k + 1]):
-        out.append(("pynndescent", {"n_neighbors": nn}, [{}], None))
-    # exact baselines; where a full run is too slow, time a prefix of the queries and
-    # extrapolate linearly in the number of queries
-    limits = {"gauss1e6": {"sklearn_brute": 10_000, "sklearn_kdtree": 10_000,
-                           "faiss_flat": 10_000},
-              "mnist": {"sklearn_kdtree": 2_000}}.get(dataset, {})
+    for lib, (builds, queries, *opts) in SWEEPS[dataset].items():
+        opts = opts[0] if opts else {}
+        if quick:
+            builds, queries = builds[:1], queries[-1:]
+        if lib in ("hnswlib", "faiss_hnsw"):
+            bl = [{"M": m, "efc": efc} for m, efc in builds]
+            ql = [{"ef": max(k + 1, int(np.ceil(f * k)))} for f in queries]
+        elif lib == "faiss_ivf":
+            bl = [{"nlist": int(round(np.sqrt(n)))}]
+            ql = [{"nprobe": p} for p in queries]
+        else:
+            bl = [{"n_neighbors": k + 1 if f == 1 else f * k} for f in builds]
+            ql = [{}]
+        out.append((lib, bl, ql, opts.get("max_q"), opts.get("runs", DATASETS[dataset]["runs"])))
     for lib in EXACT:
-        out.append((lib, {}, [{}], limits.get(lib)))
+        max_q = EXACT_QUERIES[dataset][lib]
+        out.append((lib, [{}], [{}], max_q, 1 if max_q else 2))
     return out
 
 
@@ -168,8 +197,8 @@ def drop_self(rows, qidx):
 
 
 def recall(ids, X, qidx, true_ids, kth):
-    """Tie-aware and id-based recall@k of the neighbour array ``ids`` (n x (k+1))."""
-    rows = drop_self(ids[qidx].astype(np.int64), qidx)
+    """Tie-aware and id-based recall@k; ``ids[i]``: the k + 1 neighbours of ``qidx[i]``."""
+    rows = drop_self(ids.astype(np.int64), qidx)
     valid = rows >= 0
     diff = X[np.where(valid, rows, 0)].astype(np.float64) - X[qidx].astype(np.float64)[:, None]
     d2 = np.where(valid, (diff ** 2).sum(-1), np.inf)
@@ -182,12 +211,45 @@ def recall(ids, X, qidx, true_ids, kth):
 # one configuration in a subprocess
 
 
-def run_worker(spec):
-    """Build and query one configuration; executed in a fresh process (``--worker``)."""
-    import resource
+def _vm():
+    """Current and peak resident memory of this process (KiB), from /proc/self/status."""
+    vals = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                vals[line[:5]] = int(line.split()[1])
+    return vals["VmRSS"], vals["VmHWM"]
 
+
+def _reset_peak():
+    """Reset this process's peak resident memory to the current one (Linux >= 4.0).
+
+    Free heap memory is first given back to the system (glibc ``malloc_trim``), so that a
+    build does not reuse pages of the previous one without its resident size growing.
+    """
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def run_worker(spec):
+    """Build and query the configurations of one library; run in a fresh process.
+
+    Each build setting of ``spec["builds"]`` is built ``spec["reps"]`` times (same seed)
+    and queried with every query setting; the neighbour arrays are saved for the parent.
+    """
     threads, k, lib = spec["threads"], spec["k"], spec["lib"]
-    b = spec["build"]
     kq = k + 1
 
     t0 = time.perf_counter()
@@ -202,7 +264,7 @@ def run_worker(spec):
         from sklearn.neighbors import NearestNeighbors
     import_s = time.perf_counter() - t0
 
-    def build(X):
+    def build(X, b):
         n, d = X.shape
         if lib == "hnswlib":
             index = hnswlib.Index(space="l2", dim=d)
@@ -254,31 +316,45 @@ def run_worker(spec):
     d = int(np.load(spec["data"], mmap_mode="r").shape[1])
     small = np.random.default_rng(2).standard_normal((2000, d)).astype(np.float32)
     t0 = time.perf_counter()
-    query(build(small), small, spec["queries"][0])
+    query(build(small, spec["builds"][0]), small, spec["queries"][0])
     first_call_s = time.perf_counter() - t0
     del small
 
     X = np.load(spec["data"])
-    base_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t0 = time.perf_counter()
-    index = build(X)
-    build_s = time.perf_counter() - t0
-    Xq = X if spec["max_queries"] is None else X[:spec["max_queries"]]
-    query_s = []
-    for i, q in enumerate(spec["queries"]):
-        t0 = time.perf_counter()
-        ids = query(index, Xq, q)
-        query_s.append(time.perf_counter() - t0)
-        np.save(f"{spec['out']}_q{i}.npy", np.asarray(ids).astype(np.int32))
-        del ids
-    res = {"import_s": import_s, "first_call_s": first_call_s, "build_s": build_s,
-           "query_s": query_s, "base_kib": base_kib, "n_queried": int(Xq.shape[0]),
-           "self_peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+    if spec.get("query_rows"):
+        Xq = X[np.load(spec["query_rows"])]
+    else:
+        Xq = X if spec["max_queries"] is None else X[:spec["max_queries"]]
+    res = {"import_s": import_s, "first_call_s": first_call_s, "n_queried": int(Xq.shape[0]),
+           "build_s": [], "build_cpu_s": [], "query_s": [], "query_cpu_s": [],
+           "base_kib": [], "peak_kib": [], "peak_reset": []}
+    for bi, b in enumerate(spec["builds"]):
+        for key in ("build_s", "build_cpu_s", "query_s", "query_cpu_s"):
+            res[key].append([])
+        res["peak_reset"].append(_reset_peak())
+        res["base_kib"].append(_vm()[0])
+        for r in range(spec["reps"]):
+            t0, c0 = time.perf_counter(), time.process_time()
+            index = build(X, b)
+            res["build_s"][bi].append(time.perf_counter() - t0)
+            res["build_cpu_s"][bi].append(time.process_time() - c0)
+            qs, qc = [], []
+            for qi, q in enumerate(spec["queries"]):
+                t0, c0 = time.perf_counter(), time.process_time()
+                ids = query(index, Xq, q)
+                qs.append(time.perf_counter() - t0)
+                qc.append(time.process_time() - c0)
+                np.save(f"{spec['out']}_b{bi}_r{r}_q{qi}.npy", np.asarray(ids, dtype=np.int32))
+                del ids
+            res["query_s"][bi].append(qs)
+            res["query_cpu_s"][bi].append(qc)
+            del index
+        res["peak_kib"].append(_vm()[1])
     Path(f"{spec['out']}.json").write_text(json.dumps(res))
 
 
 def launch(spec, cache, numba_cache=None):
-    """Run one configuration in a subprocess; returns its result dict with ``peak_kib``."""
+    """Run one worker in a subprocess; returns its result dict (``wait4_peak_kib`` added)."""
     fd, spec_path = tempfile.mkstemp(suffix=".json", dir=cache)
     os.close(fd)
     Path(spec_path).write_text(json.dumps(spec))
@@ -288,6 +364,7 @@ def launch(spec, cache, numba_cache=None):
         env[var] = str(spec["threads"])
     if numba_cache is not None:
         env["NUMBA_CACHE_DIR"] = str(numba_cache)
+    t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, __file__, "--worker", spec_path], env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -295,7 +372,9 @@ def launch(spec, cache, numba_cache=None):
     if proc.returncode != 0:
         raise RuntimeError(f"worker failed ({proc.returncode}): {spec}")
     res = json.loads(Path(f"{spec['out']}.json").read_text())
-    res["peak_kib"] = usage.ru_maxrss
+    Path(f"{spec['out']}.json").unlink()
+    res["wait4_peak_kib"] = usage.ru_maxrss
+    res["process_wall_s"] = time.perf_counter() - t0
     return res
 
 
@@ -310,97 +389,104 @@ def measure(dataset, cache, libs, quick):
     X = np.load(path)
     n = X.shape[0]
     qidx, true_ids, kth = ground_truth(dataset, X, k, cache)
-    runs2 = 1 if quick else meta["runs"]
+    # subsets of queries: the 1,000 recall points first, then the first other rows
+    rest = np.setdiff1d(np.arange(n), qidx)
     rows = []
-    for lib, bparams, queries, max_q in sweep(dataset, n, quick):
+    for lib, builds, queries, max_q, reps in sweep(dataset, n, quick):
+        rows_path = None
+        if max_q:
+            rows_path = str(cache / f"rows_{dataset}_{max_q}.npy")
+            np.save(rows_path, np.concatenate([qidx, rest[:max_q - len(qidx)]]))
         if lib not in libs:
             continue
         exact = lib in EXACT
-        plan = [(2, r) for r in range(runs2 if not exact else (1 if max_q else 2))]
+        reps = 1 if quick else reps
+        plan = [(2, builds, reps)]
         if meta["det1"] and not exact and not quick:
-            plan += [(1, 0), (1, 1)]
+            plan.append((1, builds[:1], 2))
         results = {}
-        for threads, r in plan:
-            spec = {"lib": lib, "build": bparams, "queries": queries, "k": k,
-                    "threads": threads, "data": str(path), "max_queries": max_q,
-                    "out": str(cache / f"run_{dataset}_{lib}_t{threads}_r{r}")}
-            t0 = time.perf_counter()
+        for threads, blist, nrep in plan:
+            spec = {"lib": lib, "builds": blist, "queries": queries, "k": k,
+                    "threads": threads, "reps": nrep, "data": str(path), "max_queries": max_q,
+                    "query_rows": rows_path if max_q else None,
+                    "out": str(cache / f"run_{dataset}_{lib}_t{threads}")}
             res = launch(spec, cache)
-            print(f"  {dataset} {lib} {pstr(bparams)} threads={threads} run {r}: "
-                  f"build {res['build_s']:.2f}s query "
-                  + "/".join(f"{s:.2f}" for s in res["query_s"])
-                  + f"s peak {res['peak_kib'] / 1024:.0f} MiB "
-                  f"(wall {time.perf_counter() - t0:.1f}s)", flush=True)
-            results[threads, r] = (spec["out"], res)
-        for qi, q in enumerate(queries):
-            rows.append(summarise(dataset, lib, bparams, q, qi, results, X, qidx, true_ids,
-                                  kth, n, k, max_q))
+            results[threads] = (spec["out"], res)
+            print(f"  {dataset} {lib} threads={threads}: import {res['import_s']:.2f}s first "
+                  f"call {res['first_call_s']:.2f}s, process {res['process_wall_s']:.0f}s, "
+                  f"wait4 peak {res['wait4_peak_kib'] / 1024:.0f} MiB", flush=True)
+        for bi, b in enumerate(builds):
+            for qi, q in enumerate(queries):
+                rows.append(summarise(dataset, lib, b, bi, q, qi, results, X, qidx, true_ids,
+                                      kth, n, max_q))
         for out, _ in results.values():
-            for qi in range(len(queries)):
-                Path(f"{out}_q{qi}.npy").unlink(missing_ok=True)
-            Path(f"{out}.json").unlink(missing_ok=True)
+            for f in cache.glob(Path(out).name + "_b*.npy"):
+                f.unlink()
     return rows
 
 
-def determinism(results, threads, qi):
-    """``"yes"``, ``"no (x% rows)"`` or None: the runs with ``threads`` threads compared."""
-    outs = [out for (t, _), (out, _) in sorted(results.items()) if t == threads]
-    if len(outs) < 2:
+def ids_path(results, threads, bi, r, qi):
+    return f"{results[threads][0]}_b{bi}_r{r}_q{qi}.npy"
+
+
+def determinism(results, threads, bi, qi):
+    """``"yes"``, ``"no (x% rows)"``, ``"no (order only)"`` or None (not measured)."""
+    if threads not in results or bi >= len(results[threads][1]["build_s"]):
         return None
-    ref = np.load(f"{outs[0]}_q{qi}.npy")
-    verdicts = []
-    for out in outs[1:]:
-        other = np.load(f"{out}_q{qi}.npy")
-        if np.array_equal(ref, other):
-            verdicts.append(0.0)
-        else:
+    reps = len(results[threads][1]["build_s"][bi])
+    if reps < 2:
+        return None
+    ref = np.load(ids_path(results, threads, bi, 0, qi))
+    worst = 0.0
+    for r in range(1, reps):
+        other = np.load(ids_path(results, threads, bi, r, qi))
+        if not np.array_equal(ref, other):
             differ = np.any(np.sort(ref, axis=1) != np.sort(other, axis=1), axis=1)
-            verdicts.append(max(float(differ.mean()), 1e-9))
-    worst = max(verdicts)
+            worst = max(worst, float(differ.mean()), 1e-12)
     if worst == 0.0:
         return "yes"
-    return f"no ({100 * worst:.2g}% rows)" if worst >= 1e-6 else "no (order only)"
+    return f"no ({100 * worst:.2g}% rows)" if worst > 1e-12 else "no (order only)"
 
 
-def summarise(dataset, lib, bparams, q, qi, results, X, qidx, true_ids, kth, n, k, max_q):
-    two = [res for (t, _), (_, res) in sorted(results.items()) if t == 2]
-    one = [res for (t, _), (_, res) in sorted(results.items()) if t == 1]
-    scale = n / two[0]["n_queried"]
-    builds = [r["build_s"] for r in two]
-    queries = [r["query_s"][qi] * scale for r in two]
+def summarise(dataset, lib, b, bi, q, qi, results, X, qidx, true_ids, kth, n, max_q):
+    res = results[2][1]
+    scale = n / res["n_queried"]
+    builds = res["build_s"][bi]
+    queries = [qs[qi] * scale for qs in res["query_s"][bi]]
     totals = [bb + qq for bb, qq in zip(builds, queries, strict=True)]
+    cpus = [bb + qs[qi] * scale
+            for bb, qs in zip(res["build_cpu_s"][bi], res["query_cpu_s"][bi], strict=True)]
     mib = 1 / 1024
     row = {
-        "dataset": dataset, "library": lib, "params": pstr({**bparams, **q}), "k": k,
-        "threads": 2, "runs": len(two),
+        "dataset": dataset, "library": lib, "params": pstr({**b, **q}), "k": DATASETS[dataset]["k"],
+        "threads": 2, "runs": len(builds),
         "build_s": statistics.median(builds), "query_s": statistics.median(queries),
         "total_s": statistics.median(totals), "total_min_s": min(totals),
-        "total_max_s": max(totals),
-        "import_s": statistics.median(r["import_s"] for r in two),
-        "first_call_s": statistics.median(r["first_call_s"] for r in two),
-        "peak_extra_MiB": statistics.median((r["peak_kib"] - r["base_kib"]) * mib
-                                            for r in two),
-        "peak_rss_MiB": statistics.median(r["peak_kib"] * mib for r in two),
-        "base_rss_MiB": statistics.median(r["base_kib"] * mib for r in two),
-        "estimated": max_q is not None, "n_queried": two[0]["n_queried"],
-        "det_2threads": determinism(results, 2, qi),
-        "det_1thread": determinism(results, 1, qi),
-        "total_1thread_s": (statistics.median(r["build_s"] + r["query_s"][qi] for r in one)
-                            if one else None),
-        "all_totals_s": totals,
+        "total_max_s": max(totals), "total_cpu_s": statistics.median(cpus),
+        "import_s": res["import_s"], "first_call_s": res["first_call_s"],
+        "peak_extra_MiB": (res["peak_kib"][bi] - res["base_kib"][bi]) * mib,
+        "peak_rss_MiB": res["peak_kib"][bi] * mib, "base_rss_MiB": res["base_kib"][bi] * mib,
+        "peak_reset": res["peak_reset"][bi],
+        "estimated": max_q is not None, "n_queried": res["n_queried"],
+        "det_2threads": determinism(results, 2, bi, qi),
+        "det_1thread": determinism(results, 1, bi, qi),
+        "total_1thread_s": None, "all_totals_s": totals,
     }
+    if 1 in results and bi < len(results[1][1]["build_s"]):
+        one = results[1][1]
+        row["total_1thread_s"] = statistics.median(
+            bb + qs[qi] for bb, qs in zip(one["build_s"][bi], one["query_s"][bi], strict=True))
     row["cold_total_s"] = row["import_s"] + row["first_call_s"] + row["total_s"]
-    if lib in EXACT:
-        row["recall"], row["id_recall"] = 1.0, 1.0
-        if max_q is None:
-            ids = np.load(f"{results[2, 0][0]}_q{qi}.npy")
-            row["recall"], row["id_recall"] = recall(ids, X, qidx, true_ids, kth)
-    else:
-        recs = [recall(np.load(f"{out}_q{qi}.npy"), X, qidx, true_ids, kth)
-                for (t, _), (out, _) in sorted(results.items()) if t == 2]
+    recs = []
+    for r in range(len(builds)):
+        ids = np.load(ids_path(results, 2, bi, r, qi))
+        ids = ids[:len(qidx)] if max_q is not None else ids[qidx]
+        recs.append(recall(ids, X, qidx, true_ids, kth))
+    if recs:
         row["recall"] = statistics.median(r[0] for r in recs)
         row["id_recall"] = statistics.median(r[1] for r in recs)
-    print(f"    -> {row['params']}: total {row['total_s']:.2f}s recall {row['recall']:.4f} "
+    print(f"    -> {lib} {row['params']}: total {row['total_s']:.2f}s "
+          f"(cpu {row['total_cpu_s']:.1f}s) recall {row['recall']:.4f} "
           f"extra {row['peak_extra_MiB']:.0f} MiB det2 {row['det_2threads']} "
           f"det1 {row['det_1thread']}", flush=True)
     return row
@@ -410,17 +496,17 @@ def numba_cold(cache):
     """pynndescent's first call with an empty numba cache and with the installed one."""
     path = load_data("gauss1e5", cache)
     out = {}
-    for label in ("empty_cache", "warm_cache"):
-        spec = {"lib": "pynndescent", "build": {"n_neighbors": 11}, "queries": [{}], "k": 10,
-                "threads": 2, "data": str(path), "max_queries": None,
+    for label in ("empty_cache", "installed_cache"):
+        spec = {"lib": "pynndescent", "builds": [{"n_neighbors": 11}], "queries": [{}],
+                "k": 10, "threads": 2, "reps": 1, "data": str(path), "max_queries": 1000,
                 "out": str(cache / "run_numba")}
         with tempfile.TemporaryDirectory() as tmp:
             res = launch(spec, cache, numba_cache=tmp if label == "empty_cache" else None)
         out[label] = {"import_s": res["import_s"], "first_call_s": res["first_call_s"],
-                      "build_s": res["build_s"]}
+                      "warm_build_s": res["build_s"][0][0]}
         print(f"  numba {label}: {out[label]}", flush=True)
-        Path(f"{spec['out']}_q0.npy").unlink(missing_ok=True)
-        Path(f"{spec['out']}.json").unlink(missing_ok=True)
+        for f in cache.glob("run_numba_b*.npy"):
+            f.unlink()
     return out
 
 
@@ -483,8 +569,9 @@ def write_report(payload, conclusion):
               "the first call in a fresh process; memory is the peak resident memory above "
               "the data and the imported modules; `det` compares two runs with the same "
               "seed (`order only`: same neighbour sets, different order of ties).", ""]
-    cols = ["dataset", "library", "params", "build_s", "query_s", "total_s", "cold_total_s",
-            "recall", "peak_extra_MiB", "det_2threads", "det_1thread", "target_s", "meets"]
+    cols = ["dataset", "library", "params", "build_s", "query_s", "total_s", "total_cpu_s",
+            "cold_total_s", "recall", "peak_extra_MiB", "det_2threads", "det_1thread",
+            "target_s", "meets"]
     best = best_rows(rows)
     for row in best:
         target = DATASETS[row["dataset"]]["target_s"]
@@ -499,8 +586,8 @@ def write_report(payload, conclusion):
         row["params"] = row["params"].split(" (est.")[0]
     lines += ["", "## All configurations", ""]
     cols = ["dataset", "library", "params", "build_s", "query_s", "total_s", "total_min_s",
-            "total_max_s", "first_call_s", "recall", "id_recall", "peak_extra_MiB",
-            "det_2threads", "det_1thread", "total_1thread_s", "runs"]
+            "total_max_s", "total_cpu_s", "first_call_s", "recall", "id_recall",
+            "peak_extra_MiB", "det_2threads", "det_1thread", "total_1thread_s", "runs"]
     for name, meta in DATASETS.items():
         sub = [r for r in rows if r["dataset"] == name]
         if not sub:
@@ -521,8 +608,9 @@ def write_report(payload, conclusion):
             "- pynndescent first call in a fresh process (numba compilation, gauss1e5): "
             f"{cold['empty_cache']['first_call_s']:.1f} s with an empty numba cache "
             "(first use after installing, or a read-only site-packages), "
-            f"{cold['warm_cache']['first_call_s']:.1f} s with the cache filled; import "
-            f"{cold['empty_cache']['import_s']:.1f} / {cold['warm_cache']['import_s']:.1f} s.")
+            f"{cold['installed_cache']['first_call_s']:.1f} s with the installed cache; "
+            f"import {cold['empty_cache']['import_s']:.1f} / "
+            f"{cold['installed_cache']['import_s']:.1f} s.")
     lines += ["- How each library's seed is set: "
               + "; ".join(f"{lib}: {note}" for lib, note in SEED_NOTES.items()) + "."]
     lines += ["", f"Machine: {env['cpu']}, {env['cores']} cores; Python {env['python']}; "
@@ -556,6 +644,8 @@ def main():
     json_path = RESULTS / f"{NAME}.json"
     payload = json.loads(json_path.read_text()) if json_path.exists() else {"rows": []}
     if not args.report_only:
+        from _common import load_note
+
         start_load = os.getloadavg()[0]
         datasets = args.datasets.split(",")
         libs = args.libs.split(",")
@@ -582,11 +672,16 @@ def main():
         "256 nlist of them). pynndescent: the graph is NNDescent.neighbor_graph (no query "
         "step), truncated to k + 1 columns. hnswlib / faiss_hnsw: efc = ef_construction, "
         "ef = search ef (at least k + 1).",
-        "Exact columns marked `est.`: the index built on all points, the queries timed on the "
-        "first rows only and extrapolated linearly to all n.",
-        "Peak memory: ru_maxrss of the configuration's own subprocess (os.wait4) minus its "
-        "ru_maxrss after importing the library, a first call on 2,000 points and loading the "
-        "data; it includes the index and the returned (n, k + 1) neighbour arrays.",
+        "Rows marked `est.`: the index built on all points, the queries timed on a subset "
+        "of the points (the 1,000 recall points and the first other rows) and extrapolated "
+        "linearly to all n queries.",
+        "Peak memory: each build setting's peak resident memory (VmHWM of /proc/self/status, "
+        "reset with /proc/self/clear_refs before the build) minus the resident memory just "
+        "before it (imports, a first call on 2,000 points and the data already there); it "
+        "includes the index and the returned (n, k + 1) neighbour arrays. ru_maxrss of the "
+        "child (RUSAGE_CHILDREN or os.wait4) is not usable here: Linux keeps, across exec, "
+        "the resident size the forked child inherited from the parent (about 200 MiB for "
+        "every child, whatever it did).",
     ] + [f"{name}: {note}" for name, note in payload.get("load_notes", {}).items()]
     write_report(payload, CONCLUSION)
 
