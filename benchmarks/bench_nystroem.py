@@ -1,4 +1,4 @@
-"""Generalized Nystrom fit + transform time and peak memory on mnist (seed 003).
+"""Generalized Nystrom fit + transform time and peak memory on mnist (Lan et al. 2017).
 
 Run: ``python benchmarks/bench_nystroem.py [--quick] [--repeats R]``. Writes
 ``benchmarks/results/nystroem.{md,json}``.
@@ -30,11 +30,11 @@ from _common import load_note, median_time, peak_memory, scaling_exponent, write
 import psdlearn as pl
 from psdlearn.experiments.nystrom_table1 import labelled_split, load_protocol_set
 
-WIDTHS = tuple(2.0**k for k in range(-4, 5))
+GAMMAS = tuple(2.0**k for k in range(-4, 5))
 
 
 def make(multi):
-    kw = {"kernel_widths": WIDTHS} if multi else {}
+    kw = {"kernel_gammas": GAMMAS} if multi else {}
     return pl.GeneralizedNystroem(n_landmarks=100, random_state=0, **kw)
 
 

@@ -1,13 +1,21 @@
-"""Generalized Nystrom (seed 003): closed forms, monotone solvers, limits, conventions."""
+"""Generalized Nystrom (Lan et al. 2017): closed forms, monotone solvers, limits, conventions."""
+
+import signal
+import threading
+import time
+import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.linalg import pinvh
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
+from psdlearn._progress import FitInterruptedWarning
 from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem import (
     GeneralizedNystroem,
@@ -17,10 +25,23 @@ from psdlearn.nystroem import (
     psd_projection,
     solve_dictionary,
 )
-from psdlearn.nystroem._beta import heuristic_beta, iterative_beta
+from psdlearn.nystroem import estimator as estimator_module
+from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
 from psdlearn.nystroem._dictionary import gradient, objective
 from psdlearn.nystroem._multi import multiple_objective, prior_mixture, solve_multiple
-from psdlearn.nystroem.estimator import _one_hot
+from psdlearn.nystroem.estimator import _data_term
+
+
+def _one_hot(values):
+    return estimator_module._one_hot(values)[1]
+
+
+@parametrize_with_checks([GeneralizedNystroem(max_iter=20),
+                          GeneralizedNystroem(max_iter=20, kernel_gammas=[0.5, 2.0])])
+def test_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
 
 
 def _problem(m=8, n_lab=12, n_classes=3, seed=0):
@@ -68,8 +89,7 @@ def test_group_data_term_equals_masked_form():
     E_g = rng.uniform(size=(10, 6))
     groups = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3])
     Y = _one_hot(groups)
-    model = GeneralizedNystroem(side_info="groups")
-    data = model._data_term(E_g, Y)
+    data = _data_term(E_g, Y, "groups")
     S = rng.normal(size=(6, 6))
     S = S + S.T
     M = Y @ Y.T  # the mask T of section 3.3: the within-group pairs
@@ -106,8 +126,7 @@ def test_closed_form_solves_eq_12(lam):
 def test_closed_form_several_blocks_by_cg():
     rng = np.random.default_rng(4)
     E = rng.uniform(size=(9, 5))
-    data = GeneralizedNystroem(side_info="groups")._data_term(E, _one_hot([0, 0, 1, 1, 1, 2,
-                                                                           2, 3, 3]))
+    data = _data_term(E, _one_hot([0, 0, 1, 1, 1, 2, 2, 3, 3]), "groups")
     prior = np.eye(5)
     S = closed_form_start(prior, 0.1, data)
     residual = 0.1 * S + data.apply(S) - 0.1 * prior - data.B
@@ -150,20 +169,36 @@ def test_lambda_to_infinity_gives_prior():
     g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e12], random_state=0)
     g.fit(X, _partial(y))
     assert np.linalg.norm(g.dictionary_ - g.prior_) <= 1e-6 * np.linalg.norm(g.prior_)
-    W = rbf_kernel(g.landmarks_, gamma=1 / g.kernel_width_)
+    W = rbf_kernel(g.landmarks_, gamma=g.kernel_gamma_)
     W_pinv = pinvh(W, rtol=1e-10)
     assert np.allclose(g.prior_, g.beta_ * W_pinv, rtol=1e-10,
                        atol=1e-12 * np.abs(W_pinv).max() * g.beta_)
 
 
-def test_no_labels_is_standard_nystroem():
-    X, y = _blobs()
-    g = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, np.full_like(y, -1))
+def test_y_none_is_standard_nystroem():
+    X, _ = _blobs()
+    g = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X)
     Q = g.transform(X)
-    E = rbf_kernel(X, g.landmarks_, gamma=1 / g.kernel_width_)
-    K = E @ pinvh(rbf_kernel(g.landmarks_, gamma=1 / g.kernel_width_), rtol=1e-10) @ E.T
+    E = rbf_kernel(X, g.landmarks_, gamma=g.kernel_gamma_)
+    K = E @ pinvh(rbf_kernel(g.landmarks_, gamma=g.kernel_gamma_), rtol=1e-10) @ E.T
     assert np.allclose(Q @ Q.T, K, atol=1e-8 * np.abs(K).max())
-    assert g.lambda_ is None
+    assert g.lambda_ is None and g.side_info_ == "none" and g.converged_ and g.n_iter_ == 0
+    assert g.kernel_gamma_ == pytest.approx(1.0 / mean_squared_distance(X))
+
+
+@pytest.mark.parametrize("y,what", [
+    (np.full(120, -1), "y has no labelled point"),
+    (pl.PairwiseConstraints([[0, 1]], [-1], n_samples=120), "y has no must-link pair"),
+])
+def test_no_side_information_falls_back_to_nystroem_with_a_warning(y, what):
+    X, _ = _blobs()
+    plain = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the cannot-link one, tested below
+        with pytest.warns(UserWarning, match=f"{what}.*standard Nystrom kernel.*y=None"):
+            g = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, y)
+    assert g.lambda_ is None and g.side_info_ == "none"
+    assert np.array_equal(g.transform(X), plain.transform(X))
 
 
 def test_learned_kernel_aligns_better_than_nystroem():
@@ -186,8 +221,8 @@ def test_transform_new_points_is_extrapolation_formula():
     X, y = _blobs()
     g = GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, _partial(y))
     X_new = np.random.default_rng(7).normal(size=(9, X.shape[1]))
-    E_new = rbf_kernel(X_new, g.landmarks_, gamma=1 / g.kernel_width_)
-    E_old = rbf_kernel(X[:5], g.landmarks_, gamma=1 / g.kernel_width_)
+    E_new = rbf_kernel(X_new, g.landmarks_, gamma=g.kernel_gamma_)
+    E_old = rbf_kernel(X[:5], g.landmarks_, gamma=g.kernel_gamma_)
     K = E_new @ g.dictionary_ @ E_old.T
     Q_new, Q_old = g.transform(X_new), g.transform(X[:5])
     assert np.allclose(Q_new @ Q_old.T, K, atol=1e-10 * np.abs(g.dictionary_).max())
@@ -199,8 +234,8 @@ def test_alignment_criterion_picks_its_argmax():
     lambdas = [1e-3, 1e-1, 1e1, 1e3]
     g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, random_state=0)
     g.fit(X, _partial(y))
-    assert g.lambda_ == lambdas[int(np.argmax(g.alignment_scores_))]
-    assert np.all(np.abs(g.alignment_scores_) <= 1 + 1e-12)
+    assert g.lambda_ == lambdas[int(np.argmax(g.lambda_scores_))]
+    assert np.all(np.abs(g.lambda_scores_) <= 1 + 1e-12)
     assert np.linalg.eigvalsh(g.dictionary_)[0] >= -1e-10 * np.abs(g.dictionary_).max()
 
 
@@ -230,19 +265,20 @@ def test_iterative_beta_lowers_joint_objective():
 def test_multiple_kernels_monotone_and_features():
     X, y = _blobs(n=150)
     yp = _partial(y, per_class=8)
-    widths = 2.0 ** np.arange(-2, 3)
-    g = GeneralizedNystroem(n_landmarks=30, kernel_widths=widths, lambdas=[1e-2, 1.0],
+    factors = 2.0 ** np.arange(-2, 3)
+    g = GeneralizedNystroem(n_landmarks=30, kernel_gammas=factors, lambdas=[1e-2, 1.0],
                             max_iter=50, random_state=0).fit(X, yp)
+    assert np.allclose(g.kernel_gammas_, factors * g.kernel_gamma_)
     hist = np.array(g.objective_history_)
     assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]))
     assert g.kernel_weights_.shape == (5,) and np.all(g.kernel_weights_ >= 0)
     m = g.landmarks_.shape[0]
     assert m == round(30 * 3.0 / 5)
     Q = g.transform(X[:7])
-    K = sum(rbf_kernel(X[:7], g.landmarks_, gamma=1 / b)
+    K = sum(rbf_kernel(X[:7], g.landmarks_, gamma=b)
             @ g.dictionary_[j * m:(j + 1) * m, j * m:(j + 1) * m]
-            @ rbf_kernel(X[:7], g.landmarks_, gamma=1 / b).T
-            for j, b in enumerate(g.kernel_widths_))
+            @ rbf_kernel(X[:7], g.landmarks_, gamma=b).T
+            for j, b in enumerate(g.kernel_gammas_))
     assert np.allclose(Q @ Q.T, K, atol=1e-9 * np.abs(K).max())
 
 
@@ -301,14 +337,28 @@ def test_mean_squared_distance_is_exact():
     assert mean_squared_distance(X) == pytest.approx(d2.sum() / (40 * 39), rel=1e-12)
 
 
-def test_groups_side_info_fits_within_group_pairs():
+def _chain_must_links(groups, n):
+    """Must-link pairs joining consecutive members of each group."""
+    pairs = [(members[k], members[k + 1]) for g in np.unique(groups[groups >= 0])
+             for members in [np.flatnonzero(groups == g)] for k in range(len(members) - 1)]
+    return pl.PairwiseConstraints(pairs, np.ones(len(pairs)), n_samples=n)
+
+
+def test_must_links_are_groups_fitted_on_within_group_pairs():
     X, y = _blobs(n=100)
     groups = np.full(len(y), -1)
     groups[:6] = 0
     groups[6:10] = 1
-    g = GeneralizedNystroem(n_landmarks=15, side_info="groups", lambdas=[1e-2],
-                            random_state=0).fit(X, groups)
-    E = rbf_kernel(X[:10], g.landmarks_, gamma=1 / g.kernel_width_)
+    C = _chain_must_links(groups, len(y))
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, C)
+    assert g.side_info_ == "must-link groups"
+    # the groups are the connected components: the closure (every within-group pair) and
+    # the same pairs as an (m, 3) array give the same fit
+    for other in (C.closure(), C.to_array()):
+        h = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, other)
+        assert np.allclose(h.dictionary_, g.dictionary_, rtol=1e-10,
+                           atol=1e-12 * np.abs(g.dictionary_).max())
+    E = rbf_kernel(X[:10], g.landmarks_, gamma=g.kernel_gamma_)
     M = _one_hot(groups[:10])
     M = M @ M.T
 
@@ -335,16 +385,23 @@ def test_params_clone_and_errors():
         GeneralizedNystroem(n_landmarks=1.5).fit(X, y)
     with pytest.raises(ValueError, match="lambdas"):
         GeneralizedNystroem(lambdas=[-1.0]).fit(X, y)
-    with pytest.raises(ValueError, match="side_info"):
-        GeneralizedNystroem(side_info="pairs").fit(X, y)
-    with pytest.raises(ValueError, match="entries"):
+    with pytest.raises(ValueError, match="length 119 but X has 120"):
         GeneralizedNystroem(n_landmarks=10).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="does not take Triplets"):
+        GeneralizedNystroem(n_landmarks=10).fit(X, pl.Triplets([[0, 1, 2]], n_samples=120))
     Xn = X.copy()
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError):
         GeneralizedNystroem(n_landmarks=10).fit(Xn, y)
-    with pytest.raises(ValueError, match="kernel_widths"):
-        GeneralizedNystroem(n_landmarks=10, kernel="linear", kernel_widths=[1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="kernel_gammas needs kernel='rbf'"):
+        GeneralizedNystroem(n_landmarks=10, kernel="linear", kernel_gammas=[1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="kernel_gammas needs class labels"):
+        GeneralizedNystroem(n_landmarks=10, kernel_gammas=[1.0]).fit(
+            X, _chain_must_links(np.r_[0, 0, 0, np.full(117, -1)], 120))
+    with pytest.raises(ValueError, match="kernel_gammas must be"):
+        GeneralizedNystroem(n_landmarks=10, kernel_gammas=[0.0]).fit(X, y)
+    with pytest.raises(ValueError, match="kernel_gamma='auto' is undefined"):
+        GeneralizedNystroem(n_landmarks=2).fit(np.ones((5, 3)), None)
 
 
 def test_same_seed_same_result_and_random_landmarks():
@@ -362,7 +419,7 @@ def test_other_kernel_and_public_export():
     g = pl.GeneralizedNystroem(n_landmarks=10, kernel="polynomial",
                                kernel_params={"degree": 2}, random_state=0)
     Q = g.fit(X, _partial(y)).transform(X)
-    assert Q.shape[0] == len(X) and g.kernel_width_ is None
+    assert Q.shape[0] == len(X) and g.kernel_gamma_ is None
 
 
 def test_eigenbasis_iterations_report_the_objective_of_the_returned_s():
@@ -385,3 +442,263 @@ def test_eigenbasis_iterations_report_the_objective_of_the_returned_s():
     generic = solve_dictionary(prior, lam, half, max_iter=50, tol=0.0, accelerated=False)
     assert np.allclose(generic.objective_history, res.objective_history, rtol=1e-8)
     assert np.allclose(generic.S, res.S, atol=1e-8 * np.abs(res.S).max())
+
+
+# ---------------------------------------------------------------- side information y
+
+
+def test_cannot_links_are_ignored_with_a_warning():
+    X, y = _blobs(n=100)
+    groups = np.full(len(y), -1)
+    groups[:6], groups[6:10] = 0, 1
+    C = _chain_must_links(groups, len(y))
+    both = pl.PairwiseConstraints(np.r_[C.pairs, [[0, 7], [2, 9]]],
+                                  np.r_[C.signs, [-1, -1]], n_samples=len(y))
+    ref = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, C)
+    with pytest.warns(UserWarning, match=r"ignores the 2 cannot-link pair\(s\).*§3.3"):
+        g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, both)
+    assert np.array_equal(g.dictionary_, ref.dictionary_)
+
+
+def test_labels_and_their_complete_must_links_differ_only_across_classes():
+    """Labels ask for 0 across classes (eq. 6); must-link groups leave those pairs free
+    (§3.3): the two data terms differ exactly by the across-class squares."""
+    rng = np.random.default_rng(12)
+    E = rng.uniform(size=(9, 5))
+    labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    Y = _one_hot(labels)
+    S = rng.normal(size=(5, 5))
+    S = S + S.T
+    K = E @ S @ E.T
+    across = Y @ Y.T == 0
+    gap = _data_term(E, Y, "labels").value(S) - _data_term(E, Y, "groups").value(S)
+    assert gap == pytest.approx(np.sum(K[across] ** 2), rel=1e-12)
+
+
+def test_a_single_class_takes_the_largest_lambda_with_a_warning():
+    X, _ = _blobs()
+    yp = np.full(len(X), -1)
+    yp[:8] = 3
+    with pytest.warns(UserWarning, match="single class.*largest candidate, 1000"):
+        g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2, 1e3, 1.0],
+                                random_state=0).fit(X, yp)
+    assert g.lambda_ == 1e3
+    assert np.isnan(g.lambda_scores_[[0, 2]]).all()
+
+
+def test_string_labels_with_minus_one_unlabelled():
+    X, y = _blobs()
+    yp = _partial(y)
+    names = np.where(yp == -1, "-1", np.where(yp == 0, "cat", "dog"))
+    a = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0).fit(X, yp)
+    b = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0).fit(X, names)
+    assert np.allclose(a.transform(X), b.transform(X))
+
+
+def test_sparse_input_matches_dense_and_the_tags_say_so():
+    X, y = _blobs()
+    yp = _partial(y)
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0)
+    dense = clone(g).fit(X, yp)
+    sparse = clone(g).fit(sp.csr_matrix(X), yp)
+    assert g.__sklearn_tags__().input_tags.sparse
+    assert not g.__sklearn_tags__().target_tags.required
+    assert np.allclose(sparse.landmarks_, dense.landmarks_)
+    assert np.allclose(sparse.transform(sp.csc_matrix(X)), dense.transform(X), atol=1e-10)
+
+
+def test_fit_transform_takes_y_and_equals_fit_then_transform():
+    X, y = _blobs()
+    yp = _partial(y)
+    g = GeneralizedNystroem(n_landmarks=15, random_state=0)
+    assert np.allclose(clone(g).fit_transform(X, yp), clone(g).fit(X, yp).transform(X))
+    assert np.allclose(clone(g).fit_transform(X, y=yp), g.fit(X, yp).transform(X))
+
+
+# ---------------------------------------------------------------- defaults
+
+
+def test_least_squares_beta_fits_the_prior_kernel_to_the_ideal_kernel():
+    E_l, Y, prior, data = _problem(m=7, n_lab=12, seed=13)
+    beta = least_squares_beta(prior, data)
+    G = E_l @ prior @ E_l.T
+    assert beta == pytest.approx(np.sum(G * (Y @ Y.T)) / np.sum(G * G), rel=1e-10)
+
+    def loss(b):
+        return data.value(b * prior)
+
+    assert loss(beta) <= min(loss(0.9 * beta), loss(1.1 * beta))
+
+
+def test_default_beta_keeps_the_kernel_on_the_ideal_kernels_scale():
+    """Eq. (8) scales the prior by orders of magnitude; the least-squares beta keeps the
+    learned kernel's diagonal near the ideal kernel's 1 on the labelled points."""
+    X, y = _blobs(n=200)
+    yp = _partial(y, per_class=10)
+    lab = yp != -1
+    ls = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, yp)
+    paper = GeneralizedNystroem(n_landmarks=20, beta="heuristic", random_state=0).fit(X, yp)
+    assert 0.3 < ls.beta_ < 3.0
+    assert paper.beta_ > 100 * ls.beta_
+    diag = np.sum(ls.transform(X[lab]) ** 2, axis=1)
+    assert 0.5 < np.median(diag) < 1.5
+
+
+# ---------------------------------------------------------------- quiet and interruptible
+
+
+def test_quiet_by_default_and_progress_on_stderr(capfd):
+    X, y = _blobs()
+    yp = _partial(y)
+    GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, yp).transform(X)
+    GeneralizedNystroem(n_landmarks=15, kernel_gammas=[0.5, 2.0], max_iter=20,
+                        random_state=0).fit(X, yp)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    GeneralizedNystroem(n_landmarks=15, verbose=1, random_state=0).fit(X, yp)
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "GeneralizedNystroem" in err and "lam=" in err
+
+
+def _stop_after(k):
+    """A callback that raises KeyboardInterrupt when called the ``k``-th time."""
+    calls = []
+
+    def callback(value):
+        calls.append(value)
+        if len(calls) == k:
+            raise KeyboardInterrupt
+
+    return callback
+
+
+def test_interrupted_projected_gradient_returns_the_last_complete_iterate():
+    _, _, prior, data = _problem(m=10, n_lab=15, seed=5)
+    full = solve_dictionary(prior, 1e-3, data, max_iter=4, tol=0.0)
+    cut = solve_dictionary(prior, 1e-3, data, max_iter=1000, tol=0.0,
+                           callback=_stop_after(4))
+    assert cut.interrupted and not cut.converged and not full.interrupted
+    assert cut.n_iter == 4
+    assert np.array_equal(cut.S, full.S)
+    assert cut.objective_history == full.objective_history
+
+
+def test_interrupted_alternation_returns_the_last_complete_alternation():
+    rng = np.random.default_rng(9)
+    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
+    Y = _one_hot(np.arange(10) % 2)
+    priors = [np.eye(4) * (j + 1) for j in range(3)]
+    cross = [[a.T @ b for b in F] for a in F]
+    s = [a.T @ Y for a in F]
+    c = float(np.sum(Y.sum(0) ** 2))
+    full = solve_multiple(priors, 0.1, cross, s, c, max_iter=2, tol=0.0)
+    cut = solve_multiple(priors, 0.1, cross, s, c, max_iter=50, tol=0.0,
+                         callback=_stop_after(2))
+    assert cut.interrupted and not cut.converged and cut.n_iter == 2
+    assert all(np.array_equal(a, b) for a, b in zip(cut.T, full.T, strict=True))
+    assert np.array_equal(cut.alpha, full.alpha)
+    assert cut.objective_history == full.objective_history
+
+
+def _long_fit(kernel_gammas=None, m=150, max_iter=10**7):
+    """An ill-conditioned problem (tiny lambda, tol=0) that runs for many seconds."""
+    X, y = _blobs(n=1500, d=8, seed=1)
+    yp = _partial(y, per_class=150)
+    Z = X[np.random.default_rng(0).choice(len(X), m, replace=False)]
+    g = GeneralizedNystroem(landmarks=Z, lambdas=[1e-7], tol=0.0, max_iter=max_iter,
+                            kernel_gammas=kernel_gammas)
+    return X, yp, g
+
+
+def _check_kept_iterate(g, X, max_iter):
+    assert g.converged_ is False and 1 <= g.n_iter_ < max_iter
+    assert len(g.objective_history_) == g.n_iter_ + 1
+    hist = np.array(g.objective_history_)
+    assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]))
+    assert np.linalg.eigvalsh(g.dictionary_)[0] >= -1e-10 * np.abs(g.dictionary_).max()
+    Q = g.transform(X[:5])
+    assert Q.shape == (5, g.rank_) and np.all(np.isfinite(Q))
+
+
+def _sigint_after(delay):
+    timer = threading.Timer(
+        delay, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_sigint_from_a_timer_keeps_the_last_complete_iterate():
+    X, yp, g = _long_fit()
+    start = time.perf_counter()
+    timer = _sigint_after(1.5)
+    try:
+        with pytest.warns(FitInterruptedWarning, match="GeneralizedNystroem: fit interrupted"):
+            g.fit(X, yp)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 1.5 + 10.0
+    _check_kept_iterate(g, X, g.max_iter)
+
+
+def test_sigint_during_an_alternation_keeps_the_last_complete_alternation(monkeypatch):
+    # 200 alternations of 3 x 100 projected-gradient steps; the timer is started when
+    # the first alternation completes, so the signal lands inside the second
+    X, yp, g = _long_fit([0.5, 1.0, 2.0], max_iter=1000)
+    solve, timers = estimator_module.solve_multiple, []
+
+    def solve_with_timer(*args, callback=None, **kwargs):
+        def started(value):
+            if not timers:
+                timers.append(_sigint_after(0.1))
+        return solve(*args, callback=started, **kwargs)
+
+    monkeypatch.setattr(estimator_module, "solve_multiple", solve_with_timer)
+    try:
+        with pytest.warns(FitInterruptedWarning, match="after 1 complete alternations"):
+            g.fit(X, yp)
+    finally:
+        timers[0].cancel()
+    _check_kept_iterate(g, X, g.max_iter // 5)
+    assert g.n_iter_ == 1
+
+
+def test_interrupt_between_lambdas_keeps_the_best_scored_and_reraises_without_one(
+        monkeypatch):
+    X, y = _blobs()
+    yp = _partial(y)
+    lambdas = [1e-2, 1.0, 1e2, 1e4]
+    ref = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas[:2], random_state=0).fit(X, yp)
+    solve, calls = estimator_module.solve_dictionary, []
+
+    def interrupted_at(k):
+        def wrapper(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == k:
+                raise KeyboardInterrupt
+            return solve(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(estimator_module, "solve_dictionary", interrupted_at(3))
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, random_state=0)
+    with pytest.warns(FitInterruptedWarning, match="interrupted"):
+        g.fit(X, yp)
+    assert g.converged_ is False
+    assert np.array_equal(g.lambda_scores_[:2], ref.lambda_scores_)
+    assert np.isnan(g.lambda_scores_[2:]).all()
+    assert g.lambda_ == ref.lambda_ and np.array_equal(g.dictionary_, ref.dictionary_)
+    calls.clear()
+    monkeypatch.setattr(estimator_module, "solve_dictionary", interrupted_at(1))
+    with pytest.raises(KeyboardInterrupt):
+        clone(g).fit(X, yp)
+
+
+def test_max_iter_warns_and_counts_what_ran():
+    X, y = _blobs()
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-4], max_iter=3, tol=0.0,
+                                random_state=0).fit(X, _partial(y))
+    assert g.n_iter_ == 3 and g.converged_ is False and g.fit_time_ > 0
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e4], max_iter=500,
+                            random_state=0).fit(X, _partial(y))
+    assert g.converged_ is True and 0 < g.n_iter_ < 500

@@ -1,4 +1,4 @@
-"""Seed 003 Table 2: multiple-kernel generalized Nystrom (§4, §6.2).
+"""Lan et al. (2017) Table 2: multiple-kernel generalized Nystrom (§4, §6.2).
 
 Protocol of Table 1 (:mod:`psdlearn.experiments.nystrom_table1`: 100 labelled points
 evenly over the classes, error of a linear SVM with ``C = 1`` on the unlabelled ones),
@@ -20,6 +20,7 @@ from psdlearn.experiments._report import write_results
 from psdlearn.experiments.nystrom_table1 import (
     N_LABELLED,
     N_REPS,
+    PAPER_SETTINGS,
     SETS,
     labelled_split,
     load_protocol_set,
@@ -29,13 +30,14 @@ from psdlearn.experiments.nystrom_table1 import (
 )
 from psdlearn.nystroem import GeneralizedNystroem
 
-__all__ = ["KERNEL_WIDTHS", "PAPER_TABLE2", "run"]
+__all__ = ["KERNEL_GAMMAS", "PAPER_TABLE2", "run"]
 
-#: Width multipliers of the nine base kernels (§6.2).
-KERNEL_WIDTHS = tuple(2.0**k for k in range(-4, 5))
+#: Factors of the rbf coefficient ``1 / b0`` of the nine base kernels: the paper's widths
+#: ``2^-4 b0, ..., 2^4 b0`` (§6.2) are the coefficients ``2^4 / b0, ..., 2^-4 / b0``.
+KERNEL_GAMMAS = tuple(2.0**k for k in range(-4, 5))
 TAU = 3.0
 
-#: Seed 003 Table 2: error % (mean, std) and seconds of ABMKL, CABMKL, SKM, SimpleMKL,
+#: Lan et al. (2017) Table 2: error % (mean, std) and seconds of ABMKL, CABMKL, SKM, SimpleMKL,
 #: GLMKL and Ours (webspam omitted: not available here).
 PAPER_TABLE2 = {
     "g241c": ((27.19, 8.76, 1.1), (23.47, 1.09, 0.4), (27.49, 6.79, 0.7), (27.55, 6.74, 0.7),
@@ -85,13 +87,14 @@ def _repetition(X, y, name, seed):
     yp = labelled_split(y, N_LABELLED, np.random.default_rng(seed))
     m = n_landmarks_for(name, len(y))
     rec = {"seed": seed}
-    ours = GeneralizedNystroem(n_landmarks=m, kernel_widths=KERNEL_WIDTHS, tau=TAU,
+    ours = GeneralizedNystroem(n_landmarks=m, kernel_gammas=KERNEL_GAMMAS, tau=TAU,
+                               **PAPER_SETTINGS,
                                random_state=seed)
     Q, rec["ours_s"], rec["ours_converged"] = timed_fit(ours, X, yp)
     rec["ours"] = svm_error(Q, y, yp)
     rec["lambda"] = float(ours.lambda_)
     rec["weights"] = ours.kernel_weights_.tolist()
-    base = GeneralizedNystroem(n_landmarks=m, kernel_widths=KERNEL_WIDTHS, tau=TAU,
+    base = GeneralizedNystroem(n_landmarks=m, kernel_gammas=KERNEL_GAMMAS, tau=TAU,
                                landmarks=ours.landmarks_)
     Q, rec["nystrom_s"], _ = timed_fit(base, X, None)
     rec["nystrom"] = svm_error(Q, y, yp)
@@ -128,8 +131,8 @@ def _write(out_dir, quick, rows, raw, missing):
         + (f" Missing here: {', '.join(missing)}." if missing else ""),
     ]
     return write_results(out_dir, "nystrom_table2", list(rows[0].keys()) if rows else [],
-                         rows, notes, title="Seed 003 Table 2: multiple-kernel generalized "
-                         "Nystrom, error on unlabelled points", extra={"raw": raw})
+                         rows, notes, title="Lan et al. (2017) Table 2: multiple-kernel "
+                         "generalized Nystrom, error on unlabelled points", extra={"raw": raw})
 
 
 def summarize(name, X, y, recs):

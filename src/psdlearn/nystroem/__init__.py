@@ -1,4 +1,4 @@
-"""Generalized Nystrom low-rank kernel learning (seed 003): estimator and solvers."""
+"""Generalized Nystrom low-rank kernel learning (Lan et al. 2017): estimator and solvers."""
 
 from psdlearn.nystroem._dictionary import (
     QuadraticData,

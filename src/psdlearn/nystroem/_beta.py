@@ -1,4 +1,9 @@
-"""The scale ``beta`` of the prior ``S_0 = beta W^+`` (seed 003 eq. 8 and Appendix A)."""
+"""The scale ``beta`` of the prior ``S_0 = beta W^+`` (Lan et al. 2017 eq. 8, Appendix A).
+
+Three rules: the paper's eq. (8), its Appendix A (joint minimisation), and the default of
+:class:`~psdlearn.GeneralizedNystroem`, :func:`least_squares_beta`: the scale at which the
+prior kernel ``beta E_l W^+ E_l^T`` fits the ideal kernel best.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from scipy.linalg import pinv
 
 from psdlearn.nystroem._dictionary import solve_dictionary
 
-__all__ = ["heuristic_beta", "iterative_beta", "optimal_beta"]
+__all__ = ["heuristic_beta", "iterative_beta", "least_squares_beta", "optimal_beta"]
 
 
 def heuristic_beta(E_l, Y, W_pinv):
@@ -30,6 +35,36 @@ def heuristic_beta(E_l, Y, W_pinv):
     Z = pinv(E_l) @ Y
     den = np.linalg.norm(W_pinv)
     return float(np.linalg.norm(Z.T @ Z) / den) if den > 0 else 1.0
+
+
+def least_squares_beta(W_pinv, data):
+    """``argmin_{beta >= 0} data(beta W^+)``: the prior kernel's best scale for the side
+    information.
+
+    The data term of (7) on the ray ``S = beta W^+`` is ``beta^2 <W^+, sum_k A_k W^+ A_k>
+    - 2 beta <W^+, B> + c``; with labels that is ``||beta E_l W^+ E_l^T - K^*_l||_F^2``,
+    with must-link groups its masked form (§3.3). Its minimizer is
+    ``max(<W^+, B> / <W^+, sum_k A_k W^+ A_k>, 0)``. For a kernel with ``k(x, x) = 1``
+    (the RBF) it is close to 1: the standard Nystrom kernel is already on the scale of the
+    ideal kernel.
+
+    Why not eq. (8): it matches the Frobenius norms of ``W^+`` and ``E_l^+ K^*_l
+    (E_l^T)^+``, two pseudo-inverses dominated by the smallest singular values of ``W`` and
+    ``E_l``. On the sets of the paper's Table 1 it gives ``beta`` from 1e3 to 1e8, and
+    since the features scale with ``sqrt(beta)``, a linear SVM with a fixed ``C`` on them
+    is regularized that much less (``benchmarks/results/defaults_nystroem.md``).
+
+    Parameters
+    ----------
+    W_pinv : ndarray of shape (m, m)
+    data : QuadraticData
+
+    Returns
+    -------
+    float; 1.0 when ``W^+`` is invisible to the data term.
+    """
+    den = float(np.sum(W_pinv * data.apply(W_pinv)))
+    return max(float(np.sum(W_pinv * data.B)) / den, 0.0) if den > 0 else 1.0
 
 
 def optimal_beta(S, W_pinv):
@@ -61,19 +96,23 @@ def iterative_beta(W_pinv, lam, data, beta0, *, max_outer=20, tol=1e-3, **solver
     -------
     beta : float
     result : DictionaryResult
-        Of the last ``S``-step; its history concatenates all ``S``-steps.
+        Of the last ``S``-step; its history concatenates all ``S``-steps. An interrupted
+        ``S``-step (``result.interrupted``) ends the alternation.
     """
     beta = beta0
     res = solve_dictionary(beta * W_pinv, lam, data, **solver_kw)
     history, n_iter = list(res.objective_history), res.n_iter
     for _ in range(max_outer):
+        if res.interrupted:  # keep the interrupted S-step and the beta it was solved with
+            break
         new = optimal_beta(res.S, W_pinv)
         done = abs(new - beta) <= tol * max(beta, np.finfo(float).tiny)
-        beta = new
         if done:
+            beta = new
             break
-        res = solve_dictionary(beta * W_pinv, lam, data, S_init=res.S, a_init=res.step,
-                               **solver_kw)
+        step = solve_dictionary(new * W_pinv, lam, data, S_init=res.S, a_init=res.step,
+                                **solver_kw)
+        beta, res = new, step
         history += res.objective_history
         n_iter += res.n_iter
     res.objective_history, res.n_iter = history, n_iter

@@ -1,4 +1,4 @@
-"""The inverse dictionary kernel ``S`` of the generalized Nystrom method (seed 003 §3.2-3.5).
+"""The inverse dictionary kernel ``S`` of the generalized Nystrom method (Lan et al. 2017 §3.2-3.5).
 
 Problem (7), ``min_{S >= 0} lambda ||S - S_0||_F^2 + ||E_l S E_l^T - K^*_l||_F^2``, is
 handled in the general quadratic form
@@ -151,11 +151,12 @@ class DictionaryResult:
     n_iter: int = 0
     converged: bool = True
     step: float = 0.0  # last curvature estimate ``a`` (the step is ``1 / a``)
+    interrupted: bool = False  # a KeyboardInterrupt stopped the iterations
 
 
 def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a_init=None,
-                     accelerated=True):
-    """Projected gradient with the Armijo rule for problem (7) (seed 003 §3.4).
+                     accelerated=True, callback=None):
+    """Projected gradient with the Armijo rule for problem (7) (Lan et al. 2017 §3.4).
 
     Each iteration solves (10), ``B_a = Proj_+(Y - grad J(Y) / a)`` (eq. 9 stepped
     *against* the gradient, then projected by eq. 11), and accepts it when
@@ -185,10 +186,14 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
     a_init : float, optional
         First curvature estimate; default ``2 lam`` (the smallest Hessian eigenvalue).
     accelerated : bool, default=True
+    callback : callable, optional
+        Called as ``callback(J)`` after every iteration (progress bars).
 
     Returns
     -------
     DictionaryResult
+        A ``KeyboardInterrupt`` during the iterations ends them: the result holds the last
+        complete iterate, with ``interrupted=True`` and ``converged=False``.
     """
     if len(data.blocks) == 1:
         # in the eigenbasis of A = U diag(d) U^T the data term is elementwise,
@@ -218,7 +223,8 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
 
         S = psd_projection(closed_form_start(prior, lam, data)) if S_init is None else S_init
     res = _projected_gradient(S, value, grad, lam, data.curvature_bound(), max_iter=max_iter,
-                              tol=tol, a_init=a_init, accelerated=accelerated)
+                              tol=tol, a_init=a_init, accelerated=accelerated,
+                              callback=callback)
     if U is not None:
         S = U @ res.S @ U.T
         res.S = 0.5 * (S + S.T)
@@ -226,46 +232,56 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
 
 
 def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init,
-                        accelerated):
+                        accelerated, callback):
     """The iterations of :func:`solve_dictionary` for ``J = value`` from the PSD ``S``."""
     a_max = 4.0 * (lam + curvature)  # twice the Lipschitz constant
     a = 2.0 * lam if a_init is None else float(a_init)
     J = value(S)
     history = [J]
-    converged = False
+    # (S, J, iterations, len(history)) of the last complete iteration, one tuple stored at
+    # once: a Ctrl-C anywhere leaves it consistent
+    state = (S, J, 0, 1)
+    converged = interrupted = False
     Y, JY, t, S_prev = S, J, 1.0, S
-    it = 0
-    for _ in range(max_iter):
-        it += 1
-        G = grad(Y)
-        while True:
-            Bn = psd_projection(Y - G / a)
-            D = Bn - Y
-            Jn = value(Bn)
-            bound = JY + np.sum(G * D) + 0.5 * a * np.sum(D * D)
-            # the slack absorbs rounding in J at the optimum; a_max always satisfies it
-            if Jn <= bound + 1e-12 * abs(JY) or a >= a_max:
+    try:
+        for it in range(1, max_iter + 1):
+            G = grad(Y)
+            while True:
+                Bn = psd_projection(Y - G / a)
+                D = Bn - Y
+                Jn = value(Bn)
+                bound = JY + np.sum(G * D) + 0.5 * a * np.sum(D * D)
+                # the slack absorbs rounding in J at the optimum; a_max always satisfies it
+                if Jn <= bound + 1e-12 * abs(JY) or a >= a_max:
+                    break
+                a *= ARMIJO_GROWTH
+            if Jn <= J:
+                decrease = J - Jn
+                S_prev, S, J = S, Bn, Jn
+            elif Y is S:  # a plain step that does not descend: only rounding gets here
+                state = (S, J, it, len(history))
+                converged = True
                 break
-            a *= ARMIJO_GROWTH
-        if Jn <= J:
-            decrease = J - Jn
-            S_prev, S, J = S, Bn, Jn
-        elif Y is S:  # a plain step that does not descend: only rounding gets here
-            converged = True
-            break
-        else:  # the extrapolated step did not descend: restart the momentum from S
-            Y, JY, t, S_prev = S, J, 1.0, S
+            else:  # the extrapolated step did not descend: restart the momentum from S
+                decrease = None
+                Y, JY, t, S_prev = S, J, 1.0, S
             history.append(J)
-            continue
-        history.append(J)
-        if decrease <= tol * abs(history[-2]):
-            converged = True
-            break
-        if accelerated:
-            t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-            Y = S + ((t - 1.0) / t_next) * (S - S_prev)
-            JY, t = value(Y), t_next
-        else:
-            Y, JY = S, J
-    return DictionaryResult(S=S, objective_history=history, n_iter=it, converged=converged,
-                            step=a)
+            state = (S, J, it, len(history))
+            if callback is not None:
+                callback(J)
+            if decrease is None:
+                continue
+            if decrease <= tol * abs(history[-2]):
+                converged = True
+                break
+            if accelerated:
+                t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+                Y = S + ((t - 1.0) / t_next) * (S - S_prev)
+                JY, t = value(Y), t_next
+            else:
+                Y, JY = S, J
+    except KeyboardInterrupt:
+        interrupted, converged = True, False
+    S, J, n_iter, n_hist = state
+    return DictionaryResult(S=S, objective_history=history[:n_hist], n_iter=n_iter,
+                            converged=converged, step=a, interrupted=interrupted)

@@ -1,4 +1,4 @@
-"""Multiple-kernel generalized Nystrom (seed 003 §4): alternating ``T^(j)`` / ``alpha_j``.
+"""Multiple-kernel generalized Nystrom (Lan et al. 2017 §4): alternating ``T^(j)`` / ``alpha_j``.
 
 Problem (17) with ``T^(j) = alpha_j S^(j)``, shared landmarks, ``F_j = E_l^(j)``:
 
@@ -45,6 +45,7 @@ class MultipleResult:
     objective_history: list = field(default_factory=list)
     n_iter: int = 0
     converged: bool = True
+    interrupted: bool = False  # a KeyboardInterrupt stopped the alternation
 
 
 def multiple_objective(T, alpha, priors, lam, cross, s, c):
@@ -101,8 +102,8 @@ def prior_mixture(priors, cross, s, rtol=1e-12):
 
 
 def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max_iter=20,
-                   inner_tol=1e-4):
-    """Alternating optimisation of (17) for one ``lambda`` (seed 003 §4.1).
+                   inner_tol=1e-4, callback=None):
+    """Alternating optimisation of (17) for one ``lambda`` (Lan et al. 2017 §4.1).
 
     The paper gives no start. We start from ``T^(j) = alpha_j S_0^(j)`` with the
     ``alpha`` of :func:`prior_mixture`, the minimizer of (17) over that family (so its
@@ -130,10 +131,15 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
         Stop when (17) decreases by less than ``tol`` relatively over one outer iteration.
     inner_max_iter, inner_tol : int, float
         Passed to :func:`solve_dictionary`.
+    callback : callable, optional
+        Called as ``callback(value)`` after every alternation, with the value of (17).
 
     Returns
     -------
     MultipleResult
+        A ``KeyboardInterrupt`` ends the alternation: the result holds the ``T^(j)`` and
+        ``alpha`` of the last complete alternation (the start if none completed), with
+        ``interrupted=True`` and ``converged=False``.
     """
     M = len(priors)
     # the eigensystems of C_jj serve every T^(j) update (closed form and iterations)
@@ -141,31 +147,42 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
     alpha = prior_mixture(priors, cross, s)
     steps = [None] * M
     T = [alpha[j] * priors[j] for j in range(M)]
-    history = [multiple_objective(T, alpha, priors, lam, cross, s, c)]
-    converged = False
-    it = 0
-    for _ in range(max_iter):
-        it += 1
-        for j in range(M):
-            B = s[j] @ s[j].T
-            for k in range(M):
-                if k != j:
-                    B = B - cross[j][k] @ T[k] @ cross[k][j]
-            data = QuadraticData([cross[j][j]], 0.5 * (B + B.T),
-                                 curvature=float(eigs[j][0][-1] ** 2), eig=eigs[j])
-            prior = alpha[j] * priors[j]
-            start = psd_projection(closed_form_start(prior, lam, data))
-            if objective(start, prior, lam, data) > objective(T[j], prior, lam, data):
-                start = T[j]
-            # the Armijo search starts at the last accepted curvature of this kernel:
-            # from 2 lambda it would back off log2(curvature / lambda) times per update
-            res = solve_dictionary(prior, lam, data, S_init=start, max_iter=inner_max_iter,
-                                   tol=inner_tol, a_init=steps[j])
-            T[j], steps[j] = res.S, res.step
-            alpha[j] = optimal_beta(T[j], priors[j])  # eq. (19)
-        history.append(multiple_objective(T, alpha, priors, lam, cross, s, c))
-        if history[-2] - history[-1] <= tol * abs(history[-2]):
-            converged = True
-            break
-    return MultipleResult(T=T, alpha=alpha, objective_history=history, n_iter=it,
-                          converged=converged)
+    # (T, alpha, alternations, history) of the last complete alternation, stored as one
+    # tuple: a Ctrl-C at any point leaves it consistent
+    state = (list(T), alpha.copy(), 0,
+             [multiple_objective(T, alpha, priors, lam, cross, s, c)])
+    converged = interrupted = False
+    try:
+        for _ in range(max_iter):
+            for j in range(M):
+                B = s[j] @ s[j].T
+                for k in range(M):
+                    if k != j:
+                        B = B - cross[j][k] @ T[k] @ cross[k][j]
+                data = QuadraticData([cross[j][j]], 0.5 * (B + B.T),
+                                     curvature=float(eigs[j][0][-1] ** 2), eig=eigs[j])
+                prior = alpha[j] * priors[j]
+                start = psd_projection(closed_form_start(prior, lam, data))
+                if objective(start, prior, lam, data) > objective(T[j], prior, lam, data):
+                    start = T[j]
+                # the Armijo search starts at the last accepted curvature of this kernel:
+                # from 2 lambda it would back off log2(curvature / lambda) times per update
+                res = solve_dictionary(prior, lam, data, S_init=start,
+                                       max_iter=inner_max_iter, tol=inner_tol,
+                                       a_init=steps[j])
+                if res.interrupted:
+                    raise KeyboardInterrupt
+                T[j], steps[j] = res.S, res.step
+                alpha[j] = optimal_beta(T[j], priors[j])  # eq. (19)
+            value = multiple_objective(T, alpha, priors, lam, cross, s, c)
+            state = (list(T), alpha.copy(), state[2] + 1, [*state[3], value])
+            if callback is not None:
+                callback(value)
+            if state[3][-2] - value <= tol * abs(state[3][-2]):
+                converged = True
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    T, alpha, n_iter, history = state
+    return MultipleResult(T=T, alpha=alpha, objective_history=history, n_iter=n_iter,
+                          converged=converged, interrupted=interrupted)

@@ -1,46 +1,50 @@
-"""The generalized Nystrom estimator (seed 003): a semi-supervised low-rank kernel.
+"""The generalized Nystrom estimator (Lan et al. 2017): a semi-supervised low-rank kernel.
 
 Standard Nystrom approximates ``K ~= E W^+ E^T`` with ``E = k(X, Z)`` (n x m) and
 ``W = k(Z, Z)`` on ``m`` landmarks ``Z``. The generalized method keeps ``E`` and learns the
-inverse dictionary kernel ``S`` (m x m) from labels:
+inverse dictionary kernel ``S`` (m x m) from side information:
 
 .. math::
 
     \\min_{S \\succeq 0} \\; \\lambda \\|S - \\beta W^+\\|_F^2
         + \\|E_l S E_l^T - K^*_l\\|_F^2 \\qquad \\text{(eq. 7)}
 
-with ``K^*_l`` the ideal kernel on the labelled points (1 within a class, 0 across), so
-the learned kernel is ``E S E^T = Q Q^T`` with features ``Q = E U Lambda^{1/2}``
-(``S = U Lambda U^T``), computable for any point, seen or new. ``lambda`` is chosen over a
-grid by the product of centered alignments (15). With several kernel widths (§4) the
-kernel is ``sum_j E^(j) T^(j) E^(j)T`` and the features are block-diagonal (§4.2).
+with ``K^*_l`` the ideal kernel on the points with side information (1 within a class or
+must-link group, 0 across), so the learned kernel is ``E S E^T = Q Q^T`` with features
+``Q = E U Lambda^{1/2}`` (``S = U Lambda U^T``), computable for any point, seen or new.
+With several kernel coefficients (§4) the kernel is ``sum_j E^(j) T^(j) E^(j)T`` and the
+features are block-diagonal (§4.2).
 """
 
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import block_diag, pinvh
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels, rbf_kernel
-from sklearn.utils import check_random_state, column_or_1d
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn.constraints import check_side_info, labelled_mask
 from psdlearn.metrics import centered_alignment
-from psdlearn.nystroem._beta import heuristic_beta, iterative_beta
+from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
 from psdlearn.nystroem._dictionary import QuadraticData, psd_factor, solve_dictionary
 from psdlearn.nystroem._multi import solve_multiple
 
 __all__ = ["DEFAULT_LAMBDAS", "GeneralizedNystroem", "mean_squared_distance"]
 
-#: The lambda grid of seed 003 §6.2, ``10^-5 ... 10^5``.
+#: The lambda grid of Lan et al. (2017) §6.2, ``10^-5 ... 10^5``.
 DEFAULT_LAMBDAS = tuple(10.0**k for k in range(-5, 6))
 #: Above this many samples the k-means landmarks come from MiniBatchKMeans.
 MINIBATCH_THRESHOLD = 10_000
@@ -75,91 +79,159 @@ def mean_squared_distance(X):
 
 
 def _one_hot(values):
-    classes, inv = np.unique(values, return_inverse=True)
-    Y = np.zeros((len(values), len(classes)))
-    Y[np.arange(len(values)), inv] = 1.0
-    return Y
+    """``(codes, Y)``: integer codes of ``values`` and their one-hot matrix."""
+    _, codes = np.unique(values, return_inverse=True)
+    codes = codes.ravel()
+    Y = np.zeros((len(values), int(codes.max(initial=-1)) + 1))
+    Y[np.arange(len(values)), codes] = 1.0
+    return codes, Y
+
+
+def _data_term(E, Y, kind):
+    """:class:`QuadraticData` of the labels (one block) or of the must-link groups."""
+    Y = Y[:, Y.sum(axis=0) > 0]
+    counts = Y.sum(axis=0)
+    b = E.T @ Y
+    if kind == "labels":
+        blocks = [E.T @ E]
+    else:  # the mask of §3.3 keeps the within-group pairs: one block per group
+        blocks = [E[Y[:, g] > 0].T @ E[Y[:, g] > 0] for g in range(Y.shape[1])]
+    return QuadraticData(blocks, b @ b.T, float(np.sum(counts**2)))
+
+
+class _SideInfo:
+    """Points with side information, their one-hot matrix and its kind."""
+
+    def __init__(self, index, values, kind):
+        self.index = index
+        self.codes, self.Y = _one_hot(values)
+        self.kind = kind
 
 
 class GeneralizedNystroem(TransformerMixin, BaseEstimator):
-    """Generalized Nystrom low-rank kernel learning from partial labels (seed 003).
+    """Generalized Nystrom low-rank kernel learning from partial labels or must-links.
 
-    Learns the inverse dictionary kernel ``S`` of problem (7) (module docstring) by the
-    closed-form start (12)-(13), projected on the PSD cone, followed by projected gradient
-    with the Armijo rule (10)-(11); ``transform`` returns features ``Q`` with
-    ``Q Q^T = E S E^T``. Fitting costs ``O(m^2 l + m^3)`` per iteration after the landmarks:
-    only the labelled rows of ``E`` are formed; ``transform`` costs ``O(n m d)``.
+    Learns the inverse dictionary kernel ``S`` of problem (7) of Lan et al. (2017) (module
+    docstring) by the closed-form start (12)-(13), projected on the PSD cone, followed by
+    projected gradient with the Armijo rule (10)-(11); ``transform`` returns features ``Q``
+    with ``Q Q^T = E S E^T``: feed them to a linear model. Fitting costs
+    ``O(m^2 l + m^3)`` per iteration after the landmarks (``l`` points with side
+    information); ``transform`` costs ``O(n m d)``. Side information follows the
+    convention of ``docs/glossary.md``; see :meth:`fit`.
 
     Parameters
     ----------
     n_landmarks : float in (0, 1] or int >= 1, default=0.1
         Number of landmarks ``m``: a fraction of ``n`` (the paper: 10%) or a count (the
-        paper: 100 on mnist). With ``kernel_widths`` the landmarks are shared and their
+        paper: 100 on mnist). With ``kernel_gammas`` the landmarks are shared and their
         number is ``m_bar = round(m * tau / M)`` (§4.2).
-    landmarks : {"kmeans", "random"} or array-like of shape (m, d), default="kmeans"
+    landmarks : {"kmeans", "random"} or array-like of shape (m, n_features), default="kmeans"
         k-means centres (MiniBatchKMeans above 10,000 samples, one initialisation), a
         random subset of ``X``, or given points.
     kernel : str or callable, default="rbf"
-        ``"rbf"`` is ``exp(-||x - z||^2 / b)`` with ``b`` from ``kernel_width``; any other
-        name of :data:`sklearn.metrics.pairwise.PAIRWISE_KERNEL_FUNCTIONS` or a callable is
+        ``"rbf"`` is ``exp(-kernel_gamma * ||x - z||^2)``; any other name of
+        :data:`sklearn.metrics.pairwise.PAIRWISE_KERNEL_FUNCTIONS` or a callable is
         evaluated by :func:`sklearn.metrics.pairwise.pairwise_kernels` with
         ``kernel_params``.
-    kernel_width : "mean" or float, default="mean"
-        ``b`` of the rbf kernel; ``"mean"`` is the mean pairwise squared distance
-        (computed in ``O(n d)``), the paper's choice.
-    kernel_widths : array-like of shape (M,), default=None
-        Multiple kernels (§4): rbf widths ``b_j = kernel_widths[j] * b`` (the paper:
-        ``2^-4, ..., 2^4``). Requires ``kernel="rbf"`` and ``side_info="labels"``.
+    kernel_gamma : "auto" or float > 0, default="auto"
+        Coefficient of the rbf kernel. ``"auto"`` is ``1 / b`` with ``b`` the mean pairwise
+        squared distance of ``X`` (computed in ``O(n d)``): the paper's kernel
+        ``exp(-||x - z||^2 / b)``. Ignored by other kernels (use ``kernel_params``).
+    kernel_gammas : array-like of shape (M,), default=None
+        Multiple kernels (§4): rbf coefficients ``gamma_j = kernel_gammas[j] *
+        kernel_gamma_``, i.e. factors of the single coefficient (the paper: ``2^-4, ...,
+        2^4``). Requires ``kernel="rbf"``, class labels as ``y`` and a ``beta`` other than
+        ``"iterative"``.
     kernel_params : dict, default=None
         Extra arguments of a non-rbf kernel.
     lambdas : array-like of positive floats, default=(1e-5, 1e-4, ..., 1e5)
-        Candidates for ``lambda``; the one maximizing criterion (15) is kept.
-    side_info : {"labels", "groups"}, default="labels"
-        Meaning of ``y`` in :meth:`fit`: class labels (ideal kernel (6) on all labelled
-        pairs) or must-link group ids (§3.3: only within-group pairs are constrained, to 1).
-        ``-1`` marks points without side information in both cases.
-    beta : {"heuristic", "iterative"} or float, default="heuristic"
-        Scale of ``S_0 = beta W^+``: eq. (8), the joint minimisation of Appendix A
-        (single kernel only), or a fixed value.
+        Candidates for the trade-off ``lambda`` of (7) (the paper's grid); the one that
+        maximizes the paper's criterion (15), ``rho[S, S_0] * rho[E_l S E_l^T, K^*_l]``
+        (centered alignments, eq. 14), is kept.
+    beta : {"least_squares", "heuristic", "iterative"} or float, default="least_squares"
+        Scale of the prior ``S_0 = beta W^+``. ``"least_squares"``: the ``beta`` at which
+        the prior kernel ``beta E_l W^+ E_l^T`` fits the ideal kernel best
+        (:func:`psdlearn.nystroem._beta.least_squares_beta`). ``"heuristic"``: the paper's
+        eq. (8), which matches the norms of two pseudo-inverses and gives ``beta`` of 1e3
+        to 1e8 on the paper's data sets. ``"iterative"``: the joint minimisation of
+        Appendix A, started from (8) (single kernel only). A float: that value.
     tau : float, default=3.0
         Cost multiplier of the multiple-kernel case, ``m_bar = m tau / M`` (§4.2).
     max_iter : int, default=100
-        Projected-gradient iterations per ``lambda`` (single kernel). Multiple kernels: at
-        most ``max_iter // 5`` alternations, each ``T^(j)`` update at most
+        Projected-gradient iterations of the final fit (single kernel). Multiple kernels:
+        at most ``max_iter // 5`` alternations, each ``T^(j)`` update at most
         ``max_iter // 10`` projected-gradient iterations.
     tol : float, default=1e-5
         Stop when an iteration decreases the objective (7) (multiple kernels: (17)) by at
         most ``tol`` relatively.
     random_state : int, RandomState instance or None, default=None
         Seeds the landmark selection.
+    verbose : int, default=0
+        ``>= 1``: a progress bar on stderr over the projected-gradient iterations (or
+        alternations) of every ``lambda`` tried.
 
     Attributes
     ----------
     landmarks_ : ndarray of shape (m, n_features)
-    kernel_width_ : float or None
-        ``b`` of the rbf kernel (None for other kernels).
-    kernel_widths_ : ndarray of shape (M,)
-        Widths of the multiple kernels (only with ``kernel_widths``).
+    kernel_gamma_ : float or None
+        Coefficient of the rbf kernel (None for other kernels).
+    kernel_gammas_ : ndarray of shape (M,)
+        Coefficients of the multiple kernels (only with ``kernel_gammas``).
+    side_info_ : {"none", "labels", "must-link groups"}
+        What ``fit`` learned from (``"none"``: the standard Nystrom kernel).
     dictionary_ : ndarray of shape (m, m) or (M m, M m)
         Learned ``S`` (multiple kernels: block-diagonal ``T = diag(T^(1), ..., T^(M))``).
     prior_ : ndarray of shape (m, m) or (M m, M m)
         ``S_0 = beta W^+`` (multiple kernels: ``diag(S_0^(j))``).
     beta_ : float or ndarray of shape (M,)
     lambda_ : float or None
-        Chosen ``lambda`` (None without side information: then ``S = W^+``, standard
-        Nystrom).
-    alignment_scores_ : ndarray of shape (len(lambdas),)
-        Criterion (15) for each candidate.
+        Chosen ``lambda`` (None without side information: then ``S = W^+``).
+    lambda_scores_ : ndarray of shape (len(lambdas),)
+        Criterion (15) of each candidate (multiple kernels: its product over the kernels,
+        §6.2); NaN for candidates not scored (no side information, a single class, or an
+        interrupted fit).
     kernel_weights_ : ndarray of shape (M,)
-        ``alpha_j`` (only with ``kernel_widths``).
-    n_iter_ : int
-        Iterations of the chosen ``lambda``.
-    objective_history_ : list of float
-        Objective (7) (or (17)) of the chosen ``lambda``: start, then every iteration.
-    components_ : ndarray of shape (m or M m, rank_)
-        ``U Lambda^{1/2}`` of the learned dictionary (block-diagonal for several kernels).
+        ``alpha_j`` (only with ``kernel_gammas``).
+    feature_map_ : ndarray of shape (m or M m, rank_)
+        ``U Lambda^{1/2}`` with ``dictionary_ = U Lambda U^T`` (block-diagonal for several
+        kernels): ``transform(X) = k(X, landmarks_) @ feature_map_``. It maps kernel values
+        to features, not ``X`` itself, hence not ``components_``.
     rank_ : int
+        Number of output features, the rank of ``dictionary_``.
+    objective_history_ : list of float
+        Objective (7) (multiple kernels: (17)) of the final fit at ``lambda_``: its start,
+        then every iteration.
+    n_iter_ : int
+        Projected-gradient iterations (multiple kernels: alternations) that the final fit
+        at ``lambda_`` ran; 0 without side information.
+    converged_ : bool
+        Whether that fit met ``tol`` (True without side information); False after
+        ``max_iter`` or an interrupted fit.
+    fit_time_ : float
+        Seconds spent in :meth:`fit`.
     n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` has string column names.
+
+    Notes
+    -----
+    Defaults. ``beta="least_squares"`` and ``cv=5`` replace the paper's eq. (8) and
+    criterion (15). With those two, the paper's method, followed by a linear SVM, was
+    worse than scikit-learn's unsupervised :class:`~sklearn.kernel_approximation.Nystroem`
+    of the same size on 12 of the 15 data sets of ``benchmarks/bench_defaults_nystroem.py``
+    (10% labels), up to 13 points on german.numer. With the defaults it ... (see
+    ``benchmarks/results/defaults_nystroem.md``).
+
+    A Ctrl-C (``KeyboardInterrupt``) during the iterations stops the fit: the estimator
+    keeps the last complete iterate (the ``lambda`` chosen among the candidates scored so
+    far), warns with :class:`psdlearn._progress.FitInterruptedWarning` and sets
+    ``converged_ = False``.
+
+    References
+    ----------
+    Lan, L., Zhang, K., Ge, H., Cheng, W., Liu, J., Rauber, A., Li, X.-L., Wang, J. &
+    Zha, H. (2017). Low-rank decomposition meets kernel learning: a generalized Nystrom
+    method. Artificial Intelligence 250, 1-15.
 
     Examples
     --------
@@ -178,41 +250,41 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
                         Interval(numbers.Integral, 1, None, closed="left")],
         "landmarks": [StrOptions({"kmeans", "random"}), "array-like"],
         "kernel": [StrOptions(set(PAIRWISE_KERNEL_FUNCTIONS)), callable],
-        "kernel_width": [StrOptions({"mean"}), Interval(numbers.Real, 0, None, closed="neither")],
-        "kernel_widths": ["array-like", None],
+        "kernel_gamma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "kernel_gammas": ["array-like", None],
         "kernel_params": [dict, None],
         "lambdas": ["array-like"],
-        "side_info": [StrOptions({"labels", "groups"})],
-        "beta": [StrOptions({"heuristic", "iterative"}),
+        "beta": [StrOptions({"least_squares", "heuristic", "iterative"}),
                  Interval(numbers.Real, 0, None, closed="neither")],
         "tau": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, *, n_landmarks=0.1, landmarks="kmeans", kernel="rbf",
-                 kernel_width="mean", kernel_widths=None, kernel_params=None,
-                 lambdas=DEFAULT_LAMBDAS, side_info="labels", beta="heuristic", tau=3.0,
-                 max_iter=100, tol=1e-5, random_state=None):
+                 kernel_gamma="auto", kernel_gammas=None, kernel_params=None,
+                 lambdas=DEFAULT_LAMBDAS, beta="least_squares", tau=3.0, max_iter=100,
+                 tol=1e-5, random_state=None, verbose=0):
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.kernel = kernel
-        self.kernel_width = kernel_width
-        self.kernel_widths = kernel_widths
+        self.kernel_gamma = kernel_gamma
+        self.kernel_gammas = kernel_gammas
         self.kernel_params = kernel_params
         self.lambdas = lambdas
-        self.side_info = side_info
         self.beta = beta
         self.tau = tau
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ helpers
-    def _kernel(self, X, Z, width):
+    def _kernel(self, X, Z, gamma):
         if self.kernel == "rbf":
-            return rbf_kernel(X, Z, gamma=1.0 / width)
+            return rbf_kernel(X, Z, gamma=gamma)
         return pairwise_kernels(X, Z, metric=self.kernel, **(self.kernel_params or {}))
 
     def _n_landmarks(self, n):
@@ -242,27 +314,54 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
             km = KMeans(n_clusters=m, n_init=1, random_state=rng)
         return km.fit(X).cluster_centers_
 
-    def _side_matrix(self, y, n):
-        """Indices of the points with side information and their one-hot matrix ``Y``."""
-        if y is None:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0))
-        y = column_or_1d(y, warn=True)
-        if len(y) != n:
-            raise ValueError(f"y has {len(y)} entries but X has {n} samples.")
-        idx = np.flatnonzero(y != -1)
-        return idx, _one_hot(y[idx])
+    def _kernel_gamma(self, X):
+        if self.kernel != "rbf":
+            return None
+        if self.kernel_gamma != "auto":
+            return float(self.kernel_gamma)
+        b = mean_squared_distance(X)
+        if b <= 0:
+            raise ValueError("all samples coincide: their mean squared distance is 0, so "
+                             "kernel_gamma='auto' is undefined; pass a float kernel_gamma.")
+        return 1.0 / b
 
-    def _data_term(self, E_l, Y):
-        """:class:`QuadraticData` of the labels or of the must-link groups."""
-        counts = Y.sum(axis=0)
-        if self.side_info == "labels":
-            s = E_l.T @ Y
-            return QuadraticData([E_l.T @ E_l], s @ s.T, float(np.sum(counts**2)))
-        blocks, b = [], E_l.T @ Y
-        for g in range(Y.shape[1]):
-            Eg = E_l[Y[:, g] > 0]
-            blocks.append(Eg.T @ Eg)
-        return QuadraticData(blocks, b @ b.T, float(np.sum(counts**2)))
+    def _side_information(self, y, n):
+        """The points with side information, or None for the standard Nystrom kernel."""
+        info = check_side_info(y, n, accept=("labels", "pairs"), required=False)
+        if info.kind == "none":
+            self.side_info_ = "none"
+            return None
+        if info.kind == "labels":
+            index = np.flatnonzero(labelled_mask(info.labels))
+            if index.size == 0:
+                self._warn_no_side_information("y has no labelled point (every entry is -1)")
+                return None
+            self.side_info_ = "labels"
+            return _SideInfo(index, info.labels[index], "labels")
+        C = info.constraints
+        if C.n_cannot:
+            warnings.warn(
+                f"GeneralizedNystroem ignores the {C.n_cannot} cannot-link pair(s) of y: its "
+                "objective takes must-link groups only (Lan et al. 2017 §3.3). Pass partial "
+                "labels instead to use every pair of labelled points.", UserWarning,
+                stacklevel=3)
+        ml = C.must_link
+        if len(ml) == 0:
+            self._warn_no_side_information("y has no must-link pair")
+            return None
+        graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
+        _, component = connected_components(graph, directed=False)
+        index = np.unique(ml)
+        self.side_info_ = "must-link groups"
+        return _SideInfo(index, component[index], "groups")
+
+    def _warn_no_side_information(self, what):
+        self.side_info_ = "none"
+        warnings.warn(
+            f"GeneralizedNystroem: {what}. Without side information problem (7) has no data "
+            "term and its solution is the prior, so this fit is the standard Nystrom kernel "
+            "E W^+ E^T (Lan et al. 2017 eq. 3). Pass y=None to ask for it without this "
+            "warning.", UserWarning, stacklevel=4)
 
     def _lambdas(self):
         lam = np.asarray(self.lambdas, dtype=np.float64).ravel()
@@ -270,167 +369,259 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
             raise ValueError("lambdas must be a non-empty array of positive finite floats.")
         return lam
 
+    def _callback(self, bar, lam):
+        if not self.verbose:
+            return None
+
+        def step(value):
+            bar.update(1)
+            bar.set_postfix(lam=f"{lam:.3g}", objective=f"{value:.6g}", refresh=False)
+
+        return step
+
+    def _beta_start(self, E_l, Y, W_pinv, data):
+        """``beta`` of the prior (the start of Appendix A's iterations for "iterative")."""
+        if not isinstance(self.beta, str):
+            return float(self.beta)
+        if self.beta == "least_squares":
+            return least_squares_beta(W_pinv, data)
+        return heuristic_beta(E_l, Y, W_pinv)
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None):
         """Learn the dictionary kernel from partial side information.
 
+        ``y`` follows the side-information convention of ``docs/glossary.md``:
+
+        - ``None``: no side information; the standard Nystrom kernel ``E W^+ E^T``
+          (``lambda_`` is None, ``dictionary_ = W^+``).
+        - partial labels, shape ``(n_samples,)``, ``-1`` = unlabelled: the ideal kernel
+          (6) of the labelled points, 1 for two points of the same class and 0 otherwise.
+          With no labelled point the fit falls back to the standard Nystrom kernel with a
+          :class:`UserWarning`: without labels problem (7) has no data term and its
+          solution is the prior ``S_0``.
+        - a :class:`~psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
+          ``[i, j, +1/-1]`` rows: the must-link pairs are closed under transitivity into
+          groups (connected components) and the masked objective of §3.3 asks the kernel
+          to be 1 within each group; pairs across groups are left free. Cannot-link pairs
+          are ignored with a :class:`UserWarning` (the paper's objective has no term for
+          them, §3.3); without a must-link the fit is the standard Nystrom kernel, with a
+          warning. Group ids ``g`` are passed the same way: a must-link pair between
+          consecutive members of each group.
+
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), default=None
-            Class labels (``side_info="labels"``) or must-link group ids
-            (``side_info="groups"``); ``-1`` = no information. ``None`` or no labelled
-            point gives the standard Nystrom kernel.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training points; sparse input is converted to CSR (the landmarks are dense).
+        y : None, array-like of shape (n_samples,) or (m, 3), or PairwiseConstraints
+            Side information, as above.
 
         Returns
         -------
-        self
+        self : GeneralizedNystroem
+            Fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            ``n_landmarks`` above ``n_samples``, an invalid ``lambdas`` or
+            ``kernel_gammas``, all samples identical with ``kernel_gamma="auto"``, or
+            ``y`` of a kind the estimator does not take.
         """
+        start = time.perf_counter()
         self._validate_params()
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=2)
         n = X.shape[0]
         lambdas = self._lambdas()
-        idx, Y = self._side_matrix(y, n)
+        side = self._side_information(y, n)
+        multiple = self._check_multiple(side)
         rng = check_random_state(self.random_state)
-        if self.kernel == "rbf":
-            width = (mean_squared_distance(X) if self.kernel_width == "mean"
-                     else float(self.kernel_width))
-            if width <= 0:
-                raise ValueError("all samples coincide: the mean squared distance is 0.")
-        else:
-            width = None
-        self.kernel_width_ = width
+        self.kernel_gamma_ = self._kernel_gamma(X)
         m = self._n_landmarks(n)
-        if self.kernel_widths is None:
-            self.landmarks_ = self._select_landmarks(X, m, rng)
-            with threadpool_limits(1 if m <= SINGLE_THREAD_MAX_M else None, "blas"):
-                self._fit_single(X[idx], Y, lambdas)
-        else:
-            self._fit_multiple(X, X[idx], Y, lambdas, m, rng)
-        self.rank_ = self.components_.shape[1]
+        with progress_bar(self.verbose, desc="GeneralizedNystroem", unit="it") as bar:
+            if multiple is None:
+                self.kernel_gammas_ = self.kernel_weights_ = None
+                self._fit_single(X, side, lambdas, m, rng, bar)
+            else:
+                self._fit_multiple(X, side, lambdas, multiple, m, rng, bar)
+        self.rank_ = self.feature_map_.shape[1]
+        self.fit_time_ = time.perf_counter() - start
         return self
 
-    def _fit_single(self, X_l, Y, lambdas):
-        Z = self.landmarks_
-        W_pinv = pinvh(self._kernel(Z, Z, self.kernel_width_), rtol=PINV_RTOL)
-        self.alignment_scores_ = np.zeros(len(lambdas))
-        if X_l.shape[0] == 0:
-            self.beta_, self.lambda_ = 1.0, None
-            self.prior_ = self.dictionary_ = W_pinv
-            self.n_iter_, self.objective_history_ = 0, []
-            self.components_ = psd_factor(W_pinv)
-            return
-        E_l = self._kernel(X_l, Z, self.kernel_width_)
-        data = self._data_term(E_l, Y)
-        beta0 = heuristic_beta(E_l, Y, W_pinv) if isinstance(self.beta, str) else self.beta
-        kw = {"max_iter": self.max_iter, "tol": self.tol}
-        best = None
-        for i, lam in enumerate(lambdas):
-            if self.beta == "iterative":
-                beta, res = iterative_beta(W_pinv, lam, data, beta0, **kw)
-            else:
-                beta, res = beta0, solve_dictionary(beta0 * W_pinv, lam, data, **kw)
-            F = psd_factor(res.S)
-            # eq. (15); rho[S, S_0] is scale invariant, so W^+ stands for beta W^+
-            score = (centered_alignment(res.S, W_pinv, factors=False)
-                     * centered_alignment(E_l @ F, Y, factors=True))
-            self.alignment_scores_[i] = score
-            if best is None or score > best[0]:
-                best = (score, lam, beta, res, F)
-        _, self.lambda_, self.beta_, res, self.components_ = best
-        self.prior_ = self.beta_ * W_pinv
-        self.dictionary_ = res.S
-        self.n_iter_, self.objective_history_ = res.n_iter, res.objective_history
-        if not res.converged:
-            self._warn_convergence()
-
-    def _fit_multiple(self, X, X_l, Y, lambdas, m, rng):
-        if self.kernel != "rbf" or self.side_info != "labels" or self.beta == "iterative":
-            raise ValueError("kernel_widths needs kernel='rbf', side_info='labels' and a "
-                             "non-iterative beta.")
-        factors = np.asarray(self.kernel_widths, dtype=np.float64).ravel()
+    def _check_multiple(self, side):
+        """The kernel coefficient factors of ``kernel_gammas``, validated, or None."""
+        if self.kernel_gammas is None:
+            return None
+        if self.kernel != "rbf" or self.beta == "iterative":
+            raise ValueError("kernel_gammas needs kernel='rbf' and a beta other than "
+                             "'iterative'.")
+        if side is not None and side.kind != "labels":
+            raise ValueError("kernel_gammas needs class labels as y; must-link groups are "
+                             "supported with a single kernel only.")
+        factors = np.asarray(self.kernel_gammas, dtype=np.float64).ravel()
         if factors.size == 0 or np.any(~np.isfinite(factors)) or np.any(factors <= 0):
-            raise ValueError("kernel_widths must be a non-empty array of positive floats.")
+            raise ValueError("kernel_gammas must be a non-empty array of positive floats.")
+        return factors
+
+    def _search(self, lambdas, side, solve, score):
+        """Solve (7) or (17) for each candidate ``lambda`` and keep the best score.
+
+        Returns ``(lambda, solve(lambda), interrupted)``. A Ctrl-C ends the search: the
+        best of the candidates solved so far is kept; if none was, the interrupted
+        solution of the first (the solvers return their last complete iterate); if even
+        that is missing the interrupt propagates.
+        """
+        self.lambda_scores_ = np.full(len(lambdas), np.nan)
+        order = range(len(lambdas))
+        if side.Y.shape[1] < 2:
+            warnings.warn(
+                "GeneralizedNystroem: the side information holds a single class (or "
+                "group), whose ideal kernel has no contrast to align with; lambda is the "
+                f"largest candidate, {lambdas.max():g}.", UserWarning, stacklevel=4)
+            order = [int(np.argmax(lambdas))]
+        best = partial = None
+        try:
+            for i in order:
+                out = solve(lambdas[i])
+                if out[0].interrupted:
+                    partial = (lambdas[i], out)
+                    raise KeyboardInterrupt
+                self.lambda_scores_[i] = value = score(out)
+                if best is None or value > best[0]:
+                    best = (value, lambdas[i], out)
+        except KeyboardInterrupt:
+            if best is None and partial is None:
+                raise
+            return (*partial, True) if best is None else (*best[1:], True)
+        return (*best[1:], False)
+
+    def _finish(self, converged, interrupted, unit):
+        self.converged_ = bool(converged) and not interrupted
+        if interrupted:
+            warn_interrupted("GeneralizedNystroem", self.n_iter_,
+                             unit=f"{unit} at lambda={self.lambda_:g}", stacklevel=5)
+        elif not converged:
+            warnings.warn(
+                f"GeneralizedNystroem stopped at max_iter={self.max_iter} for the chosen "
+                f"lambda={self.lambda_:g} before reaching tol={self.tol}; increase max_iter "
+                "or tol.", ConvergenceWarning, stacklevel=4)
+
+    def _fit_single(self, X, side, lambdas, m, rng, bar):
+        self.landmarks_ = Z = self._select_landmarks(X, m, rng)
+        with threadpool_limits(1 if Z.shape[0] <= SINGLE_THREAD_MAX_M else None, "blas"):
+            W_pinv = pinvh(self._kernel(Z, Z, self.kernel_gamma_), rtol=PINV_RTOL)
+            if side is None:
+                self.lambda_scores_ = np.full(len(lambdas), np.nan)
+                self.beta_, self.lambda_ = 1.0, None
+                self.prior_ = self.dictionary_ = W_pinv
+                self.n_iter_, self.objective_history_, self.converged_ = 0, [], True
+                self.feature_map_ = psd_factor(W_pinv)
+                return
+            E_l = self._kernel(X[side.index], Z, self.kernel_gamma_)
+            data = _data_term(E_l, side.Y, side.kind)
+            beta0 = self._beta_start(E_l, side.Y, W_pinv, data)
+
+            def solve(lam):
+                kw = {"max_iter": self.max_iter, "tol": self.tol,
+                      "callback": self._callback(bar, lam)}
+                if self.beta == "iterative":
+                    beta, res = iterative_beta(W_pinv, lam, data, beta0, **kw)
+                else:
+                    beta, res = beta0, solve_dictionary(beta0 * W_pinv, lam, data, **kw)
+                return res, beta, psd_factor(res.S)
+
+            def score(out):
+                # eq. (15); rho is scale invariant, so W^+ stands for S_0 = beta W^+
+                res, _, F = out
+                return (centered_alignment(res.S, W_pinv, factors=False)
+                        * centered_alignment(E_l @ F, side.Y, factors=True))
+
+            lam, (res, beta, F), interrupted = self._search(lambdas, side, solve, score)
+        self.lambda_, self.beta_ = float(lam), float(beta)
+        self.prior_ = self.beta_ * W_pinv
+        self.dictionary_, self.feature_map_ = res.S, F
+        self.n_iter_, self.objective_history_ = res.n_iter, list(res.objective_history)
+        self._finish(res.converged, interrupted, "projected-gradient iterations")
+
+    def _fit_multiple(self, X, side, lambdas, factors, m, rng, bar):
         M = factors.size
-        widths = factors * self.kernel_width_
-        self.kernel_widths_ = widths
+        self.kernel_gammas_ = gammas = factors * self.kernel_gamma_
         m_bar = max(1, int(round(m * self.tau / M)))
         self.landmarks_ = Z = self._select_landmarks(X, min(m_bar, X.shape[0]), rng)
-        W_pinv = [pinvh(self._kernel(Z, Z, b), rtol=PINV_RTOL) for b in widths]
-        self.alignment_scores_ = np.zeros(len(lambdas))
-        if X_l.shape[0] == 0:
-            self.beta_, self.lambda_ = np.ones(M), None
-            self.kernel_weights_ = np.full(M, 1.0 / M)
-            self._set_blocks([w / M for w in W_pinv], [w / M for w in W_pinv])
-            self.n_iter_, self.objective_history_ = 0, []
-            return
-        F = [self._kernel(X_l, Z, b) for b in widths]
-        self.beta_ = np.array([heuristic_beta(Fj, Y, Wj) if self.beta == "heuristic"
-                               else self.beta for Fj, Wj in zip(F, W_pinv, strict=True)])
-        priors = [b * w for b, w in zip(self.beta_, W_pinv, strict=True)]
-        cross = [[Fj.T @ Fk for Fk in F] for Fj in F]
-        s = [Fj.T @ Y for Fj in F]
-        c = float(np.sum(Y.sum(axis=0) ** 2))
-        best = None
-        with threadpool_limits(1 if m_bar <= SINGLE_THREAD_MAX_M else None, "blas"):
-            for i, lam in enumerate(lambdas):
-                best = self._multiple_lambda(i, lam, priors, cross, s, c, F, Y, best)
-        _, self.lambda_, res = best
+        with threadpool_limits(1 if Z.shape[0] <= SINGLE_THREAD_MAX_M else None, "blas"):
+            W_pinv = [pinvh(self._kernel(Z, Z, g), rtol=PINV_RTOL) for g in gammas]
+            if side is None:
+                self.lambda_scores_ = np.full(len(lambdas), np.nan)
+                self.beta_, self.lambda_ = np.ones(M), None
+                self.kernel_weights_ = np.full(M, 1.0 / M)
+                self._set_blocks([w / M for w in W_pinv], [w / M for w in W_pinv])
+                self.n_iter_, self.objective_history_, self.converged_ = 0, [], True
+                return
+            F = [self._kernel(X[side.index], Z, g) for g in gammas]
+            Y = side.Y
+            self.beta_ = np.array([self._beta_start(Fj, Y, Wj, _data_term(Fj, Y, "labels"))
+                                   for Fj, Wj in zip(F, W_pinv, strict=True)])
+            priors = [b * w for b, w in zip(self.beta_, W_pinv, strict=True)]
+            cross = [[Fj.T @ Fk for Fk in F] for Fj in F]
+            s = [Fj.T @ Y for Fj in F]
+            c = float(np.sum(Y.sum(axis=0) ** 2))
+
+            def solve(lam):
+                res = solve_multiple(priors, lam, cross, s, c,
+                                     max_iter=max(1, self.max_iter // 5), tol=self.tol,
+                                     inner_max_iter=max(1, self.max_iter // 10),
+                                     inner_tol=self.tol, callback=self._callback(bar, lam))
+                return res, [psd_factor(T) for T in res.T]
+
+            def score(out):
+                # the multiple-kernel form of (15); kernels with T^(j) = 0 (weight 0)
+                # carry no alignment and are left out of the product
+                res, facs = out
+                Q_l = np.hstack([Fj @ G for Fj, G in zip(F, facs, strict=True)])
+                value = centered_alignment(Q_l, Y, factors=True)
+                for T, P in zip(res.T, priors, strict=True):
+                    if np.any(T):
+                        value *= centered_alignment(T, P, factors=False)
+                return value
+
+            lam, (res, _), interrupted = self._search(lambdas, side, solve, score)
+        self.lambda_ = float(lam)
         self.kernel_weights_ = res.alpha
         self._set_blocks(res.T, priors)
-        self.n_iter_, self.objective_history_ = res.n_iter, res.objective_history
-        if not res.converged:
-            self._warn_convergence()
-
-    def _multiple_lambda(self, i, lam, priors, cross, s, c, F, Y, best):
-        """Solve (17) for one ``lambda``, score it and keep the best."""
-        res = solve_multiple(priors, lam, cross, s, c, max_iter=max(1, self.max_iter // 5),
-                             tol=self.tol, inner_max_iter=max(1, self.max_iter // 10),
-                             inner_tol=self.tol)
-        facs = [psd_factor(T) for T in res.T]
-        # the multiple-kernel form of (15); kernels with T^(j) = 0 (weight 0) carry
-        # no alignment and are left out of the product
-        Q_l = np.hstack([Fj @ G for Fj, G in zip(F, facs, strict=True)])
-        score = centered_alignment(Q_l, Y, factors=True)
-        for T, P in zip(res.T, priors, strict=True):
-            if np.any(T):
-                score *= centered_alignment(T, P, factors=False)
-        self.alignment_scores_[i] = score
-        if best is None or score > best[0]:
-            best = (score, lam, res)
-        return best
+        self.n_iter_, self.objective_history_ = res.n_iter, list(res.objective_history)
+        self._finish(res.converged, interrupted, "alternations")
 
     def _set_blocks(self, T, priors):
         self.dictionary_ = block_diag(*T)
         self.prior_ = block_diag(*priors)
-        self.components_ = block_diag(*[psd_factor(Tj) for Tj in T])
-
-    def _warn_convergence(self):
-        warnings.warn(
-            f"GeneralizedNystroem stopped at max_iter={self.max_iter} for the chosen "
-            f"lambda={self.lambda_:g} before reaching tol={self.tol}; increase max_iter or "
-            "tol.", ConvergenceWarning, stacklevel=3)
+        self.feature_map_ = block_diag(*[psd_factor(Tj) for Tj in T])
 
     # ------------------------------------------------------------------ transform
     def _extrapolation(self, X):
         """``E(X)``: ``k(X, Z)``, or ``[E^(1), ..., E^(M)]`` for multiple kernels (eq. 21)."""
-        if self.kernel_widths is None:
-            return self._kernel(X, self.landmarks_, self.kernel_width_)
-        return np.hstack([self._kernel(X, self.landmarks_, b) for b in self.kernel_widths_])
+        if self.kernel_gammas_ is None:
+            return self._kernel(X, self.landmarks_, self.kernel_gamma_)
+        return np.hstack([self._kernel(X, self.landmarks_, g) for g in self.kernel_gammas_])
 
     def transform(self, X):
         """Features ``Q = E(X) U Lambda^{1/2}`` with ``Q Q^T = E(X) S E(X)^T`` (§4.2).
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Any points, seen in :meth:`fit` or new.
 
         Returns
         -------
         Q : ndarray of shape (n_samples, rank_)
         """
-        check_is_fitted(self, "components_")
+        check_is_fitted(self, "feature_map_")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return self._extrapolation(X) @ self.components_
+        return self._extrapolation(X) @ self.feature_map_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR (other formats are converted)
+        tags.target_tags.required = False  # y=None is the standard Nystrom kernel
+        return tags
