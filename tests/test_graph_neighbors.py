@@ -62,7 +62,7 @@ def test_self_excluded_even_with_duplicates():
 
 
 def test_approximate_recall_on_fixed_problem():
-    pytest.importorskip("hnswlib")
+    pytest.importorskip("faiss")
     X = np.random.default_rng(0).normal(size=(3000, 10))
     index = NeighborIndex("approximate", random_state=0).fit(X)
     assert index.method_ == "approximate" and index.backend_ == "hnsw"
@@ -132,3 +132,18 @@ def test_bad_method_and_unfitted():
         NeighborIndex().kneighbors(n_neighbors=1)
     with pytest.raises(ValueError, match=r"n_neighbors must lie in \[1, 2\]"):
         NeighborIndex().fit(np.eye(3)).kneighbors(n_neighbors=3)
+
+
+def test_approximate_is_deterministic_and_pickles():
+    pytest.importorskip("faiss")
+    import pickle
+
+    X = np.random.default_rng(5).normal(size=(4000, 12))
+    a = NeighborIndex("approximate", random_state=3, n_jobs=2).fit(X)
+    b = NeighborIndex("approximate", random_state=3, n_jobs=2).fit(X)
+    d_a, i_a = a.kneighbors(n_neighbors=8)
+    d_b, i_b = b.kneighbors(n_neighbors=8)
+    assert np.array_equal(i_a, i_b) and np.array_equal(d_a, d_b)
+    c = pickle.loads(pickle.dumps(a))
+    Q = X[:50] + 0.01
+    assert np.array_equal(c.kneighbors(Q, n_neighbors=5)[1], a.kneighbors(Q, n_neighbors=5)[1])

@@ -113,7 +113,7 @@ def test_kneighbors_transformer_graph_gives_same_fit():
 
 
 def test_graph_info_and_approximate_fit_close_to_exact():
-    pytest.importorskip("hnswlib")
+    pytest.importorskip("faiss")
     X, y = _blobs(600, seed=6)
     C = pl.PairwiseConstraints.from_labels(y, random_state=0)
     exact = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X, C)

@@ -44,7 +44,8 @@ def _cmd_demo(args):
     C = pl.PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6,
                                            random_state=args.seed)
     print(f"data set {args.dataset}: n={X.shape[0]}, d={X.shape[1]}, classes={n_classes}; "
-          f"{C.n_must} must-link + {C.n_cannot} cannot-link pairs (0.6n each, the protocol of Hu & Kwok 2015)")
+          f"{C.n_must} must-link + {C.n_cannot} cannot-link pairs (0.6n each, the protocol "
+          "of Hu & Kwok 2015)")
     t0 = time.perf_counter()
     km = KMeans(n_clusters=n_classes, n_init=20, random_state=args.seed).fit_predict(X)
     t_km = time.perf_counter() - t0

@@ -18,11 +18,13 @@ All neighbour searches of the library go through :class:`NeighborIndex`:
 - ``"exact"``: scikit-learn's kd-tree in at most :data:`KD_TREE_MAX_FEATURES` dense
   dimensions, else its brute force (squared distances by BLAS products, in chunks of
   queries, on all cores; dense or CSR input, sparse input is never densified);
-- ``"approximate"``: an HNSW graph (hnswlib, optional extra ``ann``), chosen by
-  measurement (``benchmarks/results/ann_libraries.md``);
+- ``"approximate"``: an HNSW graph (faiss-cpu's ``IndexHNSWFlat``, optional extra
+  ``ann``), chosen by measurement (``benchmarks/results/ann_libraries.md``): as fast as
+  hnswlib, deterministic for a given seed on several threads (hnswlib is not), binary
+  wheels, and no per-process compilation (pynndescent compiles for 2 minutes per process);
 - ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` points (or in at most
   :data:`AUTO_TREE_MAX_FEATURES` dimensions, where the kd-tree stays fast), approximate
-  above when hnswlib is installed.
+  above when faiss is installed.
 
 References
 ----------
@@ -88,12 +90,17 @@ AUTO_EXACT_MAX_SAMPLES = 20_000
 #: near n log n (n = 1e5, d = 2: 0.8 s).
 AUTO_TREE_MAX_FEATURES = 3
 
-#: HNSW graph degree, construction and search breadth (hnswlib). The search breadth is
-#: ``max(HNSW_EF_FACTOR * k, HNSW_EF_MIN)`` for ``k`` neighbours.
+#: HNSW graph degree, construction and search breadth (faiss). The search breadth is
+#: ``max(HNSW_EF_FACTOR * k, HNSW_EF_MIN)`` for ``k`` neighbours. Measured at n = 1e5,
+#: 10-d, k = 10 (ann_libraries.md): M = 8 reaches recall 0.95-0.97 at ef = 15-20 and
+#: M = 16 0.98-0.99; 12 keeps a margin for larger n, where the recall of a fixed setting
+#: falls.
 HNSW_M = 12
-HNSW_EF_CONSTRUCTION = 60
-HNSW_EF_FACTOR = 3
-HNSW_EF_MIN = 30
+HNSW_EF_CONSTRUCTION = 40
+HNSW_EF_FACTOR = 2
+HNSW_EF_MIN = 24
+#: Seed of faiss's level draws when ``random_state`` is None (faiss's own default).
+_FAISS_DEFAULT_SEED = 12345
 
 #: Rows of each query block: it bounds the memory of a block and lets Ctrl-C and the
 #: progress bar act between blocks.
@@ -110,20 +117,20 @@ def _n_threads(n_jobs):
     return max(1, int(n_jobs))
 
 
-def _hnswlib():
+def _faiss():
     try:
-        import hnswlib
+        import faiss
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            "knn_method='approximate' needs hnswlib: pip install 'psdlearn[ann]' (or "
-            "hnswlib); knn_method='exact' works without it."
+            "knn_method='approximate' needs faiss: pip install 'psdlearn[ann]' (or "
+            "faiss-cpu); knn_method='exact' works without it."
         ) from exc
-    return hnswlib
+    return faiss
 
 
-def _have_hnswlib():
+def _have_faiss():
     try:
-        _hnswlib()
+        _faiss()
     except ImportError:
         return False
     return True
@@ -141,15 +148,15 @@ class NeighborIndex:
     method : {"auto", "exact", "approximate"}, default="auto"
         ``"exact"``: kd-tree in at most ``KD_TREE_MAX_FEATURES`` dense dimensions, else
         brute force (BLAS, chunked, sparse input kept sparse). ``"approximate"``: HNSW
-        (hnswlib). ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at
-        most ``AUTO_TREE_MAX_FEATURES`` dense features, approximate beyond (exact when
-        hnswlib is not installed).
+        (faiss). ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at
+        most ``AUTO_TREE_MAX_FEATURES`` dense features, approximate beyond (exact, with a
+        warning, when faiss is not installed).
     n_jobs : int, optional
         Threads; ``None`` or ``-1`` use every core.
     random_state : int, RandomState instance or None, default=None
-        Seeds the HNSW construction and the queries of :meth:`estimate_recall`. hnswlib
-        inserts points from several threads, so its graph, and rarely a neighbour list,
-        can differ between runs with the same seed; ``n_jobs=1`` makes it deterministic.
+        Seeds the HNSW construction (its level draws) and the queries of
+        :meth:`estimate_recall`. The same seed gives the same neighbours, on any number
+        of threads (measured in ``benchmarks/results/ann_libraries.md``).
     verbose : int, default=0
         Progress bar of long searches on stderr.
 
@@ -196,11 +203,11 @@ class NeighborIndex:
             small = n <= AUTO_EXACT_MAX_SAMPLES or (not sp.issparse(X)
                                                    and d <= AUTO_TREE_MAX_FEATURES)
             method = "exact" if small else "approximate"
-            if method == "approximate" and not _have_hnswlib():
+            if method == "approximate" and not _have_faiss():
                 method = "exact"
                 warnings.warn(
                     f"knn_method='auto': {n} points call for the approximate search, but "
-                    "hnswlib is not installed (pip install 'psdlearn[ann]'); searching "
+                    "faiss is not installed (pip install 'psdlearn[ann]'); searching "
                     "exactly, which grows as n^2.",
                     UserWarning,
                     stacklevel=2,
@@ -218,18 +225,19 @@ class NeighborIndex:
         return self
 
     def _build_hnsw(self, X):
-        hnswlib = _hnswlib()
+        faiss = _faiss()
         n, d = X.shape
-        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
-        index = hnswlib.Index(space="l2", dim=d)
-        index.init_index(max_elements=n, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
-                         random_seed=seed)
-        index.set_num_threads(_n_threads(self.n_jobs))
-        step = 65_536
+        seed = (_FAISS_DEFAULT_SEED if self.random_state is None
+                else int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
+        index = faiss.IndexHNSWFlat(d, HNSW_M)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.rng = faiss.RandomGenerator(seed)
+        faiss.omp_set_num_threads(_n_threads(self.n_jobs))
+        step = 32_768
         with progress_bar(self.verbose, total=n, desc="kNN index", unit="pt") as bar:
             for start in range(0, n, step):
                 block = _dense32(X[start:start + step])
-                index.add_items(block, np.arange(start, start + len(block)))
+                index.add(block)
                 bar.update(len(block))
         self._hnsw = index
 
@@ -265,7 +273,7 @@ class NeighborIndex:
         n_q = Q.shape[0]
         k_query = k + 1 if own else k
         if self.backend_ == "hnsw":
-            self._hnsw.set_ef(max(HNSW_EF_FACTOR * k_query, HNSW_EF_MIN))
+            self._hnsw.hnsw.efSearch = max(HNSW_EF_FACTOR * k_query, HNSW_EF_MIN)
             step = 16_384
         else:
             step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(Q.shape[1], 8), 1),
@@ -285,11 +293,22 @@ class NeighborIndex:
 
     def _query(self, Q, k):
         if self.backend_ == "hnsw":
-            ind, d2 = self._hnsw.knn_query(_dense32(Q), k=k,
-                                           num_threads=_n_threads(self.n_jobs))
+            _faiss().omp_set_num_threads(_n_threads(self.n_jobs))
+            d2, ind = self._hnsw.search(_dense32(Q), k)
             return np.sqrt(np.maximum(d2.astype(np.float64), 0.0)), ind.astype(np.int64)
         dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
         return dist, ind.astype(np.int64)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if "_hnsw" in state:  # a faiss index pickles as its serialized bytes
+            state["_hnsw"] = _faiss().serialize_index(state["_hnsw"])
+        return state
+
+    def __setstate__(self, state):
+        if "_hnsw" in state:
+            state["_hnsw"] = _faiss().deserialize_index(state["_hnsw"])
+        self.__dict__.update(state)
 
     def estimate_recall(self, n_neighbors, n_queries=256, random_state=None):
         """Mean recall@k of :meth:`kneighbors` on indexed points, against exact neighbours.
