@@ -182,7 +182,7 @@ def test_certificate_at_termination():
                                     {"eigen_solver": "lanczos"},
                                     {"max_bases": 8, "max_iter": 150}])
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_dual_objective_monotone(kwargs):
+def test_objective_history_never_decreases(kwargs):
     # Every added column can only raise the restricted master value (aggregation keeps
     # the current X feasible); allowance: HiGHS's 1e-7 feasibility tolerance.
     X, T = _problem(d=6, seed=6)
@@ -403,6 +403,15 @@ def test_side_information_errors(y, match):
     X, _ = _problem()
     with pytest.raises(ValueError, match=match):
         pl.PSDBoost().fit(X, y)
+
+
+def test_sparse_x_is_rejected_as_the_tags_say():
+    import scipy.sparse as sp
+
+    X, y = pl.datasets.make_triplet_synthetic(30, 4, random_state=0)
+    assert pl.PSDBoost().__sklearn_tags__().input_tags.sparse is False
+    with pytest.raises(TypeError, match="dense data is required"):
+        pl.PSDBoost().fit(sp.csr_matrix(X), y)
 
 
 # ---------------------------------------------------------------- quiet and interruptible
