@@ -15,7 +15,9 @@ from psdlearn._progress import FitInterruptedWarning
 
 # fit_transform returns the transductive solution embedding_ (the constraints act on the
 # training rows), transform the out-of-sample extension, which does not see them: the two
-# differ by design. test_fit_transform_is_embedding and test_transform_* check both.
+# differ by design (beyond the checks' 1e-2 for BCD; the ADMM pcp kernel of the checks'
+# data happens to be smooth enough to pass). test_fit_transform_is_embedding and
+# test_transform_* check both behaviours.
 _TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of-sample map"
 _EXPECTED = {"check_transformer_general": _TRANSDUCTIVE,
              "check_transformer_data_not_an_array": _TRANSDUCTIVE}
@@ -23,7 +25,7 @@ _EXPECTED = {"check_transformer_general": _TRANSDUCTIVE,
 
 @parametrize_with_checks(
     [pl.NPKL(max_iter=50), pl.NPKL(solver="admm", loss="pcp", max_iter=50)],
-    expected_failed_checks=lambda est: _EXPECTED,
+    expected_failed_checks=lambda est: _EXPECTED if est.solver == "bcd" else {},
 )
 def test_sklearn_checks(estimator, check):
     with warnings.catch_warnings():
@@ -63,29 +65,29 @@ def test_transform_kept_index_equals_rebuilt_closed_form():
     model = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X[:90], C)
     dist, ind = NearestNeighbors(n_neighbors=5).fit(X[:90]).kneighbors(X[90:])
     s = np.exp(-dist**2 / (2 * model.sigma_**2))
-    deg = np.asarray(model.laplacian_.diagonal()) * 0 + model.degrees_
-    coef = s / np.sqrt(s.sum(1, keepdims=True) * deg[ind]) / (1 + model.delta)
-    expected = np.einsum("bk,bkr->br", coef, model.embedding_[ind])
+    expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), model.embedding_[ind])
     assert np.allclose(model.transform(X[90:]), expected, rtol=1e-12, atol=1e-14)
 
 
-def test_transform_formula_is_stationarity_of_unconstrained_rows():
-    """At the optimum, an unconstrained training row with a symmetric neighbourhood is the
-    out-of-sample closed form of its own neighbour list (the update (13) at its fixed
-    point). This links transform to the fitted problem."""
-    X, y = _blobs(150, seed=2)
-    C = pl.PairwiseConstraints.from_labels(y, n_must=0.1, n_cannot=0.1, random_state=0)
-    model = pl.NPKL(loss="square", tol=1e-12, max_iter=20000, random_state=0).fit(X, C)
-    k = model.n_neighbors_
-    dist, ind = model.neighbor_index_.kneighbors(n_neighbors=k)
-    S = model.laplacian_.copy()
-    checked = 0
-    for i in np.setdiff1d(np.arange(len(X)), C.constrained_samples):
-        if set(S[i].indices) - {i} == set(ind[i]):  # symmetric neighbourhood
-            row = model._embed_from_neighbors(dist[i:i + 1], ind[i:i + 1])[0]
-            assert np.allclose(row, model.embedding_[i], atol=1e-8)
-            checked += 1
-    assert checked >= 10
+def test_transform_minimizes_its_graph_term_and_reproduces_constants():
+    """Each row minimizes sum_j s_j ||e - e_j||^2 (zero gradient, and any step increases
+    it); a constant embedding maps every new point to that constant."""
+    X, y = _blobs(120, seed=2)
+    model = pl.NPKL(loss="square", random_state=0).fit(
+        X[:90], pl.PairwiseConstraints.from_labels(y[:90], random_state=0))
+    Xn = X[90:]
+    E_new = model.transform(Xn)
+    dist, ind = model.neighbor_index_.kneighbors(Xn, n_neighbors=model.n_neighbors_)
+    s = np.exp(-dist**2 / (2 * model.sigma_**2))
+    diff = E_new[:, None, :] - model.embedding_[ind]
+    grad = 2 * np.einsum("bk,bkr->br", s, diff)
+    assert np.abs(grad).max() < 1e-12 * max(1.0, np.abs(model.embedding_).max())
+    step = np.random.default_rng(0).normal(size=E_new.shape) * 1e-3
+    f = np.einsum("bk,bkr->b", s, diff**2)
+    f_step = np.einsum("bk,bkr->b", s, (diff + step[:, None, :]) ** 2)
+    assert np.all(f_step > f)
+    model.embedding_ = np.tile([[0.3, -1.2]], (90, 1))
+    assert np.allclose(model.transform(Xn), [0.3, -1.2], rtol=0, atol=1e-14)
 
 
 def test_transform_joint_depends_on_batch_and_transform_does_not():
