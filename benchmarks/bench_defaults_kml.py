@@ -1,0 +1,166 @@
+"""KernelMetricLearner with its defaults against the baseline it extends: k-means on the
+learned embedding versus k-means on the inputs (Rand index); RCA + k-means for context.
+
+Run: ``python benchmarks/bench_defaults_kml.py [--quick]``. Writes
+``benchmarks/results/defaults_kml.{md,json}``.
+
+Protocol (that of the Table 2 reproduction, ``psdlearn.experiments.yeung_table2``): per
+seed, ``|S| = 50`` similar pairs drawn at random among the same-class pairs of the true
+labels (``PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=seed)``);
+``KernelMetricLearner(random_state=seed)`` (defaults: full version, RBF kernel with the
+median-heuristic width, ``n_components="auto"``) is fitted with ``fit(X, S)``; k-means
+(``n_clusters`` = number of classes, 10 restarts, ``random_state=seed``) runs on
+``embedding_`` and, for the baseline, on ``X``; the score is
+``sklearn.metrics.rand_score`` against the true labels, which are used for nothing else.
+Beside the defaults: the paper's choice of every positive eigenvalue
+(``n_components=None``, the former default; full run only) and ``RCA()`` on the same pairs.
+Seeds 0-4 (0-2 with ``--quick``).
+
+Sets. scikit-learn's iris, wine, breast_cancer and digits, as loaded (unscaled: both
+sides see the same ``X``); the protocol sets of the Yeung et al. reproductions: XOR
+(``make_xor(400)``, the set of Fig. 1) and the MNIST digit sets {1, 7} and {3, 4, 5, 6} of
+Table 2, with 300 training images per digit (drawn once, seed 0; pixels / 255) instead of
+2,000 so that the full version stays cheap; and, full run only, the bundled UCI sets glass,
+heart and sonar of the other estimators' protocols (``psdlearn.datasets.load`` scaling).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+from _common import RESULTS, load_note
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+from sklearn.metrics import rand_score
+
+import psdlearn as pl
+from psdlearn.experiments._report import write_results
+
+COLUMNS = ["set", "n", "d", "classes", "kmeans_X", "kml_default", "difference", "std_diff",
+           "target_met", "verdict", "q_auto", "kml_every_eigenvalue", "q_every", "rca", "fit_s",
+           "seeds"]
+QUICK_SETS = ["iris", "wine", "breast_cancer", "digits", "xor", "mnist-17", "mnist-3456"]
+FULL_SETS = [*QUICK_SETS, "glass", "heart", "sonar"]
+N_PAIRS = 50
+MNIST_PER_DIGIT = 300
+
+
+def load(name):
+    """``(X, y)`` of a benchmark set."""
+    sklearn_sets = {"iris": load_iris, "wine": load_wine, "breast_cancer": load_breast_cancer,
+                    "digits": load_digits}
+    if name in sklearn_sets:
+        X, y = sklearn_sets[name](return_X_y=True)
+    elif name == "xor":
+        X, y = pl.datasets.make_xor(400, random_state=0)
+    elif name.startswith("mnist-"):
+        X_all, y_all = pl.datasets.load("mnist", split="train")
+        rng = np.random.default_rng(0)
+        idx = np.concatenate([rng.choice(np.flatnonzero(y_all == int(d)), MNIST_PER_DIGIT,
+                                         replace=False) for d in name[len("mnist-"):]])
+        X, y = X_all[idx], y_all[idx]
+    else:
+        X, y = pl.datasets.load(name)
+    return np.asarray(X, dtype=np.float64), np.asarray(y)
+
+
+def kmeans_rand(Z, y, seed):
+    k = len(np.unique(y))
+    labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(Z)
+    return 100.0 * rand_score(y, labels)
+
+
+def run_set(name, seeds, every):
+    X, y = load(name)
+    per_seed = []
+    for seed in seeds:
+        S = pl.PairwiseConstraints.from_labels(y, n_must=N_PAIRS, n_cannot=0,
+                                               random_state=seed)
+        t0 = time.perf_counter()
+        model = pl.KernelMetricLearner(random_state=seed).fit(X, S)
+        seconds = time.perf_counter() - t0
+        record = {"seed": seed, "kmeans_X": kmeans_rand(X, y, seed),
+                  "kml_default": kmeans_rand(model.embedding_, y, seed),
+                  "q_auto": model.n_components_, "fit_s": seconds,
+                  "rca": kmeans_rand(pl.RCA().fit_transform(X, S), y, seed)}
+        if every:
+            paper = pl.KernelMetricLearner(n_components=None, random_state=seed).fit(X, S)
+            record["kml_every_eigenvalue"] = kmeans_rand(paper.embedding_, y, seed)
+            record["q_every"] = paper.n_components_
+        per_seed.append(record)
+
+    def mean(key):
+        values = [r[key] for r in per_seed if key in r]
+        return float(np.mean(values)) if values else None
+
+    diff = np.array([r["kml_default"] - r["kmeans_X"] for r in per_seed])
+    # two standard errors of the mean difference over the seeds
+    noise = 2.0 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0
+    verdict = ("met" if diff.mean() >= 0 else
+               "below, within noise" if -diff.mean() <= noise else "loses")
+    row = {"set": name, "n": len(X), "d": X.shape[1], "classes": len(np.unique(y)),
+           "kmeans_X": mean("kmeans_X"), "kml_default": mean("kml_default"),
+           "difference": float(diff.mean()), "std_diff": float(diff.std()),
+           "target_met": bool(diff.mean() >= 0.0), "verdict": verdict,
+           "q_auto": mean("q_auto"),
+           "kml_every_eigenvalue": mean("kml_every_eigenvalue"), "q_every": mean("q_every"),
+           "rca": mean("rca"), "fit_s": float(np.median([r["fit_s"] for r in per_seed])),
+           "seeds": len(per_seed)}
+    print(row, flush=True)
+    return row, per_seed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="7 sets, 3 seeds, without the every-eigenvalue column")
+    args = parser.parse_args()
+    start_load = os.getloadavg()[0]
+    names = QUICK_SETS if args.quick else FULL_SETS
+    seeds = range(3 if args.quick else 5)
+    rows, per_set = [], {}
+    for name in names:
+        row, per_seed = run_set(name, seeds, every=not args.quick)
+        rows.append(row)
+        per_set[name] = per_seed
+    met = [r["set"] for r in rows if r["target_met"]]
+    noisy = [r["set"] for r in rows if r["verdict"] == "below, within noise"]
+    lost = [f"{r['set']} ({r['difference']:+.1f} ± {r['std_diff']:.1f})" for r in rows
+            if r["verdict"] == "loses"]
+    notes = [
+        "Columns: Rand index in %, means over seeds; difference = KernelMetricLearner "
+        "defaults - k-means on X (std over seeds); target_met: difference >= 0; verdict: "
+        "'below, within noise' when the mean difference is negative but within two "
+        "standard errors over the seeds, 'loses' beyond; q_auto / q_every: eigenpairs "
+        "kept by n_components='auto' (participation ratio) / None (every positive "
+        "eigenvalue, the paper's choice and the former default); rca: RCA() on the same "
+        "pairs, then k-means; fit_s: median seconds of the default fit.",
+        f"Target met on {len(met)} of {len(rows)} sets ({', '.join(met)})"
+        + (f"; below within seed noise on {', '.join(noisy)}" if noisy else "")
+        + (f"; lost on {', '.join(lost)}." if lost else "."),
+        "Why the former default lost: beta_r = c / D_rr / sum(1 / D) ignores lambda_r, so "
+        "with every eigenvector kept the many near-null ones that vary little over the 50 "
+        "pairs take much of the weight (digits, seed 0: 74% of sum beta^2 on eigenvalues "
+        "below 1e-3 lambda_max) and the embedding is noise (kml_every_eigenvalue). "
+        "Keeping the participation ratio ceil((sum lambda)^2 / sum lambda^2) of the "
+        "spectrum removes them; no label is used. The RBF width is not the cause: on "
+        "iris (1/4 to 8 times the median-heuristic kernel_gamma) and heart (1/4 to 4) no "
+        "width, and no number of eigenvectors, brings the method to k-means on X.",
+        "Where the method itself loses: its only term shrinks the directions that vary "
+        "over the similar pairs; with no term for the separation of classes, a direction "
+        "that separates two overlapping classes but also varies within them is shrunk "
+        "(iris: versicolor against virginica). RCA, on the same pairs, leads on iris and "
+        "wine.",
+        load_note(start_load),
+    ]
+    print(write_results(RESULTS, "defaults_kml", COLUMNS, rows, notes,
+                        title="KernelMetricLearner defaults: k-means Rand index against "
+                              "k-means on X (|S| = 50 similar pairs)",
+                        extra={"per_seed": per_set}))
+
+
+if __name__ == "__main__":
+    main()
