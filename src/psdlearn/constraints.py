@@ -205,10 +205,10 @@ class PairwiseConstraints:
 
     @classmethod
     def from_labels(cls, y, n_must=0.6, n_cannot=0.6, random_state=None):
-        """Random distinct constraints drawn from (partial) labels: the seed 000 protocol.
+        """Random distinct constraints drawn from (partial) labels: the Hu & Kwok 2015 protocol.
 
         ``n_must`` pairs are drawn uniformly among the distinct pairs of labelled points
-        that share a class, ``n_cannot`` among those in different classes (seed 000
+        that share a class, ``n_cannot`` among those in different classes (Hu & Kwok 2015
         section IV-A: 0.6 n of each). Points labelled ``-1`` are unlabelled and never used.
 
         Parameters
@@ -402,7 +402,7 @@ def _sample_pairs(codes, count, same, rng):
 
 
 def triplets_from_labels(X, y, n_triplets=None, random_state=None):
-    """Triplets of seed 002 section 6 from labels.
+    """Triplets of Shen et al. 2008 section 6 from labels.
 
     For each labelled point ``i``: ``j`` = its nearest neighbour in the same class and
     ``k`` = its nearest neighbour in a different class (Euclidean), giving ``(i, j, k)``

@@ -2,8 +2,8 @@
 
 - :func:`pairwise_accuracy`: the Rand index (seeds 000, 001), the fraction of the
   ``n (n - 1) / 2`` pairs on which a clustering and the true classes agree.
-- :func:`centered_alignment`: kernel alignment of centered kernels (seed 003 eq. 14).
-- :func:`class_separation`: ``J`` of seed 004 eq. (17), mean between-class over mean
+- :func:`centered_alignment`: kernel alignment of centered kernels (Lan et al. 2017 eq. 14).
+- :func:`class_separation`: ``J`` of Yeung et al. 2007 eq. (17), mean between-class over mean
   within-class Euclidean distance.
 """
 
@@ -22,7 +22,7 @@ _BLOCK_ELEMENTS = 1 << 22
 
 
 def pairwise_accuracy(y_true, y_pred):
-    """Rand index ``(a + b) / (n (n - 1) / 2)`` (seed 000 section IV-A).
+    """Rand index ``(a + b) / (n (n - 1) / 2)`` (Hu & Kwok 2015 section IV-A).
 
     ``a`` counts pairs in the same class and the same cluster, ``b`` pairs in different
     classes and different clusters. Computed by :func:`sklearn.metrics.rand_score`.
@@ -45,7 +45,7 @@ def _is_kernel(A, factor):
 
 
 def centered_alignment(K1, K2, *, factors=None):
-    """Centered kernel alignment (seed 003 eq. 14).
+    """Centered kernel alignment (Lan et al. 2017 eq. 14).
 
     .. math::
 
@@ -102,7 +102,7 @@ def centered_alignment(K1, K2, *, factors=None):
 
 def class_separation(Z, y, *, max_exact=EXACT_SEPARATION_MAX, n_pairs=1_000_000,
                      random_state=None):
-    """Class separation ``J`` of seed 004 eq. (17).
+    """Class separation ``J`` of Yeung et al. 2007 eq. (17).
 
     ``J = mean_{y_i != y_j} ||z_i - z_j|| / mean_{i != j, y_i = y_j} ||z_i - z_j||``;
     larger is better.

@@ -63,7 +63,7 @@ def make_two_gaussians(n_samples, n_features=10, random_state=None, *, shuffle=T
     """Two Gaussian classes with means ``+1`` and ``-1`` (Hu & Kwok, IJCAI 2013, §4.2).
 
     Class 0 is drawn from ``N(1, I)`` and class 1 from ``N(-1, I)``, where ``1`` is the
-    all-ones vector; this is the synthetic set of the scalability experiments of seed 001
+    all-ones vector; this is the synthetic set of the scalability experiments of Hu & Kwok 2013
     (10 features there).
 
     Parameters

@@ -26,7 +26,7 @@ from psdlearn.npkl.estimator import NPKL
 __all__ = ["SMALL_SETS", "ADULT_SETS", "cvxpy_available", "load_set", "load_set_with_graph",
            "run_repetitions", "sdp_records", "summarize"]
 
-#: The small sets of seed 000 Table II / seed 001 Table 1 (protein is unavailable).
+#: The small sets of Hu & Kwok 2015 Table II / Hu & Kwok 2013 Table 1 (protein is unavailable).
 SMALL_SETS = ("chessboard", "double-spiral", "glass", "heart", "iris", "sonar", "soybean",
               "wine")
 #: The adult sets that exist here (a5a and a7a are unavailable).

@@ -1,6 +1,6 @@
-"""Seed 001 Figs. 3-4: CPU time of KL_ADMM against n and against the number of constraints.
+"""Hu & Kwok 2013 Figs. 3-4: CPU time of KL_ADMM against n and against the number of constraints.
 
-Data of seed 001 section 4.2: 10-d two-class Gaussians N(+1, I) / N(-1, I), kNN graph
+Data of Hu & Kwok 2013 section 4.2: 10-d two-class Gaussians N(+1, I) / N(-1, I), kNN graph
 k = 5, pcp loss, gamma = 1. Fig. 3: 1000 constraints (500 must-link + 500 cannot-link
 pairs, plus the n diagonal terms of the pcp loss), n from 1e3 up; the rank is held at the
 value of the r(r+1)/2 <= 1000 rule (44), since counting the n diagonal pairs would make it
@@ -8,8 +8,8 @@ grow like sqrt(n) and the paper reports linear scaling. Fig. 4: n = 1000, 500 ..
 pairs, rank by the rule on the ordered set (2 m + n), as in Table 1.
 
 ADMM (random start, rho0 = 100, at most 500 iterations, tol 1e-5) beside, in the same run,
-BCD on the square loss (the seed 000 solver; a different loss, shown for its speed), and
-SimpleNPKL on the pcp loss (seed 001's "SimpleNPKL extended for the quadratic loss":
+BCD on the square loss (the Hu & Kwok 2015 solver; a different loss, shown for its speed), and
+SimpleNPKL on the pcp loss (Hu & Kwok 2013's "SimpleNPKL extended for the quadratic loss":
 ``B = 100 n``, footnote 3, same rank, at most 500 steps), once per cell; a SimpleNPKL fit
 over :data:`~psdlearn.experiments.bcd_scaling.SIMPLENPKL_BUDGET_S` CPU seconds is stopped
 and reported as "n/a (time)", and the larger sizes are not run. CPU time of the fit (graph
@@ -106,16 +106,16 @@ def run(out_dir, quick=False, log=print):
              "median CPU time of the fit (graph excluded); at most 500 iterations, tol 1e-5.",
              _SIMPLENPKL_NOTE]
     notes += [f"time exponent in n ({s}): {e:.2f}" for s, e in exps.items()]
-    notes.append("Seed 001 Fig. 3(b): KL_ADMM 'scales almost linearly in n' (no numbers).")
+    notes.append("Hu & Kwok 2013 Fig. 3(b): KL_ADMM 'scales almost linearly in n' (no numbers).")
     columns = list(dict.fromkeys(c for r in rows for c in r))
     text = write_results(out_dir, "admm_scaling", columns, rows, notes,
-                         title="Seed 001 Fig. 3: CPU time vs n (1000 constraints)",
+                         title="Hu & Kwok 2013 Fig. 3: CPU time vs n (1000 constraints)",
                          extra={"exponents": exps})
     log(text)
     plot_lines(out_dir / "admm_scaling.png",
                {f"{s} ({loss})": times[s] for s, loss in SOLVERS if times[s][0]},
                xlabel="n", ylabel="CPU time of the fit (s)", loglog=True,
-               title="Seed 001 Fig. 3: 1000 constraints")
+               title="Hu & Kwok 2013 Fig. 3: 1000 constraints")
     _constraints(out_dir, quick, log, reps)
     return rows
 
@@ -138,9 +138,9 @@ def _constraints(out_dir, quick, log, reps):
                          [f"n = 1000, 10-d Gaussians, k = 5; rank by the rule on 2 m + n; "
                           f"{reps} run(s) per cell, median CPU time of the fit.",
                           _SIMPLENPKL_NOTE],
-                         title="Seed 001 Fig. 4: CPU time vs number of constraints")
+                         title="Hu & Kwok 2013 Fig. 4: CPU time vs number of constraints")
     log(text)
     plot_lines(out_dir / "admm_constraints.png",
                {f"{s} ({loss})": times[s] for s, loss in SOLVERS if times[s][0]},
                xlabel="constraint pairs", ylabel="CPU time of the fit (s)", loglog=True,
-               title="Seed 001 Fig. 4: n = 1000")
+               title="Hu & Kwok 2013 Fig. 4: n = 1000")

@@ -1,6 +1,6 @@
-"""Seed 001 Table 2 and Figs. 1-2: NPKL by ADMM on the pcp objective.
+"""Hu & Kwok 2013 Table 2 and Figs. 1-2: NPKL by ADMM on the pcp objective.
 
-Protocol of seed 001 section 4 (see :mod:`psdlearn.experiments._protocol`): 0.6n must-link
+Protocol of Hu & Kwok 2013 section 4 (see :mod:`psdlearn.experiments._protocol`): 0.6n must-link
 and 0.6n cannot-link pairs plus the n diagonal pairs of the pcp loss; rank: the largest r
 with r(r+1)/2 <= |T| = 2.4n + n (Table 1 counts the ordered pairs); kNN graph k = 5 (50 on
 adult); kernel k-means with 20 restarts, Rand index; 20 repetitions. ADMM: random start,
@@ -36,7 +36,7 @@ from psdlearn.npkl.estimator import NPKL
 
 __all__ = ["PAPER_RANK", "PAPER_TABLE2", "run"]
 
-#: Seed 001 Table 2: (KL_ADMM acc, std, SimpleNPKL acc, std, hybrid acc, MFPC acc,
+#: Hu & Kwok 2013 Table 2: (KL_ADMM acc, std, SimpleNPKL acc, std, hybrid acc, MFPC acc,
 #: KL_ADMM CPU s, SimpleNPKL CPU s, hybrid CPU s, MFPC CPU s); None = not run.
 PAPER_TABLE2 = {
     "chessboard": (91.28, 4.17, 89.09, 5.33, 91.28, 71.09, 3.08, 17.06, 38.95, 1.22),
@@ -53,7 +53,7 @@ PAPER_TABLE2 = {
     "a4a": (93.23, 0.46, 82.97, 0.62, None, 61.94, 319.29, 8767.8, None, 821.76),
     "a6a": (93.36, 0.30, None, None, None, 65.17, 7661.7, None, None, 4786.6),
 }
-#: Seed 001 Table 1: rank r of each set.
+#: Hu & Kwok 2013 Table 1: rank r of each set.
 PAPER_RANK = {"chessboard": 25, "double-spiral": 25, "glass": 37, "heart": 42, "iris": 31,
               "sonar": 37, "soybean": 17, "wine": 34, "a1a": 103, "a2a": 123, "a3a": 146,
               "a4a": 179, "a6a": 275}
@@ -158,7 +158,7 @@ def run(out_dir, quick=False, log=print):
         "r: ours from |T| = 2 * 1.2n + n; the paper's Table 1 in brackets.",
         "ADMM stops at tol = 1e-5 (relative residuals) or at 500 iterations (100 on adult);"
         " 'iters' is the mean number run.",
-        "SimpleNPKL: our implementation with B = 100 n (seed 001 footnote 3), run on "
+        "SimpleNPKL: our implementation with B = 100 n (Hu & Kwok 2013 footnote 3), run on "
         f"{', '.join(SIMPLENPKL_SETS)} only, for time (see SIMPLENPKL_SETS).",
         "protein and a5a are not available to this project (no data file)."
         + (f" Missing here: {', '.join(missing)}." if missing else ""),
@@ -167,7 +167,7 @@ def run(out_dir, quick=False, log=print):
         f", {os.getloadavg()[1]:.1f} on 2 cores; CPU times above 2 are inflated by other jobs.",
     ]
     text = write_results(out_dir, "admm_table2", list(rows[0].keys()) if rows else [], rows,
-                         notes, title="Seed 001 Table 2: NPKL-ADMM (pcp) clustering accuracy "
+                         notes, title="Hu & Kwok 2013 Table 2: NPKL-ADMM (pcp) clustering accuracy "
                          "and CPU time", extra={"raw": raw})
     log(text)
     _init_study(out_dir, quick, log)
@@ -201,7 +201,7 @@ def _init_study(out_dir, quick, log):
                          [f"{reps} repetitions; same draws for both starts. 'bcd' runs BCD on "
                           "the square loss (targets +-1) to relative change 1e-3 first; its "
                           "time is included."],
-                         title="ADMM start: random (seed 001) vs BCD warm start")
+                         title="ADMM start: random (Hu & Kwok 2013) vs BCD warm start")
     log(text)
 
 
@@ -234,13 +234,13 @@ def _figures(out_dir, quick, log, have_sdp):
         plot_lines(out_dir / f"admm_objective_{name}.png",
                    {"KL_ADMM (ours)": (its[1:], model.objective_history_[1:])},
                    xlabel="iteration", ylabel="objective (1)", semilogy=True, hlines=hlines,
-                   title=f"Seed 001 Fig. 1: {name}")
+                   title=f"Hu & Kwok 2013 Fig. 1: {name}")
         k_ = np.arange(1, model.n_iter_ + 1)
         plot_lines(out_dir / f"admm_residuals_{name}.png",
                    {"primal ||V-U||": (k_, model.primal_residual_history_),
                     "dual rho||V_k - V_k-1||": (k_, model.dual_residual_history_)},
                    xlabel="iteration", ylabel="residual (14)", semilogy=True,
-                   title=f"Seed 001 Fig. 2: {name}")
+                   title=f"Hu & Kwok 2013 Fig. 2: {name}")
         log(f"figures {name}: {row}")
     columns = list(dict.fromkeys(c for r in rows for c in r))
     text = write_results(out_dir, "admm_convergence", columns, rows,
@@ -248,7 +248,7 @@ def _figures(out_dir, quick, log, have_sdp):
                           "iterations with tol = 0; 'iters to e': first iteration whose "
                           "objective is within a relative e of the SDP optimum (cvxpy).",
                           "Figures: admm_objective_<set>.png (Fig. 1), "
-                          "admm_residuals_<set>.png (Fig. 2). Seed 001 reports convergence "
+                          "admm_residuals_<set>.png (Fig. 2). Hu & Kwok 2013 reports convergence "
                           "in fewer than 25 iterations (read off its Fig. 1)."],
-                         title="Seed 001 Figs. 1-2: KL_ADMM convergence")
+                         title="Hu & Kwok 2013 Figs. 1-2: KL_ADMM convergence")
     log(text)

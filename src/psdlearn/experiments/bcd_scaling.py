@@ -1,4 +1,4 @@
-"""Seed 000 Fig. 4 / Table VII: CPU time of NPKL-BCD against n, 1000 constraints.
+"""Hu & Kwok 2015 Fig. 4 / Table VII: CPU time of NPKL-BCD against n, 1000 constraints.
 
 The paper uses a7a, which is unavailable; a9a (a superset of the adult family) stands in:
 the first ``n`` rows of a random permutation for n = 500 ... 20,000, kNN graph with
@@ -7,7 +7,7 @@ time is the CPU time of the kernel learning (graph excluded), median of 3 runs; 
 scaling exponent is the least-squares slope of log time against log n.
 
 SimpleNPKL (the other curve of Fig. 4) runs beside, on the same graph and pairs: ``p = 2``,
-``B = 100 n`` (seed 000 IV-A.2 for the adult data), rank 44, at most 800 steps, tol 1e-5,
+``B = 100 n`` (Hu & Kwok 2015 IV-A.2 for the adult data), rank 44, at most 800 steps, tol 1e-5,
 once per cell (:data:`SIMPLENPKL_REPS`). A fit that exceeds :data:`SIMPLENPKL_BUDGET_S`
 CPU seconds is stopped and reported as "n/a (time)", and the larger n are not run for
 that loss.
@@ -118,11 +118,11 @@ def run(out_dir, quick=False, log=print):
     notes += [f"scaling exponent ({loss}): {exps[loss]:.2f}" for loss in LOSSES]
     notes += [f"SimpleNPKL scaling exponent ({loss}, n <= {max(snp_times[loss][0])}): "
               f"{e:.2f}" for loss, e in snp_exps.items()]
-    notes.append("Seed 000 Table VII reports linear or sublinear scaling for BCD and "
+    notes.append("Hu & Kwok 2015 Table VII reports linear or sublinear scaling for BCD and "
                  "'often quadratic' for SimpleNPKL (its numbers are not in our copy of the "
                  "text).")
     text = write_results(out_dir, "bcd_scaling", list(rows[0].keys()), rows, notes,
-                         title="Seed 000 Fig. 4 / Table VII: NPKL-BCD time vs n",
+                         title="Hu & Kwok 2015 Fig. 4 / Table VII: NPKL-BCD time vs n",
                          extra={"exponents": exps, "simplenpkl_exponents": snp_exps})
     series = {f"BCD {loss}": (ns, times[loss]) for loss in LOSSES}
     series.update({f"SimpleNPKL {loss}": snp_times[loss] for loss in LOSSES

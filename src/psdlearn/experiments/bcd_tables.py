@@ -1,19 +1,19 @@
-"""Seed 000 Tables III-VI and Figs. 2-3: NPKL by BCD, clustering accuracy and CPU time.
+"""Hu & Kwok 2015 Tables III-VI and Figs. 2-3: NPKL by BCD, clustering accuracy and CPU time.
 
-Protocol of seed 000 section IV-A (see :mod:`psdlearn.experiments._protocol`): 0.6n
+Protocol of Hu & Kwok 2015 section IV-A (see :mod:`psdlearn.experiments._protocol`): 0.6n
 must-link + 0.6n cannot-link pairs, rank ``r (r + 1) / 2 <= m``, kNN graph k = 5 (50 on
 adult), 20 repetitions, kernel k-means with 20 restarts, Rand index; BCD with at most
 1000 sweeps (800 on adult) and ``tol = 1e-5``, random initialisation, ``b = 1``.
 
-Our copy of seed 000 lacks the numbers of Tables III-VI, so the table prints, next to
+Our copy of Hu & Kwok 2015 lacks the numbers of Tables III-VI, so the table prints, next to
 ours, the accuracies of SimpleNPKL's JMLR 2011 Table 2 for the same data sets (NPKL solved
 by SDPT3 with linear / hinge loss, SimpleNPKL with linear / squared hinge loss). Those
 used a different constraint protocol (pairs until about 70% n connected components
 remain) and a tuned C, so they are a reference point, not a target.
 
-SimpleNPKL (seed 000's baseline) runs beside BCD on the same constraint draws:
+SimpleNPKL (Hu & Kwok 2015's baseline) runs beside BCD on the same constraint draws:
 ``NPKL(solver="simplenpkl")``, ``p = 2``, ``B = 100`` on the small sets and ``100 n`` on
-adult (seed 000 IV-A.2), same rank, iteration cap and ``tol``. As in seed 000 Table V,
+adult (Hu & Kwok 2015 IV-A.2), same rank, iteration cap and ``tol``. As in Hu & Kwok 2015 Table V,
 the iterative losses are not run on the sets with more than
 :data:`SIMPLENPKL_MAX_N` samples (a4a, a6a here): "n/a (time)".
 """
@@ -131,9 +131,9 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
         + (f" Reduced run (the protocol: {full[0]}, {full[1]} and {full[2]}, SimpleNPKL on "
            "every draw), for the time left on a 2-core machine." if reduced else ""),
         "BCD-SDP obj gap: (BCD objective - SDP optimum) / |SDP optimum| on the same draws.",
-        "protein (seed 000 Table II) is not available anywhere to this project; a5a and a7a "
+        "protein (Hu & Kwok 2015 Table II) is not available anywhere to this project; a5a and a7a "
         "neither." + (f" Missing here: {', '.join(missing)}." if missing else ""),
-        "SimpleNPKL: p = 2, B = 100 (small sets) / 100 n (adult), seed 000 IV-A.2; obj = "
+        "SimpleNPKL: p = 2, B = 100 (small sets) / 100 n (adult), Hu & Kwok 2015 IV-A.2; obj = "
         "mean objective (10) of the returned kernel, BCD's beside it (SimpleNPKL's kernel "
         "is confined to tr K^2 <= B; for the linear loss it ignores ||v_i|| <= b, hence "
         "lower values there). Iterative losses not run above n = "
@@ -149,7 +149,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
         "gamma = 1 throughout (the paper does not give it); see bcd_gamma.md for its effect.",
     ]
     text = write_results(out_dir, "bcd_tables", list(rows[0].keys()) if rows else [], rows,
-                         notes, title="Seed 000 Tables III-VI: NPKL-BCD clustering accuracy "
+                         notes, title="Hu & Kwok 2015 Tables III-VI: NPKL-BCD clustering accuracy "
                          "and CPU time", extra={"raw": raw})
     log(text)
     if companions:
@@ -179,7 +179,7 @@ def _simplenpkl_cells(X, y, protocol, bcd_records, raw, key, max_reps=None):
 
 
 def _gamma_table(out_dir, quick, log):
-    """Effect of gamma (not given by seed 000) on accuracy, for two losses."""
+    """Effect of gamma (not given by Hu & Kwok 2015) on accuracy, for two losses."""
     sets = ("iris", "soybean") if quick else ("iris", "soybean", "wine", "glass", "sonar")
     gammas = (0.1, 1.0, 10.0)
     reps = 2 if quick else 5

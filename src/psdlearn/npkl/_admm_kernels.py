@@ -1,4 +1,4 @@
-"""Compiled half steps of the ADMM solver (seed 001 Algorithm 1, eqs. 11-13 and 25).
+"""Compiled half steps of the ADMM solver (Hu & Kwok 2013 Algorithm 1, eqs. 11-13 and 25).
 
 With ``K = V^T U`` stored as row matrices ``V, U`` of shape ``(n, r)`` (row ``i`` is the
 paper's column ``v_i``), the augmented Lagrangian (6) is separable over the rows of one

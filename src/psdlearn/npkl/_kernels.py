@@ -1,4 +1,4 @@
-"""Compiled kernels of the NPKL block-coordinate-descent solver (seed 000, Algorithm 1).
+"""Compiled kernels of the NPKL block-coordinate-descent solver (Hu & Kwok 2015, Algorithm 1).
 
 Storage: the embedding ``E`` (``= V^T`` of the paper) is ``(n, r)`` C-ordered float64, so the
 block ``e_i`` of sample ``i`` is a contiguous row. The Laplacian ``L`` enters through its CSR
@@ -7,7 +7,7 @@ CSR ``(Tp, Ti, Ts)`` of :meth:`NPKLProblem.neighbors`, in which slot ``t`` of ro
 holds a partner ``j in T(i)`` and ``T_ij``. Every kernel is ``O(r)`` per stored nonzero, so a
 sweep costs ``O(r (nnz(L) + m))`` plus the small dual QPs, and nothing ``n x n`` is formed.
 
-Per-sample problem (seed 000 eq. 18). The part of the objective (10) that depends on
+Per-sample problem (Hu & Kwok 2015 eq. 18). The part of the objective (10) that depends on
 ``e_i`` is ``L_ii ||e_i||^2 + 2 e_i^T s_i + gamma sum_{j in T(i)} l(T_ij e_i^T e_j)`` with
 ``s_i = sum_{k != i} L_ik e_k``; halving it,
 
@@ -52,7 +52,7 @@ Linear (eqs. 29-31). ``Phi_i(v) = 1/2 L_ii ||v||^2 + v^T (s_i - gamma/2 sum_j T_
 over ``||v|| <= b``: an isotropic quadratic, so the minimizer is the projection onto the
 ball of ``v~ = (gamma/2 sum_j T_ij e_j - s_i) / L_ii``.
 
-Smoothed hinge (not in seed 000). The hinge couples ``e_i`` and ``e_j`` through a kink, so
+Smoothed hinge (not in Hu & Kwok 2015). The hinge couples ``e_i`` and ``e_j`` through a kink, so
 row-wise BCD can stop at a point that is a minimum in every row but not stationary (a
 pair at margin 1 whose multipliers seen from ``i`` and from ``j`` differ). The Huber
 smoothing ``h_mu(u) = max_{0 <= beta <= 1} beta u - mu beta^2 / 2`` of ``max(u, 0)``

@@ -1,6 +1,6 @@
 """The NPKL problem shared by every solver, and its objective.
 
-Seed 000 eq. (10): with ``K = E E^T`` (``E`` of shape ``(n, r)``, row ``e_i`` the
+Hu & Kwok 2015 eq. (10): with ``K = E E^T`` (``E`` of shape ``(n, r)``, row ``e_i`` the
 representation of sample ``i``, i.e. ``E = V^T`` in the paper's notation),
 
 .. math::
@@ -14,9 +14,9 @@ where each unordered constrained pair is counted once, ``T_ij = +1`` for a must-
 - ``hinge``: ``l(z) = max(1 - z, 0)``
 - ``squared_hinge``: ``l(z) = max(1 - z, 0)^2``
 - ``square``: ``l(z) = (1 - z)^2`` (i.e. ``(K_ij - T_ij)^2``, targets +-1)
-- ``linear``: ``l(z) = -z``, with the constraint ``||e_i|| <= b`` (seed 000 eq. 29).
+- ``linear``: ``l(z) = -z``, with the constraint ``||e_i|| <= b`` (Hu & Kwok 2015 eq. 29).
 
-``pcp`` is the pairwise constraint propagation objective of seed 001 eq. (1),
+``pcp`` is the pairwise constraint propagation objective of Hu & Kwok 2013 eq. (1),
 
 .. math::
 
@@ -46,7 +46,7 @@ LOSSES = ("hinge", "squared_hinge", "square", "linear", "pcp")
 
 
 def loss_values(z, loss):
-    """Elementwise loss ``l(z)`` of seed 000 Fig. 1.
+    """Elementwise loss ``l(z)`` of Hu & Kwok 2015 Fig. 1.
 
     Parameters
     ----------
@@ -73,7 +73,7 @@ def loss_values(z, loss):
 
 
 def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
-    """Objective (10) of seed 000 at ``K = E E^T``.
+    """Objective (10) of Hu & Kwok 2015 at ``K = E E^T``.
 
     Parameters
     ----------
@@ -128,7 +128,7 @@ class NPKLProblem:
     gamma : float
         Weight of the loss term.
     b : float, default=1.0
-        Radius bound ``||e_i|| <= b`` of the linear loss (seed 000 eq. 29).
+        Radius bound ``||e_i|| <= b`` of the linear loss (Hu & Kwok 2015 eq. 29).
     """
 
     laplacian: sp.csr_matrix
@@ -200,7 +200,7 @@ class NPKLProblem:
         return indptr, cols[order].astype(np.int64), vals[order]
 
     def ordered_targets(self):
-        """The ordered pair set ``T`` of seed 001 eq. (5) with its targets, in CSR form.
+        """The ordered pair set ``T`` of Hu & Kwok 2013 eq. (5) with its targets, in CSR form.
 
         ``pcp``: both orders of every pair plus ``(i, i)`` for every sample, targets 1
         (must-link, diagonal) and 0 (cannot-link). ``square``: both orders of every pair,

@@ -1,6 +1,6 @@
 """Small dense convex QPs with box constraints, solved exactly (BCD per-sample duals).
 
-The hinge and squared hinge updates of seed 000 (eqs. 22 and 25) reduce to
+The hinge and squared hinge updates of Hu & Kwok 2015 (eqs. 22 and 25) reduce to
 
 .. math::
 

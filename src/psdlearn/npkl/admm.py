@@ -1,6 +1,6 @@
-r"""ADMM solver for the quadratic NPKL objectives (seed 001, Algorithm 1).
+r"""ADMM solver for the quadratic NPKL objectives (Hu & Kwok 2013, Algorithm 1).
 
-Problem (5) of seed 001: with ``K = V^T U`` and the constraint ``V = U`` (rows ``v_i``,
+Problem (5) of Hu & Kwok 2013: with ``K = V^T U`` and the constraint ``V = U`` (rows ``v_i``,
 ``u_i`` of the ``(n, r)`` arrays ``V``, ``U``),
 
 .. math::
@@ -8,7 +8,7 @@ Problem (5) of seed 001: with ``K = V^T U`` and the constraint ``V = U`` (rows `
     \min_{V = U} \; \operatorname{tr}(V^T L U)
         + \frac{\gamma}{2} \sum_{(i, j) \in \mathcal{T}} (v_i^T u_j - t_{ij})^2,
 
-over an ordered pair set ``T`` (see :meth:`NPKLProblem.ordered_targets`): ``pcp`` (seed 001
+over an ordered pair set ``T`` (see :meth:`NPKLProblem.ordered_targets`): ``pcp`` (Hu & Kwok 2013
 eq. 1: both orders of each pair and the diagonal, targets 1 / 0 / 1) or ``square`` (seed
 000 eq. 10 with the square loss: both orders, targets ``+-1``; ``gamma / 2`` over both
 orders is ``gamma`` per unordered pair). ADMM on the augmented Lagrangian (6) alternates
@@ -16,7 +16,7 @@ the exact V-step and U-step (13), each separable over rows (see
 :mod:`psdlearn.npkl._admm_kernels`), and the multiplier step
 ``Lambda <- Lambda + rho (V - U)``; ``rho`` follows schedule (15).
 
-Convergence test. Seed 001 stops on ``max(Delta_primal, Delta_dual) < epsilon`` with the
+Convergence test. Hu & Kwok 2013 stops on ``max(Delta_primal, Delta_dual) < epsilon`` with the
 absolute residuals (14) and gives no epsilon. Here the test is scale free and means what
 ``tol`` means for the BCD solver (relative change of the embedding per iteration): stop
 when ``max(Delta_primal, Delta_dual / rho) <= tol * ||V||_F``, i.e. ``||V - U||`` and
@@ -91,7 +91,7 @@ class ADMMResult:
 
 
 def update_rho(rho, primal, dual):
-    """Penalty schedule (15) of seed 001 (Boyd et al. 2011, eq. 3.13)."""
+    """Penalty schedule (15) of Hu & Kwok 2013 (Boyd et al. 2011, eq. 3.13)."""
     if primal > 10.0 * dual:
         return 2.0 * rho
     if dual > 10.0 * primal:
@@ -101,7 +101,7 @@ def update_rho(rho, primal, dual):
 
 def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adaptive_rho=True,
                reorder=True, callback=None):
-    """Minimize the pcp or square NPKL objective by ADMM (seed 001 Algorithm 1).
+    """Minimize the pcp or square NPKL objective by ADMM (Hu & Kwok 2013 Algorithm 1).
 
     Parameters
     ----------
@@ -112,9 +112,9 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
     U0 : ndarray of shape (n_samples, rank), optional
         Starting ``U``; defaults to ``V0``. ``Lambda`` starts at zero.
     rho : float, default=100.0
-        Initial penalty (seed 001 footnote 2: 100).
+        Initial penalty (Hu & Kwok 2013 footnote 2: 100).
     max_iter : int, default=500
-        Maximum iterations (seed 001: 500, and 100 on the adult sets).
+        Maximum iterations (Hu & Kwok 2013: 500, and 100 on the adult sets).
     tol : float, default=1e-4
         Stop when ``max(Delta_primal, Delta_dual / rho) <= tol * ||V||_F``.
     adaptive_rho : bool, default=True

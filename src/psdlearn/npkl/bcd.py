@@ -1,4 +1,4 @@
-"""Block coordinate descent for low-rank NPKL (seed 000, Hu & Kwok 2015, Algorithm 1).
+"""Block coordinate descent for low-rank NPKL (Hu & Kwok 2015, Hu & Kwok 2015, Algorithm 1).
 
 With ``K = E E^T`` (``E`` of shape ``(n, r)``, ``E = V^T`` of the paper) the NPKL objective
 (10) is
@@ -284,7 +284,7 @@ def solve_bcd(
         surrogate with ``hinge - mu / 2 <= h_mu <= hinge``; the smoothed objective then
         never increases, and ``objective_history`` still reports the hinge objective (10).
     omega : float, default=1.0
-        Over-relaxation of the row updates (not in seed 000): a row moves to
+        Over-relaxation of the row updates (not in Hu & Kwok 2015): a row moves to
         ``e_i + omega (v* - e_i)`` instead of the exact row minimizer ``v*`` when that does
         not increase its row objective (always, for quadratic rows and ``0 < omega < 2``),
         else to ``v*``. The objective stays non-increasing; ``omega = 1`` is Algorithm 1.
@@ -312,7 +312,7 @@ def solve_bcd(
     Notes
     -----
     Every row update is the exact minimizer of a strictly convex problem, hence
-    ``objective_history`` is non-increasing up to rounding (Theorem 1 of seed 000).
+    ``objective_history`` is non-increasing up to rounding (Theorem 1 of Hu & Kwok 2015).
     """
     if problem.loss not in BCD_LOSSES:
         raise ValueError(f"solve_bcd handles the losses {BCD_LOSSES}, got {problem.loss!r}.")

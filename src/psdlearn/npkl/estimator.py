@@ -1,6 +1,6 @@
 """The NPKL estimator: nonparametric low-rank kernel learning from pairwise constraints.
 
-Problem (seed 000 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
+Problem (Hu & Kwok 2015 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
 
 .. math::
 
@@ -9,10 +9,11 @@ Problem (seed 000 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
 
 over the kNN Laplacian ``L`` of the data and the must-link (``T_ij = +1``) /
 cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl._problem` for the losses, including
-``pcp`` (seed 001 eq. 1). Solvers: ``"bcd"`` (seed 000 Algorithm 1, low rank, linear time
-per sweep), ``"admm"`` (seed 001 Algorithm 1, for the quadratic losses ``pcp`` and
-``square``), ``"simplenpkl"`` (the baseline of both papers) and ``"sdp"`` (the convex
-problem over ``K >= 0`` solved exactly by cvxpy: the reference, small ``n`` only).
+``pcp`` (Hu & Kwok 2013 eq. 1). Solvers: ``"bcd"`` (Hu & Kwok 2015 Algorithm 1, low
+rank, linear time per sweep), ``"admm"`` (Hu & Kwok 2013 Algorithm 1, for the quadratic
+losses ``pcp`` and ``square``), ``"simplenpkl"`` (the baseline of both papers) and
+``"sdp"`` (the convex problem over ``K >= 0`` solved exactly by cvxpy: the reference,
+small ``n`` only).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ SMOOTHING_TOL_FACTOR = 30.0
 
 
 def auto_rank(n_constraints):
-    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (seed 000 section IV-A); at least 1."""
+    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1."""
     m = int(n_constraints)
     r = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
     while (r + 1) * (r + 2) // 2 <= m:
@@ -110,21 +111,21 @@ class NPKL(TransformerMixin, BaseEstimator):
     loss : {"hinge", "squared_hinge", "square", "linear", "pcp"}, default="hinge"
         Loss on the margins ``T_ij K_ij``, or ``"pcp"``: ``gamma / 2 sum (K_ij - t_ij)^2``
         over both orders of every pair and the diagonal, targets 1 (must-link, diagonal)
-        and 0 (cannot-link) (seed 001 eq. 1).
+        and 0 (cannot-link) (Hu & Kwok 2013 eq. 1).
     solver : {"bcd", "admm", "simplenpkl", "sdp"}, default="bcd"
-        ``"bcd"``: block coordinate descent over the rows of ``E`` (seed 000 Algorithm 1;
+        ``"bcd"``: block coordinate descent over the rows of ``E`` (Hu & Kwok 2015 Algorithm 1;
         hinge, squared hinge, square, linear). ``"admm"``: ADMM on ``K = V^T U``, ``V = U``
-        (seed 001 Algorithm 1; pcp and square). ``"simplenpkl"``: the SimpleNPKL baseline
+        (Hu & Kwok 2013 Algorithm 1; pcp and square). ``"simplenpkl"``: the SimpleNPKL baseline
         (JMLR 2011). ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``);
         small ``n``.
     rank : int or "auto", default="auto"
         Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``,
         with ``m`` the number of constrained pairs, or for ``loss="pcp"`` the size of its
-        ordered set, ``2 m + n`` (seed 001 Table 1 counts it so), and never above ``n``
+        ordered set, ``2 m + n`` (Hu & Kwok 2013 Table 1 counts it so), and never above ``n``
         (a rank-``n`` factor already spans every PSD ``K``). Ignored by
         ``solver="sdp"`` (the rank of its solution is whatever it is).
     gamma : float, default=1.0
-        Weight of the loss. Not given in seed 000. With the normalized Laplacian
+        Weight of the loss. Not given in Hu & Kwok 2015. With the normalized Laplacian
         (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``, independent of ``n``) the
         per-sample problem (18) balances ``L_ii / 2 ||v||^2`` against ``gamma / 2`` per
         violated pair, so ``gamma = 1`` weighs one unit of smoothness against one unit of
@@ -153,10 +154,10 @@ class NPKL(TransformerMixin, BaseEstimator):
     n_jobs : int, optional
         Threads of the neighbour search; ``None`` uses every core.
     b : float, default=1.0
-        Radius ``||e_i|| <= b`` for the linear loss (seed 000 sets ``b = 1``).
+        Radius ``||e_i|| <= b`` for the linear loss (Hu & Kwok 2015 sets ``b = 1``).
     max_iter : int, default=1000
-        Maximum BCD sweeps (seed 000: 1000; 800 on the adult sets) or ADMM iterations
-        (seed 001: 500; 100 on the adult sets).
+        Maximum BCD sweeps (Hu & Kwok 2015: 1000; 800 on the adult sets) or ADMM iterations
+        (Hu & Kwok 2013: 500; 100 on the adult sets).
     tol : float, default=1e-5
         Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol``; ADMM also requires
         ``||V - U||_F / ||V||_F <= tol``.
@@ -164,17 +165,17 @@ class NPKL(TransformerMixin, BaseEstimator):
         Update of the unconstrained samples: eq. (13) one by one, or the block iteration
         (17).
     omega : "auto" or float in (0, 2), default="auto"
-        Over-relaxation of the row updates (not in seed 000; ``1.0`` is Algorithm 1): a
+        Over-relaxation of the row updates (not in Hu & Kwok 2015; ``1.0`` is Algorithm 1): a
         row moves to ``e_i + omega (v* - e_i)`` instead of its exact minimizer ``v*`` when
         that does not increase its row objective, so the objective still never
         increases. ``"auto"`` is Young's SOR factor ``2 / (1 + sqrt(1 - rho^2))`` with the
-        Jacobi radius bound ``rho = 1 / (1 + delta)`` of seed 000 Prop. 1 (1.75 for
+        Jacobi radius bound ``rho = 1 / (1 + delta)`` of Hu & Kwok 2015 Prop. 1 (1.75 for
         ``delta = 0.01``; a precomputed Laplacian with a non-constant diagonal gets a
         Lanczos estimate of ``rho``); it cuts the sweeps 1.5-4x at the same objective.
     hinge_smoothing : "auto", float or None, default="auto"
         Hinge loss only. Row-wise BCD on the hinge can stop at a point that is optimal in
         every row but not stationary (the hinge couples ``e_i`` and ``e_j`` through a kink;
-        seed 000's Theorem 1 relies on a smooth objective): on small problems this leaves
+        Hu & Kwok 2015's Theorem 1 relies on a smooth objective): on small problems this leaves
         the objective 4-7% above the SDP optimum. ``"auto"`` first runs BCD on the
         Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3, 1e-4`` (each stage warm-started,
         each ``C^1``, so it reaches a stationary point; each stops at ``10 tol``), then the
@@ -188,7 +189,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         (measured with Clarabel: about 25 s at n = 200, 200 s and 4.8 GB at n = 300).
     sdp_force : bool, default=False
     rho : float, default=100.0
-        ``solver="admm"`` only: initial penalty of the augmented Lagrangian (seed 001:
+        ``solver="admm"`` only: initial penalty of the augmented Lagrangian (Hu & Kwok 2013:
         100), then adapted by its schedule (15).
     init : {"random", "bcd"}, default="random"
         ``solver="admm"`` only: start from a random ``V = U`` (the paper) or from the BCD
@@ -196,9 +197,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``max(tol, 1e-3)``).
     B : float or "auto", default="auto"
         ``solver="simplenpkl"`` only: capacity ``tr(K^p) <= B`` of SimpleNPKL (JMLR 2011).
-        ``"auto"``: ``100`` for ``n <= 1000`` and ``100 n`` above (seed 000 IV-A.2: 100 on
+        ``"auto"``: ``100`` for ``n <= 1000`` and ``100 n`` above (Hu & Kwok 2015 IV-A.2: 100 on
         its small sets, n <= 270, and 100 n on the adult sets, n >= 1605), ``100 n`` for
-        ``loss="pcp"`` (seed 001 footnote 3); see :func:`psdlearn.npkl.simplenpkl.default_B`.
+        ``loss="pcp"`` (Hu & Kwok 2013 footnote 3); see :func:`psdlearn.npkl.simplenpkl.default_B`.
     random_state : int, RandomState instance or None, default=None
         Seeds the random initial ``E`` and the sample order of each sweep.
     verbose : int, default=0
@@ -254,7 +255,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         Capacity used by ``solver="simplenpkl"``.
     primal_residual_history_, dual_residual_history_ : list of float
         ``solver="admm"`` only: ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F`` per
-        iteration (seed 001 eq. 14).
+        iteration (Hu & Kwok 2013 eq. 14).
     rho_history_ : list of float
         ``solver="admm"`` only: the penalty of every iteration.
     sdp_status_ : str
@@ -467,7 +468,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                 f"solver={self.solver!r} handles the losses {SOLVER_LOSSES[self.solver]}, not "
                 f"loss={self.loss!r}."
             )
-        # seed 001 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
+        # Hu & Kwok 2013 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
         m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
         rank = min(auto_rank(m), n) if self.rank == "auto" else int(self.rank)
         if rank > n:
@@ -506,7 +507,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         """``omega`` of the over-relaxed row updates.
 
         ``"auto"``: Young's optimal SOR factor ``2 / (1 + sqrt(1 - rho^2))`` for the Jacobi
-        spectral radius ``rho`` of ``L``; seed 000 Prop. 1 bounds it by ``1 / (1 + delta)``
+        spectral radius ``rho`` of ``L``; Hu & Kwok 2015 Prop. 1 bounds it by ``1 / (1 + delta)``
         for the normalized Laplacian, and it is estimated by Lanczos for a precomputed one.
         """
         if self.omega != "auto":
@@ -591,7 +592,7 @@ class NPKL(TransformerMixin, BaseEstimator):
 
         V0 = initial_embedding(problem.n_samples, rank, rng)
         if self.init == "bcd":
-            # warm start: BCD on the square loss of seed 000 (targets +-1, no diagonal)
+            # warm start: BCD on the square loss of Hu & Kwok 2015 (targets +-1, no diagonal)
             square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
                                  problem.gamma)
             V0 = solve_bcd(square, V0, max_iter=self.max_iter, tol=max(self.tol, 1e-3),

@@ -1,8 +1,8 @@
 r"""Reference solver: the convex NPKL semidefinite program, solved to optimality with cvxpy.
 
 The low-rank solvers (``bcd``, ``admm``, ...) minimize the nonconvex objective (10) of
-seed 000 over a factor ``E`` of ``K = E E^T``. Before factorization, the problem is the
-convex SDP (3) of seed 000,
+Hu & Kwok 2015 over a factor ``E`` of ``K = E E^T``. Before factorization, the problem is the
+convex SDP (3) of Hu & Kwok 2015,
 
 .. math::
 
@@ -13,8 +13,8 @@ convex SDP (3) of seed 000,
 with each unordered constrained pair ``(i_k, j_k)`` counted once, ``T_k = +1`` for a
 must-link and ``-1`` for a cannot-link, ``l(z) = max(1 - z, 0)`` (hinge),
 ``max(1 - z, 0)^2`` (squared hinge), ``(1 - z)^2`` (square) or ``-z`` (linear; the bound
-``K_ii <= b^2`` is ``||e_i|| <= b`` of seed 000 eq. 29, imposed on every sample). The
-``pcp`` loss of seed 001 eq. (1) adds ``gamma (K_ij - t_k)^2`` per pair (``t = 1`` / ``0``
+``K_ii <= b^2`` is ``||e_i|| <= b`` of Hu & Kwok 2015 eq. 29, imposed on every sample). The
+``pcp`` loss of Hu & Kwok 2013 eq. (1) adds ``gamma (K_ij - t_k)^2`` per pair (``t = 1`` / ``0``
 for must / cannot) and ``gamma / 2 (K_ii - 1)^2`` per sample. Its
 optimal value is a lower bound on the objective of every ``E``, and it is attained at any
 ``E`` with ``E E^T`` optimal for (P); this module computes it.
@@ -317,7 +317,7 @@ def solve_sdp(
     formulation="dual",
     solver_options=None,
 ):
-    r"""Solve the NPKL semidefinite program (3) of seed 000 to global optimality.
+    r"""Solve the NPKL semidefinite program (3) of Hu & Kwok 2015 to global optimality.
 
     Minimizes ``tr(L K) + gamma * sum_k loss(T_k K_{i_k j_k})`` over ``K >= 0`` (plus
     ``K_ii <= b^2`` for the linear loss) with an interior point solver; see the module

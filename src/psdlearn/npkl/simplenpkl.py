@@ -1,7 +1,7 @@
 r"""SimpleNPKL (Zhuang, Tsang & Hoi, JMLR 12, 2011): the baseline of seeds 000 and 001.
 
 SimpleNPKL adds the capacity constraint ``tr(K^p) <= B`` (``p = 2``) to the NPKL SDP of
-seed 000 eq. (3),
+Hu & Kwok 2015 eq. (3),
 
 .. math::
 
@@ -14,10 +14,10 @@ each unordered pair ``(i_k, j_k)`` counted once, as in :mod:`psdlearn.npkl._prob
 ``max tr(M K)`` over ``K >= 0, ||K||_F^2 <= B`` is attained at
 ``K = sqrt(B) M_+ / ||M_+||_F`` (``M_+``: ``M`` with its negative eigenvalues set to zero)
 with value ``sqrt(B) ||M_+||_F`` (Hoelder on the eigenvalues). The linear loss
-``l(z) = -z`` makes (P_B) ``min tr(A K)`` with ``A = L - gamma sum_k T_k S_k`` (seed 000
+``l(z) = -z`` makes (P_B) ``min tr(A K)`` with ``A = L - gamma sum_k T_k S_k`` (Hu & Kwok 2015
 eqs. 6-7; ``S_k = (e_i e_j^T + e_j e_i^T) / 2``, so ``<S_k, K> = K_ij``); with
 ``M = -A = gamma sum_k T_k S_k - L`` the solution is the closed form, the JMLR paper's
-``A = C sum T_ij - L`` (it writes the problem as a max; seed 000's ``A_+`` is the PSD part
+``A = C sum T_ij - L`` (it writes the problem as a max; Hu & Kwok 2015's ``A_+`` is the PSD part
 of this ``-A``). The constraint ``||e_i|| <= b`` of our linear loss is replaced by
 ``||K||_F^2 <= B``, as in the papers, so the returned ``K`` need not satisfy it.
 
@@ -37,7 +37,7 @@ with ``h(a) = min_z [gamma l(z / c) + a z]`` (``C = 2 gamma`` in the JMLR notati
 - hinge: ``h(a) = a`` on ``0 <= a <= gamma``;
 - squared hinge: ``h(a) = a - a^2 / (4 gamma)``, ``a >= 0``;
 - square: ``h(a) = a - a^2 / (4 gamma)``, ``a`` free;
-- pcp (seed 001 eq. 1: ``w_k (K_ij - t_k)^2`` with ``w = gamma`` per unordered pair,
+- pcp (Hu & Kwok 2013 eq. 1: ``w_k (K_ij - t_k)^2`` with ``w = gamma`` per unordered pair,
   ``gamma / 2`` per diagonal entry, targets 1 / 0 / 1, ``c_k = 1``):
   ``h(a) = t_k a - a^2 / (4 w_k)``, ``a`` free; the JMLR square-loss derivation carries
   over unchanged (a square loss on fixed entries of ``K``, the diagonal included).
@@ -100,9 +100,9 @@ from threadpoolctl import threadpool_limits
 
 __all__ = ["DEFAULT_B", "SimpleNPKLResult", "default_B", "solve_simplenpkl"]
 
-#: ``B`` of seed 000 section IV-A.2 for its small sets (n <= 270 here).
+#: ``B`` of Hu & Kwok 2015 section IV-A.2 for its small sets (n <= 270 here).
 DEFAULT_B = 100.0
-#: Sets with more samples than this get ``B = 100 n``: seed 000 uses 100 n on the adult
+#: Sets with more samples than this get ``B = 100 n``: Hu & Kwok 2015 uses 100 n on the adult
 #: sets (n >= 1605) and 100 on the small ones (n <= 270); any threshold in between
 #: reproduces both, and 1000 keeps ``||K||_F^2 / n^2`` above ``1e-4`` for ``B = 100``.
 B_SWITCH_N = 1000
@@ -117,10 +117,10 @@ MAX_BACKTRACK = 50
 
 
 def default_B(n_samples, loss):
-    """``B="auto"``: seed 001 footnote 3 for ``pcp`` (``100 n``); else seed 000 IV-A.2.
+    """``B="auto"``: Hu & Kwok 2013 footnote 3 for ``pcp`` (``100 n``); else Hu & Kwok 2015 IV-A.2.
 
-    Seed 000 sets ``B = 100`` on its small sets and ``100 n`` on the adult sets; the switch
-    is at ``n > B_SWITCH_N`` (see there). Seed 001 sets ``100 n`` on every set ("better than
+    Hu & Kwok 2015 sets ``B = 100`` on its small sets and ``100 n`` on the adult sets; the switch
+    is at ``n > B_SWITCH_N`` (see there). Hu & Kwok 2013 sets ``100 n`` on every set ("better than
     the value suggested" by the JMLR paper).
     """
     n = int(n_samples)
@@ -139,7 +139,7 @@ class SimpleNPKLResult:
         ``E`` with ``K = E E^T = sqrt(B) M_+ / ||M_+||_F`` (columns of zero where ``M`` has
         fewer than ``rank`` positive eigenvalues).
     objective_history : list of float
-        Seed 000 objective (10) of ``K(a_t)`` (``problem.objective``), ``t = 0 .. n_iter``:
+        Hu & Kwok 2015 objective (10) of ``K(a_t)`` (``problem.objective``), ``t = 0 .. n_iter``:
         the number every NPKL solver reports.
     simplenpkl_objective_history : list of float
         The saddle-point dual ``J(a_t)`` that SimpleNPKL maximizes (non-decreasing); for
@@ -190,7 +190,7 @@ class _Terms:
         n = problem.n_samples
         self.fixed = loss == "linear"
         if loss == "pcp":
-            # off-diagonal targets 1 / 0, and K_ii -> 1 on every sample (seed 001 eq. 2)
+            # off-diagonal targets 1 / 0, and K_ii -> 1 on every sample (Hu & Kwok 2013 eq. 2)
             diag = np.arange(n, dtype=np.int64)
             self.i = np.concatenate([pairs[:, 0], diag])
             self.j = np.concatenate([pairs[:, 1], diag])
@@ -321,7 +321,7 @@ def solve_simplenpkl(
     max_iter : int, default=1000
         Maximum gradient steps on the multipliers.
     tol : float, default=1e-5
-        Stop when ``||K_t - K_{t-1}||_F / ||K_t||_F < tol`` (seed 000 uses its BCD
+        Stop when ``||K_t - K_{t-1}||_F / ||K_t||_F < tol`` (Hu & Kwok 2015 uses its BCD
         criterion for SimpleNPKL too).
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
         Seeds the first Lanczos start vector. Same seed, same result.
