@@ -116,6 +116,7 @@ def main():
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--no-quality", action="store_true")
     ap.add_argument("--only-1e7", action="store_true")
+    ap.add_argument("--name", default="knn_graph", help="results file name")
     args = ap.parse_args()
     start_load = os.getloadavg()[0]
     rows = []
@@ -130,12 +131,12 @@ def main():
     if args.quick:
         ns = [n for n in ns if n <= 100_000]
     end_to_end(ns, rows)
-    if not args.quick:
+    if not args.quick or args.name != "knn_graph":
         graph_times(rows, quality=not args.no_quality)
         if not args.no_quality:
             quality_rows(rows)
     notes.append(load_note(start_load))
-    write_results("knn_graph", COLUMNS, rows, notes)
+    write_results(args.name, COLUMNS, rows, notes)
 
 
 if __name__ == "__main__":
