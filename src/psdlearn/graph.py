@@ -435,11 +435,14 @@ def graph_from_neighbors(distances, indices, sigma):
         At most ``2 n k`` stored entries: O(n k) memory.
     """
     n, k = indices.shape
+    indices = np.asarray(indices, dtype=np.int64)
     weights = np.exp(-(np.asarray(distances, dtype=np.float64) ** 2) / (2.0 * sigma**2))
+    # a point is never its own neighbour (S_ii = 0): mask it here rather than by setdiag,
+    # which rebuilds the sparse structure
+    weights[indices == np.arange(n)[:, None]] = 0.0
     W = sp.csr_matrix((weights.ravel(), indices.ravel(),
                        np.arange(0, n * k + 1, k)), shape=(n, n))
     S = W.maximum(W.T).tocsr()
-    S.setdiag(0.0)
     S.eliminate_zeros()
     S.sort_indices()
     return S
@@ -620,10 +623,13 @@ def normalized_laplacian(S, delta=DEFAULT_DELTA):
     inv_sqrt = np.zeros(n)
     pos = deg > 0
     inv_sqrt[pos] = 1.0 / np.sqrt(deg[pos])
-    Dm = sp.diags(inv_sqrt)
-    A = Dm @ S @ Dm
-    # Symmetrize exactly: the two triple products differ by rounding otherwise.
-    A = 0.5 * (A + A.T)
+    # A_ij = S_ij (d_i^-1/2 d_j^-1/2): the product of the two scales commutes, so A is
+    # exactly symmetric when S is, without the two sparse products and a transpose
+    rows = np.repeat(np.arange(n), np.diff(S.indptr))
+    A = sp.csr_matrix((S.data * (inv_sqrt[rows] * inv_sqrt[S.indices]), S.indices.copy(),
+                       S.indptr.copy()), shape=(n, n))
+    if (A != A.T).nnz:
+        A = 0.5 * (A + A.T)  # a user's S symmetric up to rounding only
     L = ((1.0 + delta) * sp.identity(n, format="csr") - A).tocsr()
     L.sort_indices()
     return L
