@@ -80,7 +80,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear, minimize_scalar
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, cg, eigsh
 
 __all__ = ["Certificate", "certify", "dual_matrix", "escalate", "laplacian_lower_bound"]
 
@@ -88,6 +88,8 @@ __all__ = ["Certificate", "certify", "dual_matrix", "escalate", "laplacian_lower
 CERTIFICATE_TOL = 1e-4
 #: Margins ``|1 - z|`` below which a hinge pair is at the kink (multiplier fitted).
 KINK = 1e-6
+#: Eigenpairs of ``S`` used by the bound (see :func:`_negative_part`).
+N_BOUND_EIG = 4
 #: Huber smoothing of the hinge in the line search of :func:`escalate`.
 HINGE_ESCALATION_SMOOTHING = 1e-3
 
@@ -274,9 +276,13 @@ def smallest_eigenpairs(S, k=1, *, tol=1e-10, random_state=0):
         lam, U = np.linalg.eigh(S.toarray())
         return lam[:k], U[:, :k]
     v0 = np.random.default_rng(random_state).standard_normal(n)
+    # ARPACK's test is relative to |theta|, hopeless for the eigenvalues near 0 that matter
+    # here: shift by a Gershgorin bound c >= lambda_max(S) so that they sit near -c
+    c = float(np.max(abs(S) @ np.ones(n)))
+    shifted = (S - c * sp.identity(n, format="csr")).tocsr()
     try:
-        lam, U = eigsh(S, k=k, which="SA", tol=tol, v0=v0, ncv=min(n, max(2 * k + 1, 20)),
-                       maxiter=max(1000, n))
+        lam, U = eigsh(shifted, k=k, which="SA", tol=tol, v0=v0,
+                       ncv=min(n, max(2 * k + 1, 32)), maxiter=max(1000, n))
     except ArpackNoConvergence as exc:
         lam, U = exc.eigenvalues, exc.eigenvectors
         if len(lam) == 0:
@@ -284,9 +290,38 @@ def smallest_eigenpairs(S, k=1, *, tol=1e-10, random_state=0):
                           "uses the Gershgorin bound of lambda_min.", RuntimeWarning,
                           stacklevel=2)
             return np.array([laplacian_lower_bound(S, n_power=0)]), np.zeros((n, 0))
+    lam = lam + c
     res = np.linalg.norm(S @ U - U * lam, axis=0)
     order = np.argsort(lam)
     return (lam - res)[order], U[:, order]
+
+
+def _inverse_quadratic(L, u, lmin):
+    """An upper bound of ``u^T L^{-1} u``: ``u^T x + ||u|| ||u - L x|| / lambda_min(L)``."""
+    x, _ = cg(L, u, rtol=1e-10, maxiter=10 * L.shape[0])
+    return float(u @ x) + float(np.linalg.norm(u) * np.linalg.norm(u - L @ x)) / lmin
+
+
+def _negative_part(problem, values, vectors, tau, f, lmin):
+    """A lower bound of ``<S, K*>`` from the ``k`` smallest eigenpairs of ``S``.
+
+    With ``nu = min(lambda_k, 0)``, ``S >= sum_{i < k} (lambda_i - nu) u_i u_i^T + nu I``,
+    so ``<S, K*> >= sum_{i < k} min(lambda_i - nu, 0) w_i + nu tau`` for any
+    ``w_i >= u_i^T K* u_i``. ``w_i = tau``, or for the nonnegative losses
+    ``w_i = f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by
+    Cauchy-Schwarz in the ``L`` inner product), the smaller.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values[0] >= 0:
+        return 0.0
+    nu = min(float(values[-1]), 0.0) if len(values) > 1 else float(values[0])
+    head = np.minimum(values[:-1] - nu, 0.0)
+    w = np.full(len(head), tau)
+    if lmin is not None and lmin > 0 and vectors.shape[1] >= len(head):
+        L = sp.csr_matrix(problem.laplacian)
+        for i in np.flatnonzero(head < 0):
+            w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
+    return float(np.sum(head * w) + nu * tau)
 
 
 def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_eig=None,
@@ -320,6 +355,7 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
     E = np.asarray(E, dtype=np.float64)
     n = E.shape[0]
     f = float(problem.objective(E))
+    lmin = None
     if problem.loss == "linear":
         tau = n * float(problem.b) ** 2
     else:
@@ -334,9 +370,9 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
     best = None
     for alpha in candidates:
         S, conj = dual_matrix(problem, E, alpha)
-        values, vectors = smallest_eigenpairs(S, n_eig)
+        values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG))
         lam = float(values[0])
-        lower = conj + (tau * lam if lam < 0 else 0.0)
+        lower = conj + _negative_part(problem, values, vectors, tau, f, lmin)
         if best is None or lower > best[0]:
             best = (lower, lam, values, vectors)
     lower, lam, values, vectors = best
