@@ -64,6 +64,11 @@ HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
 SMOOTHING_TOL_FACTOR = 30.0
 
 
+#: ``rank="adaptive"`` escalates only when the new columns decrease the objective by more
+#: than this fraction of ``certificate_tol`` (relative).
+ESCALATION_MIN_DECREASE = 1e-2
+
+
 def auto_rank(n_constraints):
     """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1."""
     m = int(n_constraints)
@@ -590,13 +595,19 @@ class NPKL(TransformerMixin, BaseEstimator):
         return cert, (values[:n_eig], vectors[:, :n_eig])
 
     def _escalate(self, problem, E, eig):
-        """``E`` with the escalation columns, or None when they do not descend."""
+        """``E`` with the escalation columns, or None when they do not descend enough."""
         from psdlearn.npkl.certificate import escalate
 
         if eig is None:
             return None
         E_new, step = escalate(problem, E, *eig)
-        return E_new if step > 0 else None
+        f0 = problem.objective(E)
+        # a negative eigenvalue that buys no decrease is a first-order residual of the fit
+        # (the hinge's kinks), not missing rank: more columns would only cost time
+        if step <= 0 or f0 - problem.objective(E_new) <= (
+                ESCALATION_MIN_DECREASE * self.certificate_tol * abs(f0)):
+            return None
+        return E_new
 
     def _fit_bcd(self, problem, rank, rng):
         from psdlearn.npkl.bcd import VANISHED, initial_embedding, parallel_split, solve_bcd
