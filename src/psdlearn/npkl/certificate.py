@@ -342,8 +342,9 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         Any loss (hinge, squared_hinge, square, linear with ``||e_i|| <= b``, pcp).
     E : ndarray of shape (n_samples, rank)
         Solution; for the linear loss its rows must satisfy ``||e_i|| <= b``.
-    multipliers : ndarray of shape (m,), optional
-        Hinge only: the pair multipliers ``alpha_k`` in ``[0, gamma]``.
+    multipliers : ndarray of shape (m,) or list of them, optional
+        Hinge only: candidate pair multipliers ``alpha_k`` in ``[0, gamma]`` (clipped), e.g.
+        those of every BCD stage; the best bound over them and the fitted ones is kept.
     tol : float, default=1e-4
         ``certified`` when ``relative_gap <= tol``.
     laplacian_min_eig : float, optional
@@ -370,11 +371,19 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         tau = f / lmin if lmin > 0 else np.inf
         if problem.loss == "pcp" and problem.gamma > 0:
             tau = min(tau, n + np.sqrt(2.0 * n * f / float(problem.gamma)))
-    # hinge: the given multipliers and the fitted ones both give valid bounds; keep the best
-    candidates = [multipliers, None] if problem.loss == "hinge" and multipliers is not None \
-        else [multipliers]
+    # hinge: every alpha in [0, gamma]^m gives a valid bound; keep the best of the given
+    # ones and the fitted one, trying the largest sum(alpha) first (an upper bound of D)
+    candidates = [None]
+    if problem.loss == "hinge" and multipliers is not None:
+        given = [multipliers] if np.ndim(multipliers) == 1 else list(multipliers)
+        gamma = float(problem.gamma)
+        candidates = [np.clip(np.asarray(a, dtype=np.float64), 0.0, gamma) for a in given
+                      if a is not None] + [None]
+        candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
     best = None
     for alpha in candidates:
+        if best is not None and alpha is not None and float(alpha.sum()) <= best[0]:
+            continue
         S, conj = dual_matrix(problem, E, alpha)
         values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG))
         lam = float(values[0])

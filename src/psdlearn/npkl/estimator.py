@@ -631,6 +631,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         history, times, stages, n_iter = [], [], [], 0
         with bar:
             while True:
+                multipliers = []  # of every stage: candidate duals of the certificate
                 split = (parallel_split(problem, E.shape[1])
                          if self.unconstrained == "sequential" else None)
                 for mu in schedule:
@@ -647,10 +648,11 @@ class NPKL(TransformerMixin, BaseEstimator):
                     stages.append((mu, res.n_iter))
                     n_iter += res.n_iter
                     E = res.embedding
+                    multipliers.append(res.multipliers)
                     if res.interrupted:
                         break
                 start = time.perf_counter()
-                self.certificate_, eig = self._certify(problem, E, res.multipliers)
+                self.certificate_, eig = self._certify(problem, E, multipliers)
                 E_new = None if res.interrupted else self._escalate(problem, E, eig)
                 times[-1] += time.perf_counter() - start
                 if E_new is None:
