@@ -70,3 +70,20 @@ def test_reproduce_list_cites_papers_by_author(capsys):
     assert main(["reproduce", "list"]) == 0
     out = capsys.readouterr().out
     assert "seed 00" not in out and "Hu & Kwok 2015" in out and "Shen et al. 2008" in out
+
+
+def test_fit_adaptive_rank_reports_certificate(tmp_path, capsys):
+    X, y = pl.datasets.load("iris")
+    np.savetxt(tmp_path / "X.csv", X, delimiter=",")
+    pl.PairwiseConstraints.from_labels(y, random_state=0).to_csv(tmp_path / "c.csv")
+    out = tmp_path / "E.npy"
+    assert main(["fit", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "-o", str(out),
+                 "--loss", "square", "--rank", "adaptive"]) == 0
+    summary = json.loads(out.with_suffix(".json").read_text())
+    cert = summary["certificate"]
+    assert cert["objective"] == pytest.approx(summary["objective"], rel=1e-9)
+    assert cert["gap_bound"] >= 0
+    assert cert["relative_gap"] == pytest.approx(cert["gap_bound"] / abs(cert["objective"]))
+    assert cert["certified"] == (cert["relative_gap"] <= cert["tol"])
+    assert cert["certified"] and summary["rank"] < 18  # below the r(r+1)/2 <= m rule
+    assert "certificate at rank" in capsys.readouterr().err  # verbose progress on stderr

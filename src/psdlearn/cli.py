@@ -129,6 +129,9 @@ def _cmd_fit(args):
         "graph": model.graph_info_,
         "graph_time_s": model.graph_time_,
         "embedding": str(args.output),
+        # duality certificate of the low-rank fit (bcd): gap bound to the convex optimum
+        "certificate": (model.certificate_.as_dict()
+                        if hasattr(model, "certificate_") else None),
     }
     summary_path = Path(args.summary or Path(args.output).with_suffix(".json"))
     summary_path.write_text(json.dumps(summary, indent=2))
@@ -172,7 +175,10 @@ def _parser():
     s.add_argument("--solver", default="bcd", choices=["bcd", "sdp"])
     s.add_argument("--loss", default="hinge",
                    choices=["hinge", "squared_hinge", "square", "linear"])
-    s.add_argument("--rank", default="auto", type=lambda v: v if v == "auto" else int(v))
+    s.add_argument("--rank", default="auto",
+                   type=lambda v: v if v in ("auto", "adaptive") else int(v),
+                   help="int, 'auto' (the r(r+1)/2 <= m rule) or 'adaptive' (grown until "
+                   "the duality certificate holds)")
     s.add_argument("--gamma", type=float, default=1.0)
     s.add_argument("--n-neighbors", type=int, default=5)
     s.add_argument("--knn-method", choices=("auto", "exact", "approximate"), default="auto",

@@ -71,6 +71,11 @@ class BCDResult:
         Whether a KeyboardInterrupt stopped the sweeps. ``embedding`` then holds every row
         update completed (each one never increases the objective), and the last history
         entry is its exact objective.
+    multipliers : ndarray of shape (m,) or None
+        Hinge only: the multiplier ``alpha_k`` of each pair in the matrix
+        convention ``S = L - sum_k alpha_k T_k S_k`` of :mod:`psdlearn.npkl.certificate`,
+        i.e. twice the mean of the two per-row dual variables of the pair (each in
+        ``[0, gamma / 2]``); None for the other losses.
     """
 
     embedding: np.ndarray
@@ -80,6 +85,17 @@ class BCDResult:
     time_history: list = field(default_factory=list)
     surrogate_history: list = field(default_factory=list)
     interrupted: bool = False
+    multipliers: np.ndarray | None = None
+
+
+def _pair_multipliers(problem, Tp, Ti, alpha):
+    """``alpha_k = alpha_slot(i, j) + alpha_slot(j, i)`` per pair (see ``BCDResult``)."""
+    n = problem.n_samples
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(Tp))
+    keys = rows * n + Ti  # sorted: neighbors() orders the slots by (row, column)
+    p = problem.pairs
+    return alpha[np.searchsorted(keys, p[:, 0] * n + p[:, 1])] + alpha[
+        np.searchsorted(keys, p[:, 1] * n + p[:, 0])]
 
 
 def _as_generator(random_state):
@@ -460,4 +476,6 @@ def solve_bcd(
         time_history=times,
         surrogate_history=surrogate,
         interrupted=interrupted,
+        multipliers=(_pair_multipliers(problem, Tp, Ti, alpha)
+                     if problem.loss == "hinge" and len(pairs) else None),
     )

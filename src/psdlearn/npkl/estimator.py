@@ -19,6 +19,7 @@ small ``n`` only).
 from __future__ import annotations
 
 import numbers
+import sys
 import time
 import warnings
 
@@ -61,6 +62,11 @@ HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
 #: cuts the sweeps by up to 40% (a1a 323 -> 191) and leaves the final hinge objective within
 #: 1e-4 relative (a1a +3e-5).
 SMOOTHING_TOL_FACTOR = 30.0
+
+
+#: ``rank="adaptive"`` escalates only when the new columns decrease the objective by more
+#: than this fraction of ``certificate_tol`` (relative).
+ESCALATION_MIN_DECREASE = 1e-2
 
 
 def auto_rank(n_constraints):
@@ -118,12 +124,23 @@ class NPKL(TransformerMixin, BaseEstimator):
         (Hu & Kwok 2013 Algorithm 1; pcp and square). ``"simplenpkl"``: the SimpleNPKL baseline
         (JMLR 2011). ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``);
         small ``n``.
-    rank : int or "auto", default="auto"
+    rank : int, "auto" or "adaptive", default="auto"
         Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``,
         with ``m`` the number of constrained pairs, or for ``loss="pcp"`` the size of its
         ordered set, ``2 m + n`` (Hu & Kwok 2013 Table 1 counts it so), and never above ``n``
-        (a rank-``n`` factor already spans every PSD ``K``). Ignored by
+        (a rank-``n`` factor already spans every PSD ``K``). ``"adaptive"`` (``bcd`` and
+        ``admm``): start at ``rank_init``; while the duality certificate
+        (:mod:`psdlearn.npkl.certificate`) does not hold, append the eigenvectors of the
+        negative eigenvalues of the dual matrix as new columns (scaled by a line search,
+        Burer-Monteiro rank escalation, Journée et al. 2010) and continue from there; stop
+        at the first certified rank or at the ``"auto"`` rank. Ignored by
         ``solver="sdp"`` (the rank of its solution is whatever it is).
+    rank_init : int, default=8
+        ``rank="adaptive"`` only: the starting rank, and the most columns added per
+        escalation.
+    certificate_tol : float, default=1e-4
+        ``certificate_.certified`` is ``relative_gap <= certificate_tol``; with
+        ``rank="adaptive"`` the rank grows until it holds.
     gamma : float, default=1.0
         Weight of the loss. Not given in Hu & Kwok 2015. With the normalized Laplacian
         (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``, independent of ``n``) the
@@ -227,6 +244,14 @@ class NPKL(TransformerMixin, BaseEstimator):
     converged_ : bool
         Whether the solver's stopping test held (False at ``max_iter`` or after Ctrl-C).
     rank_ : int
+    certificate_ : psdlearn.npkl.certificate.Certificate
+        ``bcd`` and ``admm``: a bound on the gap of ``embedding_`` to the optimum of the
+        convex problem over ``K >= 0``, from the smallest eigenvalue of the dual matrix
+        (fields ``lambda_min``, ``gap_bound``, ``relative_gap``, ``certified``; see
+        :mod:`psdlearn.npkl.certificate`).
+    rank_path_ : list of (int, float)
+        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (one
+        per rank with ``rank="adaptive"``).
     laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
     constraints_ : PairwiseConstraints
     sigma_ : float or None
@@ -297,7 +322,10 @@ class NPKL(TransformerMixin, BaseEstimator):
     _parameter_constraints = {
         "loss": [StrOptions(set(LOSSES))],
         "solver": [StrOptions(set(SOLVERS))],
-        "rank": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None, closed="left")],
+        "rank": [StrOptions({"auto", "adaptive"}),
+                 Interval(numbers.Integral, 1, None, closed="left")],
+        "rank_init": [Interval(numbers.Integral, 1, None, closed="left")],
+        "certificate_tol": [Interval(numbers.Real, 0, None, closed="left")],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "sigma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
@@ -327,6 +355,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         loss="hinge",
         solver="bcd",
         rank="auto",
+        rank_init=8,
+        certificate_tol=1e-4,
         gamma=1.0,
         n_neighbors=5,
         sigma="auto",
@@ -351,6 +381,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.loss = loss
         self.solver = solver
         self.rank = rank
+        self.rank_init = rank_init
+        self.certificate_tol = certificate_tol
         self.gamma = gamma
         self.n_neighbors = n_neighbors
         self.sigma = sigma
@@ -470,7 +502,15 @@ class NPKL(TransformerMixin, BaseEstimator):
             )
         # Hu & Kwok 2013 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
         m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
-        rank = min(auto_rank(m), n) if self.rank == "auto" else int(self.rank)
+        rule = min(auto_rank(m), n)
+        if self.rank == "adaptive":
+            if self.solver not in ("bcd", "admm"):
+                raise ValueError(f"rank='adaptive' needs solver='bcd' or 'admm', not "
+                                 f"{self.solver!r}.")
+            rank = min(int(self.rank_init), n)
+        else:
+            rank = rule if self.rank == "auto" else int(self.rank)
+        self._rank_cap = max(rule, rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
         problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
@@ -534,6 +574,41 @@ class NPKL(TransformerMixin, BaseEstimator):
             return [*HINGE_SMOOTHING_AUTO, 0.0]
         return [float(self.hinge_smoothing), 0.0]
 
+    def _certify(self, problem, E, multipliers=None):
+        """Certificate of ``E`` and the eigenpairs of the escalation (see ``rank``)."""
+        from psdlearn.npkl.certificate import certify
+
+        rank = E.shape[1]
+        n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
+        # the built normalized Laplacian has lambda_min(L) >= delta exactly
+        lmin = None if self.graph == "precomputed" else float(self.delta)
+        cert, values, vectors = certify(problem, E, multipliers, tol=self.certificate_tol,
+                                        laplacian_min_eig=lmin, n_eig=max(n_eig, 1),
+                                        return_eigenvectors=True)
+        self.rank_path_.append((rank, cert.relative_gap))
+        if self.verbose:
+            print(f"NPKL certificate at rank {rank}: lambda_min(S) = {cert.lambda_min:.3g}, "
+                  f"gap <= {cert.gap_bound:.3g} (relative {cert.relative_gap:.3g}), "
+                  f"{'certified' if cert.certified else 'not certified'}", file=sys.stderr)
+        if cert.certified or n_eig <= 0:
+            return cert, None
+        return cert, (values[:n_eig], vectors[:, :n_eig])
+
+    def _escalate(self, problem, E, eig):
+        """``E`` with the escalation columns, or None when they do not descend enough."""
+        from psdlearn.npkl.certificate import escalate
+
+        if eig is None:
+            return None
+        E_new, step = escalate(problem, E, *eig)
+        f0 = problem.objective(E)
+        # a negative eigenvalue that buys no decrease is a first-order residual of the fit
+        # (the hinge's kinks), not missing rank: more columns would only cost time
+        if step <= 0 or f0 - problem.objective(E_new) <= (
+                ESCALATION_MIN_DECREASE * self.certificate_tol * abs(f0)):
+            return None
+        return E_new
+
     def _fit_bcd(self, problem, rank, rng):
         from psdlearn.npkl.bcd import VANISHED, initial_embedding, parallel_split, solve_bcd
 
@@ -544,8 +619,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         # samples in reverse Cuthill-McKee order: a sweep then reads E from cache
         perm, inverse, problem = problem.renumbered()
         E = E[perm]
-        split = parallel_split(problem, rank) if self.unconstrained == "sequential" else None
         self.omega_ = omega
+        self.rank_path_ = []
         bar = progress_bar(self.verbose, total=self.max_iter * len(schedule), desc="NPKL bcd",
                            unit="sweep")
 
@@ -555,28 +630,42 @@ class NPKL(TransformerMixin, BaseEstimator):
 
         history, times, stages, n_iter = [], [], [], 0
         with bar:
-            for mu in schedule:
-                # smoothed stages only need to bring the exact stage near the optimum
-                tol = self.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0)
-                res = solve_bcd(problem, E, max_iter=self.max_iter, tol=tol,
-                                random_state=rng, unconstrained=self.unconstrained,
-                                smoothing=mu, omega=omega, parallel=split or False,
-                                callback=callback)
-                offset = times[-1] if times else 0.0
-                skip = 1 if history else 0  # a stage starts where the previous one ended
-                history += res.objective_history[skip:]
-                times += [offset + t for t in res.time_history[skip:]]
-                stages.append((mu, res.n_iter))
-                n_iter += res.n_iter
-                E = res.embedding
-                if res.interrupted:
+            while True:
+                multipliers = []  # of every stage: candidate duals of the certificate
+                split = (parallel_split(problem, E.shape[1])
+                         if self.unconstrained == "sequential" else None)
+                for mu in schedule:
+                    # smoothed stages only need to bring the exact stage near the optimum
+                    tol = self.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0)
+                    res = solve_bcd(problem, E, max_iter=self.max_iter, tol=tol,
+                                    random_state=rng, unconstrained=self.unconstrained,
+                                    smoothing=mu, omega=omega, parallel=split or False,
+                                    callback=callback)
+                    offset = times[-1] if times else 0.0
+                    skip = 1 if history else 0  # a stage starts where the previous one ended
+                    history += res.objective_history[skip:]
+                    times += [offset + t for t in res.time_history[skip:]]
+                    stages.append((mu, res.n_iter))
+                    n_iter += res.n_iter
+                    E = res.embedding
+                    multipliers.append(res.multipliers)
+                    if res.interrupted:
+                        break
+                start = time.perf_counter()
+                self.certificate_, eig = self._certify(problem, E, multipliers)
+                E_new = None if res.interrupted else self._escalate(problem, E, eig)
+                times[-1] += time.perf_counter() - start
+                if E_new is None:
                     break
+                E = E_new
+                # warm restart: the smoothed hinge from mu = 1e-3 (that of the escalation)
+                schedule = schedule[-3:]
         self.embedding_ = E[inverse]
         self.objective_history_ = history
         self.time_history_ = times
         self.smoothing_stages_ = stages
         self.n_iter_ = n_iter
-        self.rank_ = rank
+        self.rank_ = E.shape[1]
         if np.einsum("ij,ij->", E, E) <= VANISHED * len(E):
             warnings.warn(
                 "The learned kernel is zero (K = 0 is optimal here): the loss weight "
@@ -599,22 +688,40 @@ class NPKL(TransformerMixin, BaseEstimator):
                            random_state=rng,
                            omega=self._relaxation(problem.laplacian)).embedding
         bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL admm", unit="iter")
+        self.rank_path_ = []
 
         def callback(it, V, objective):
             bar.update(1)
             bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
 
+        history, times, primal, dual, rhos, n_iter = [], [], [], [], [], 0
         with bar:
-            res = solve_admm(problem, V0, rho=float(self.rho), max_iter=self.max_iter,
-                             tol=self.tol, callback=callback)
+            while True:
+                res = solve_admm(problem, V0, rho=float(self.rho), max_iter=self.max_iter,
+                                 tol=self.tol, callback=callback)
+                skip = 1 if history else 0
+                offset = times[-1] if times else 0.0
+                history += list(res.objective_history[skip:])
+                times += [offset + t for t in res.time_history[skip:]]
+                primal += list(res.primal_residual_history)
+                dual += list(res.dual_residual_history)
+                rhos += list(res.rho_history)
+                n_iter += res.n_iter
+                start = time.perf_counter()
+                self.certificate_, eig = self._certify(problem, res.embedding)
+                V0 = (None if getattr(res, "interrupted", False)
+                      else self._escalate(problem, res.embedding, eig))
+                times[-1] += time.perf_counter() - start
+                if V0 is None:
+                    break
         self.embedding_ = res.embedding
-        self.objective_history_ = list(res.objective_history)
-        self.time_history_ = list(res.time_history)
-        self.primal_residual_history_ = list(res.primal_residual_history)
-        self.dual_residual_history_ = list(res.dual_residual_history)
-        self.rho_history_ = list(res.rho_history)
-        self.n_iter_ = res.n_iter
-        self.rank_ = rank
+        self.objective_history_ = history
+        self.time_history_ = times
+        self.primal_residual_history_ = primal
+        self.dual_residual_history_ = dual
+        self.rho_history_ = rhos
+        self.n_iter_ = n_iter
+        self.rank_ = res.embedding.shape[1]
         self._finish(res, "admm", "iterations", f"the residuals fell below tol={self.tol} "
                      "(relative to ||V||)", "increase max_iter or tol, or start from init='bcd'")
 

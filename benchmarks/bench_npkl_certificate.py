@@ -1,0 +1,109 @@
+"""NPKL ``rank="adaptive"`` against the ``r (r + 1) / 2 <= m`` rule, with the duality certificate.
+
+Run: ``python benchmarks/bench_npkl_certificate.py [--data a1a,a9a,gauss10] [--losses ...]
+[--gauss-n N] [--append]``.
+
+For every data set and loss, two BCD fits of the same problem (same seed, ``tol = 1e-5``,
+800 sweeps per stage as in ``bench_npkl_bcd.py``): ``rank="auto"`` (the rule) and
+``rank="adaptive"`` (``rank_init = 8``, grown by rank escalation until the certificate holds
+at ``certificate_tol = 1e-4``). Reported: both ranks, both objectives and their relative
+difference, the certified relative gap of each fit (``certificate_.relative_gap``), the
+wall and CPU seconds of each fit (the certificates included) and the ratio. Protocol sets:
+adult a1a and a9a (k = 50, labels -> 0.6 n must-link + 0.6 n cannot-link, the protocol of
+``bench_npkl_bcd.py``), and the 10-d two-Gaussian set (k = 10, 500 + 500 pairs).
+
+Results: ``benchmarks/results/npkl_certificate.{md,json}``. The fits are single-threaded
+here, so the CPU time is the load-robust measure on a shared machine; the load is noted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import warnings
+
+from _common import RESULTS, load_note, median_wall_cpu, write_results
+
+import psdlearn as pl
+from psdlearn.graph import knn_laplacian
+
+LOSSES = ("hinge", "squared_hinge", "square", "linear")
+COLUMNS = ["data", "n", "m", "loss", "rule_rank", "certified_rank", "rule_gap", "adaptive_gap",
+           "rel_obj_diff", "rule_s", "adaptive_s", "rule_cpu_s", "adaptive_cpu_s",
+           "cpu_ratio", "rank_path"]
+
+
+def fit(L, C, loss, rank, max_iter=800):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pl.NPKL(loss=loss, graph="precomputed", rank=rank, rank_init=8,
+                       max_iter=max_iter, random_state=0).fit(L, C)
+
+
+def compare(data, L, C, loss, repeats):
+    models = {}
+    times = {}
+    for rank in ("auto", "adaptive"):
+        out = []
+        times[rank] = median_wall_cpu(lambda rank=rank, out=out: out.append(fit(L, C, loss, rank)),
+                                      repeats=repeats)
+        models[rank] = out[-1]
+    rule, ada = models["auto"], models["adaptive"]
+    f_rule, f_ada = rule.objective_history_[-1], ada.objective_history_[-1]
+    return {"data": data, "n": L.shape[0], "m": C.n_pairs, "loss": loss,
+            "rule_rank": rule.rank_, "certified_rank": ada.rank_ if ada.certificate_.certified
+            else f"({ada.rank_}, not certified)",
+            "rule_gap": rule.certificate_.relative_gap,
+            "adaptive_gap": ada.certificate_.relative_gap,
+            "rel_obj_diff": (f_ada - f_rule) / abs(f_rule),
+            "rule_s": times["auto"][0], "adaptive_s": times["adaptive"][0],
+            "rule_cpu_s": times["auto"][1], "adaptive_cpu_s": times["adaptive"][1],
+            "cpu_ratio": times["adaptive"][1] / times["auto"][1],
+            "rank_path": " ".join(f"{r}:{g:.1e}" for r, g in ada.rank_path_)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", default="a1a,a9a", help="comma-separated: a1a, a9a, gauss10")
+    ap.add_argument("--losses", default=",".join(LOSSES))
+    ap.add_argument("--gauss-n", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows of the existing results (replacing equal data/loss)")
+    args = ap.parse_args()
+    start_load = os.getloadavg()[0]
+    rows, notes = [], []
+    if args.append and (RESULTS / "npkl_certificate.json").exists():
+        previous = json.loads((RESULTS / "npkl_certificate.json").read_text())
+        rows, notes = previous["rows"], previous["notes"][:-1]
+    losses = args.losses.split(",")
+    warm_X, warm_y = pl.datasets.make_two_gaussians(200, random_state=0)
+    for loss in losses:  # compile every kernel once
+        fit(knn_laplacian(warm_X), pl.PairwiseConstraints.from_labels(warm_y, random_state=0),
+            loss, "adaptive")
+    for data in args.data.split(","):
+        t0 = time.perf_counter()
+        if data == "gauss10":
+            X, y = pl.datasets.make_two_gaussians(args.gauss_n, n_features=10, random_state=0)
+            L = knn_laplacian(X, n_neighbors=10, n_jobs=-1)
+            C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
+        else:
+            X, y = pl.datasets.load(data)
+            L = knn_laplacian(X, n_neighbors=50)
+            C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+        print(f"{data}: graph {time.perf_counter() - t0:.1f} s", flush=True)
+        for loss in losses:
+            row = compare(data, L, C, loss, args.repeats)
+            rows = [r for r in rows if (r["data"], r["n"], r["loss"]) !=
+                    (row["data"], row["n"], row["loss"])] + [row]
+            print(row, flush=True)
+            write_results("npkl_certificate", COLUMNS, rows,
+                          [*notes, load_note(start_load)])
+    notes.append(load_note(start_load))
+    write_results("npkl_certificate", COLUMNS, rows, notes)
+
+
+if __name__ == "__main__":
+    main()

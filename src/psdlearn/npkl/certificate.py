@@ -1,0 +1,455 @@
+r"""Duality certificate of a low-rank NPKL solution, and rank escalation.
+
+Every NPKL loss gives a convex problem over ``K``,
+
+.. math::
+
+    (P) \qquad f^\star = \min_{K \succeq 0,\; K \in \mathcal{C}} f(K), \qquad
+    f(K) = \langle L, K \rangle + \sum_k g_k(\langle S_k, K \rangle)
+           \;[+ \textstyle\sum_i h(K_{ii}) \text{ for pcp}],
+
+with ``S_k = (e_i e_j^T + e_j e_i^T) / 2`` for the ``k``-th unordered pair (so
+``<S_k, K> = K_ij``), ``g_k(u) = gamma l(T_k u)`` (``gamma (u - t_k)^2`` for pcp,
+``h(u) = gamma / 2 (u - 1)^2``) and ``C = {K_ii <= b^2}`` for the linear loss (no
+constraint otherwise). The low-rank solvers return ``K = E E^T``; this module bounds
+``f(E E^T) - f*`` from the solution alone.
+
+**Lower bound.** For any ``y_k`` the Fenchel-Young inequality gives
+``g_k(u) >= y_k u - g_k^*(y_k)``. With ``mu_i >= 0`` the multipliers of ``K_ii <= b^2``
+(linear loss) and ``S = L + sum_k y_k S_k + Diag(mu)`` (pcp adds ``Diag(y_d)`` of its
+diagonal terms instead of ``mu``), every feasible ``K`` has
+
+.. math::
+
+    f(K) \ge \langle S, K \rangle - \sum_k g_k^*(y_k) - b^2 \textstyle\sum_i \mu_i .
+
+If ``tr(K*) <= tau``, then ``<S, K*> >= tau min(lambda_min(S), 0)`` (``K* >= 0``), hence
+
+.. math::
+
+    f^\star \ge D := -\sum_k g_k^*(y_k) - b^2 \textstyle\sum_i \mu_i
+                     + \tau \min(\lambda_{\min}(S), 0),
+    \qquad \text{gap\_bound} = f(E E^T) - D \ge f(E E^T) - f^\star,
+
+valid for every ``y`` in the domain of the conjugates, whether ``S`` is PSD or not. With
+``alpha_k = -T_k y_k`` (``S = L - sum_k alpha_k T_k S_k``, as in
+:mod:`psdlearn.npkl.sdp`), ``-g^*`` is ``alpha`` on ``[0, gamma]`` (hinge),
+``alpha - alpha^2 / (4 gamma)`` on ``alpha >= 0`` (squared hinge) or on all ``alpha``
+(square), and ``0`` at ``alpha = gamma`` (linear); for pcp ``-g^*(y) = -t y - y^2 / (4 w)``
+with ``w = gamma`` per pair and ``gamma / 2`` per diagonal term.
+
+**Choice of the multipliers.** For the smooth losses ``y`` is the gradient, ``y_k =
+g_k'(K_ij)``: Fenchel-Young then holds with equality and the bound reads
+``gap_bound = <S, K> - tau min(lambda_min, 0)``, i.e. ``S`` is the gradient of ``f`` at
+``K`` and the bound is the convexity bound. For the hinge, ``alpha`` is given (BCD's
+per-row dual QPs) or fitted by bounded least squares on ``||S E||_F`` over the pairs at the
+kink, the others fixed at ``gamma`` (``z < 1``) or ``0`` (``z > 1``). For the linear
+loss, ``mu_i = max(0, -e_i^T (S_0 E)_i / ||e_i||^2)`` with ``S_0`` the matrix without
+``mu``, the value that makes row ``i`` of ``S E`` orthogonal to ``e_i``. At an optimum
+``S >= 0``, ``S E = 0`` and the bound is zero (the KKT conditions of (P), whose strong
+duality holds by Slater, ``K = epsilon I``).
+
+**Trace bound.** For the nonnegative losses (hinge, squared hinge, square, pcp),
+``<L, K*> <= f* <= f(E E^T)`` and ``L >= lambda_min(L) I`` give
+``tau = f(E E^T) / lambda_min(L)``; for pcp also ``gamma / 2 sum_i (K*_ii - 1)^2 <=
+f(E E^T)`` gives ``tau = n + sqrt(2 n f(E E^T) / gamma)`` and the smaller is used. For the
+linear loss ``tau = n b^2`` (the diagonal bound). ``lambda_min(L)`` is ``delta`` for the
+normalized Laplacian ``(1 + delta) I - D^{-1/2} W D^{-1/2}`` (the estimator passes it);
+otherwise a weighted Gershgorin bound ``min_i (L_ii - sum_{j != i} |L_ij| w_j / w_i)``,
+valid for any ``w > 0`` (``w`` from a few power steps on ``|L - Diag(L)|``).
+
+**Cost.** ``S`` is sparse (``L`` plus ``2 m`` entries); ``lambda_min(S)`` is computed by
+Lanczos (ARPACK) with products ``S x`` of cost ``O(nnz(L) + m)``. A Ritz value ``theta``
+with residual ``||S u - theta u||`` is an upper bound of an eigenvalue that lies within
+the residual of it; the certificate uses ``theta - ||S u - theta u||``, so the bound is
+valid up to the Lanczos iteration not having missed a lower eigenvalue.
+
+**Rank escalation** (Burer & Monteiro 2003; Journée, Bach, Absil & Sepulchre 2010). If
+``lambda_min(S) < 0`` with eigenvector ``u``, the directional derivative of ``f`` along
+``K + s u u^T`` at ``s = 0`` is ``u^T S u < 0`` (smooth losses; for the hinge ``S`` is the
+gradient of the smoothed loss with the given multipliers), so appending ``sqrt(s) u`` as a
+new column of ``E`` descends for small ``s``; :func:`escalate` picks ``s`` by a line
+search on the exact objective.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear, minimize_scalar
+from scipy.sparse.linalg import ArpackNoConvergence, cg, eigsh
+
+__all__ = ["Certificate", "certify", "dual_matrix", "escalate", "laplacian_lower_bound"]
+
+#: Default relative-gap tolerance of :func:`certify`.
+CERTIFICATE_TOL = 1e-4
+#: Margins ``|1 - z|`` below which a hinge pair is at the kink (multiplier fitted).
+KINK = 1e-6
+#: Eigenpairs of ``S`` used by the bound (see :func:`_negative_part`).
+N_BOUND_EIG = 4
+#: Huber smoothing of the hinge in the line search of :func:`escalate`.
+HINGE_ESCALATION_SMOOTHING = 1e-3
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Optimality certificate of a low-rank NPKL solution ``K = E E^T``.
+
+    Attributes
+    ----------
+    objective : float
+        ``f(E E^T)``.
+    lower_bound : float
+        ``D <= f*`` (see the module docstring).
+    gap_bound : float
+        ``f(E E^T) - D >= f(E E^T) - f*``.
+    relative_gap : float
+        ``gap_bound / max(|f(E E^T)|, tiny)``.
+    lambda_min : float
+        Smallest eigenvalue of the dual matrix ``S`` (lowered by its Lanczos residual).
+    trace_bound : float
+        ``tau >= tr(K*)`` used in the bound.
+    certified : bool
+        ``relative_gap <= tol``.
+    tol : float
+    """
+
+    objective: float
+    lower_bound: float
+    gap_bound: float
+    relative_gap: float
+    lambda_min: float
+    trace_bound: float
+    certified: bool
+    tol: float
+
+    def as_dict(self):
+        """The fields as plain Python numbers (for JSON)."""
+        return {k: (bool(v) if isinstance(v, bool | np.bool_) else float(v))
+                for k, v in self.__dict__.items()}
+
+
+def laplacian_lower_bound(laplacian, n_power=30):
+    """A lower bound of ``lambda_min(L)`` by the weighted Gershgorin theorem.
+
+    For ``w > 0``, ``Diag(w)^{-1} L Diag(w)`` has the spectrum of ``L``, and Gershgorin's
+    discs of its rows give ``lambda_min(L) >= min_i (L_ii - sum_{j != i} |L_ij| w_j / w_i)``.
+    ``w`` is the result of ``n_power`` power steps ``w <- (|A| + I) w`` from ones, ``A``
+    the off-diagonal part (the Perron vector makes the bound tight when ``L_ii`` is
+    constant).
+    """
+    L = sp.csr_matrix(laplacian)
+    d = L.diagonal()
+    A = abs(L - sp.diags(d)).tocsr()
+    w = np.ones(L.shape[0])
+    for _ in range(n_power):
+        w = A @ w + w
+        w /= w.max()
+    w = np.maximum(w, np.finfo(float).tiny)
+    return float(np.min(d - (A @ w) / w))
+
+
+def _smoothed_hinge_objective(problem, E, mu):
+    """Objective with the hinge ``max(u, 0)`` (``u = 1 - z``) replaced by its Huber smoothing."""
+    u = 1.0 - problem.signs * _pair_terms(problem, E)
+    h = np.where(u > mu, u - 0.5 * mu, np.where(u > 0, u * u / (2.0 * mu), 0.0))
+    return float(np.sum(E * (problem.laplacian @ E))) + float(problem.gamma) * float(h.sum())
+
+
+def _pair_terms(problem, E):
+    """``K_ij`` of the pairs and their sign / target arrays."""
+    p = problem.pairs
+    if len(p) == 0:
+        return np.zeros(0)
+    return np.einsum("ij,ij->i", E[p[:, 0]], E[p[:, 1]])
+
+
+def _hinge_multipliers(problem, E, k_ij):
+    """Hinge ``alpha`` in ``[0, gamma]``: fixed off the kink, least squares on ``S E`` at it."""
+    gamma = float(problem.gamma)
+    z = problem.signs * k_ij
+    alpha = np.where(z < 1.0, gamma, 0.0)
+    kink = np.flatnonzero(np.abs(1.0 - z) <= KINK * max(1.0, float(np.abs(z).max())))
+    if len(kink) == 0:
+        return alpha
+    alpha[kink] = 0.0
+    residual = _dual_operator(problem, E, alpha, None) @ E  # S E without the kink pairs
+    n, r = E.shape
+    p, t = problem.pairs[kink], problem.signs[kink]
+    # column of pair k: d(S E)/d alpha_k = -T_k (row i: e_j / 2, row j: e_i / 2)
+    rows = np.concatenate([(p[:, 0, None] * r + np.arange(r)).ravel(),
+                           (p[:, 1, None] * r + np.arange(r)).ravel()])
+    vals = np.concatenate([(-0.5 * t[:, None] * E[p[:, 1]]).ravel(),
+                           (-0.5 * t[:, None] * E[p[:, 0]]).ravel()])
+    cols = np.concatenate([np.repeat(np.arange(len(kink)), r)] * 2)
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(n * r, len(kink)))
+    sol = lsq_linear(A, -residual.ravel(), bounds=(0.0, gamma), lsmr_tol="auto", tol=1e-12)
+    alpha[kink] = np.clip(sol.x, 0.0, gamma)
+    return alpha
+
+
+def _dual_operator(problem, E, alpha, diag):
+    """Sparse ``L - sum_k alpha_k T_k S_k + Diag(diag)`` (``T_k`` omitted for pcp)."""
+    L = sp.csr_matrix(problem.laplacian)
+    n = L.shape[0]
+    p = problem.pairs
+    coef = alpha if problem.loss == "pcp" else alpha * problem.signs
+    parts = [L]
+    if len(p):
+        parts.append(sp.csr_matrix((np.concatenate([-0.5 * coef, -0.5 * coef]),
+                                    (np.concatenate([p[:, 0], p[:, 1]]),
+                                     np.concatenate([p[:, 1], p[:, 0]]))), shape=(n, n)))
+    if diag is not None:
+        parts.append(sp.diags(diag))
+    return sum(parts[1:], parts[0]).tocsr()
+
+
+def dual_matrix(problem, E, multipliers=None):
+    """The dual matrix ``S`` at ``K = E E^T`` and the conjugate part of the lower bound.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+    E : ndarray of shape (n_samples, rank)
+    multipliers : ndarray of shape (m,), optional
+        Hinge only: ``alpha_k`` in ``[0, gamma]`` (clipped), e.g. from the BCD dual QPs;
+        by default fitted (see the module docstring). Ignored by the other losses.
+
+    Returns
+    -------
+    S : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
+    conjugate : float
+        ``-sum_k g_k^*(y_k) - b^2 sum_i mu_i``.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    gamma = float(problem.gamma)
+    loss = problem.loss
+    k_ij = _pair_terms(problem, E)
+    z = problem.signs * k_ij
+    if loss == "pcp":
+        t = (problem.signs > 0).astype(np.float64)
+        y = 2.0 * gamma * (k_ij - t)  # gradient of gamma (K_ij - t)^2
+        kii = np.einsum("ij,ij->i", E, E)
+        yd = gamma * (kii - 1.0)  # gradient of gamma / 2 (K_ii - 1)^2
+        conj = (-np.sum(t * y + y * y / (4.0 * gamma))
+                - np.sum(yd + yd * yd / (2.0 * gamma)) if gamma > 0 else 0.0)
+        return _dual_operator(problem, E, -y, yd), float(conj)
+    if loss == "hinge":
+        alpha = (_hinge_multipliers(problem, E, k_ij) if multipliers is None
+                 else np.clip(np.asarray(multipliers, dtype=np.float64), 0.0, gamma))
+        return _dual_operator(problem, E, alpha, None), float(alpha.sum())
+    if loss == "squared_hinge":
+        alpha = 2.0 * gamma * np.maximum(1.0 - z, 0.0)
+    elif loss == "square":
+        alpha = 2.0 * gamma * (1.0 - z)
+    elif loss == "linear":
+        alpha = np.full(len(z), gamma)
+        S0 = _dual_operator(problem, E, alpha, None)
+        sq = np.einsum("ij,ij->i", E, E)
+        num = -np.einsum("ij,ij->i", E, S0 @ E)
+        mu = np.divide(num, sq, out=np.zeros_like(sq), where=sq > 0)
+        mu = np.maximum(mu, 0.0)
+        b2 = float(problem.b) ** 2
+        return (S0 + sp.diags(mu)).tocsr(), float(-b2 * mu.sum())
+    else:
+        raise ValueError(f"unknown loss {loss!r}.")
+    conj = np.sum(alpha - alpha * alpha / (4.0 * gamma)) if gamma > 0 else 0.0
+    return _dual_operator(problem, E, alpha, None), float(conj)
+
+
+def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
+    """``k`` smallest eigenpairs of sparse symmetric ``S`` by Lanczos, lowered by residuals.
+
+    Returns
+    -------
+    values : ndarray of shape (k',)
+        Ritz values minus their residual norms, ascending (``k' <= k`` if Lanczos stopped
+        early; then the converged ones).
+    vectors : ndarray of shape (n, k')
+    """
+    n = S.shape[0]
+    k = int(min(k, n - 1))
+    if n <= 2 * k + 2:  # too small for ARPACK
+        lam, U = np.linalg.eigh(S.toarray())
+        return lam[:k], U[:, :k]
+    v0 = np.random.default_rng(random_state).standard_normal(n)
+    # ARPACK's test is relative to |theta|, hopeless for the eigenvalues near 0 that matter
+    # here: shift by a Gershgorin bound c >= lambda_max(S) so that they sit near -c
+    c = float(np.max(abs(S) @ np.ones(n)))
+    shifted = (S - c * sp.identity(n, format="csr")).tocsr()
+    lam = np.zeros(0)
+    # a cluster of nearly equal eigenvalues at 0 (the null space of S holds range(E)) can
+    # stall ARPACK; then one eigenpair at a looser tolerance (the residual still lowers it)
+    for kk, tt in ((k, tol), (1, 1e3 * tol)):
+        try:
+            lam, U = eigsh(shifted, k=kk, which="SA", tol=tt, v0=v0,
+                           ncv=min(n, max(2 * kk + 1, 32)), maxiter=3000)
+        except ArpackNoConvergence as exc:
+            lam, U = exc.eigenvalues, exc.eigenvectors
+        if len(lam):
+            break
+    if len(lam) == 0:
+        warnings.warn("Lanczos did not converge on the dual matrix; the certificate "
+                      "uses the Gershgorin bound of lambda_min.", RuntimeWarning,
+                      stacklevel=2)
+        return np.array([laplacian_lower_bound(S, n_power=0)]), np.zeros((n, 0))
+    lam = lam + c
+    res = np.linalg.norm(S @ U - U * lam, axis=0)
+    order = np.argsort(lam)
+    return (lam - res)[order], U[:, order]
+
+
+def _inverse_quadratic(L, u, lmin):
+    """An upper bound of ``u^T L^{-1} u``: ``u^T x + ||u|| ||u - L x|| / lambda_min(L)``."""
+    x, _ = cg(L, u, rtol=1e-10, maxiter=10 * L.shape[0])
+    return float(u @ x) + float(np.linalg.norm(u) * np.linalg.norm(u - L @ x)) / lmin
+
+
+def _negative_part(problem, values, vectors, tau, f, lmin):
+    """A lower bound of ``<S, K*>`` from the ``k`` smallest eigenpairs of ``S``.
+
+    With ``nu = min(lambda_k, 0)``, ``S >= sum_{i < k} (lambda_i - nu) u_i u_i^T + nu I``,
+    so ``<S, K*> >= sum_{i < k} min(lambda_i - nu, 0) w_i + nu tau`` for any
+    ``w_i >= u_i^T K* u_i``. ``w_i = tau``, or for the nonnegative losses
+    ``w_i = f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by
+    Cauchy-Schwarz in the ``L`` inner product), the smaller.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values[0] >= 0:
+        return 0.0
+    nu = min(float(values[-1]), 0.0) if len(values) > 1 else float(values[0])
+    head = np.minimum(values[:-1] - nu, 0.0)
+    w = np.full(len(head), tau)
+    if lmin is not None and lmin > 0 and vectors.shape[1] >= len(head):
+        L = sp.csr_matrix(problem.laplacian)
+        for i in np.flatnonzero(head < 0):
+            w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
+    return float(np.sum(head * w) + nu * tau)
+
+
+def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_eig=None,
+            n_eig=1, return_eigenvectors=False):
+    """Bound the gap ``f(E E^T) - f*`` of a low-rank NPKL solution to the convex optimum.
+
+    See the module docstring for the mathematics.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+        Any loss (hinge, squared_hinge, square, linear with ``||e_i|| <= b``, pcp).
+    E : ndarray of shape (n_samples, rank)
+        Solution; for the linear loss its rows must satisfy ``||e_i|| <= b``.
+    multipliers : ndarray of shape (m,) or list of them, optional
+        Hinge only: candidate pair multipliers ``alpha_k`` in ``[0, gamma]`` (clipped), e.g.
+        those of every BCD stage; the best bound over them and the fitted ones is kept.
+    tol : float, default=1e-4
+        ``certified`` when ``relative_gap <= tol``.
+    laplacian_min_eig : float, optional
+        A lower bound of ``lambda_min(L)`` (``delta`` for the normalized Laplacian);
+        default: :func:`laplacian_lower_bound`.
+    n_eig : int, default=1
+        Number of smallest eigenpairs of ``S`` computed.
+    return_eigenvectors : bool, default=False
+        Also return the eigenvalues and eigenvectors (for :func:`escalate`).
+
+    Returns
+    -------
+    Certificate, or (Certificate, values, vectors)
+    """
+    E = np.asarray(E, dtype=np.float64)
+    n = E.shape[0]
+    f = float(problem.objective(E))
+    lmin = None
+    if problem.loss == "linear":
+        tau = n * float(problem.b) ** 2
+    else:
+        lmin = (laplacian_lower_bound(problem.laplacian) if laplacian_min_eig is None
+                else float(laplacian_min_eig))
+        tau = f / lmin if lmin > 0 else np.inf
+        if problem.loss == "pcp" and problem.gamma > 0:
+            tau = min(tau, n + np.sqrt(2.0 * n * f / float(problem.gamma)))
+    # hinge: every alpha in [0, gamma]^m gives a valid bound; keep the best of the given
+    # ones and the fitted one, trying the largest sum(alpha) first (an upper bound of D)
+    candidates = [None]
+    if problem.loss == "hinge" and multipliers is not None:
+        given = [multipliers] if np.ndim(multipliers) == 1 else list(multipliers)
+        gamma = float(problem.gamma)
+        candidates = [np.clip(np.asarray(a, dtype=np.float64), 0.0, gamma) for a in given
+                      if a is not None] + [None]
+        candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
+    best = None
+    for alpha in candidates:
+        if best is not None and alpha is not None and float(alpha.sum()) <= best[0]:
+            continue
+        S, conj = dual_matrix(problem, E, alpha)
+        values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG))
+        lam = float(values[0])
+        lower = conj + _negative_part(problem, values, vectors, tau, f, lmin)
+        if best is None or lower > best[0]:
+            best = (lower, lam, values, vectors)
+    lower, lam, values, vectors = best
+    gap = max(f - lower, 0.0)
+    rel = gap / max(abs(f), np.finfo(float).tiny)
+    cert = Certificate(objective=f, lower_bound=float(lower), gap_bound=float(gap),
+                       relative_gap=float(rel), lambda_min=lam, trace_bound=float(tau),
+                       certified=bool(rel <= tol), tol=float(tol))
+    if return_eigenvectors:
+        return cert, values, vectors
+    return cert
+
+
+def escalate(problem, E, values, vectors):
+    """Append the eigenvectors of the negative eigenvalues of ``S`` as new columns of ``E``.
+
+    ``E_new = [E, sqrt(s) U]`` (``U`` the eigenvectors with ``values < 0``, ``K_new = K + s
+    U U^T``), with ``s >= 0`` minimizing the exact objective along that ray (bounded
+    scalar search, convex in ``s``). For the linear loss rows longer than ``b`` are
+    scaled back onto the ball.
+
+    Returns
+    -------
+    E_new : ndarray of shape (n_samples, rank + p)
+    step : float
+        The chosen ``s`` (0 when no eigenvalue is negative or the ray does not descend).
+
+    Notes
+    -----
+    For the hinge the search minimizes the Huber-smoothed objective (``mu =``
+    :data:`HINGE_ESCALATION_SMOOTHING`), which BCD then continues from.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    U = vectors[:, values < 0]
+    if U.shape[1] == 0:
+        return E, 0.0
+    radius = float(problem.b) if problem.loss == "linear" else None
+
+    def candidate(s):
+        out = np.hstack([E, np.sqrt(max(s, 0.0)) * U])
+        if radius is not None:
+            norms = np.linalg.norm(out, axis=1)
+            over = norms > radius
+            out[over] *= (radius / norms[over])[:, None]
+        return out
+
+    objective = problem.objective
+    if problem.loss == "hinge":
+        # the hinge's directional derivative along u u^T can be positive at a kink even
+        # when u^T S u < 0; its Huber smoothing (the surrogate BCD continues from) is C^1
+        def objective(E):
+            return _smoothed_hinge_objective(problem, E, HINGE_ESCALATION_SMOOTHING)
+
+    f0 = objective(E)
+    scale = max(float(np.einsum("ij,ij->", E, E)) / max(E.shape[1], 1), 1.0)
+    hi = scale
+    # grow the bracket while the objective still decreases at its right end
+    while hi < 1e6 * scale and objective(candidate(2 * hi)) < objective(candidate(hi)):
+        hi *= 2.0
+    res = minimize_scalar(lambda s: objective(candidate(s)), bounds=(0.0, 2 * hi),
+                          method="bounded", options={"xatol": 1e-6 * hi})
+    s = float(res.x)
+    if objective(candidate(s)) >= f0:
+        s = 0.0
+    return candidate(s), s

@@ -1,0 +1,206 @@
+"""The duality certificate and the adaptive rank of NPKL, checked against the exact SDP.
+
+The gap bound must be valid (never below the true gap to the cvxpy optimum) at any
+feasible point, tight after a converged fit, and must flag a rank-deficient fit; the
+rank escalation must descend at the rate ``lambda_min(S)`` and the adaptive rank must
+reach the SDP optimum from rank 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+pytest.importorskip("cvxpy")
+
+import psdlearn as pl  # noqa: E402
+from psdlearn.graph import knn_laplacian  # noqa: E402
+from psdlearn.npkl._problem import LOSSES, NPKLProblem  # noqa: E402
+from psdlearn.npkl.certificate import (  # noqa: E402
+    certify,
+    dual_matrix,
+    escalate,
+    laplacian_lower_bound,
+)
+from psdlearn.npkl.sdp import solve_sdp  # noqa: E402
+
+pytestmark = pytest.mark.sdp
+
+DELTA = 0.01
+#: Relative gap that a converged fit must certify.
+CONVERGED_GAP = 1e-4
+
+
+def make_problem(loss, n=40, seed=2, gamma=1.0):
+    """Three Gaussian blobs, their kNN Laplacian, 0.6 n must-link + 0.6 n cannot-link."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    X = rng.normal(scale=3.0, size=(3, 2))[y] + rng.normal(size=(n, 2))
+    L = knn_laplacian(X, n_neighbors=5, delta=DELTA)
+    iu, ju = np.triu_indices(n, k=1)
+    same = y[iu] == y[ju]
+    k = int(0.6 * n)
+    must = rng.choice(np.flatnonzero(same), size=k, replace=False)
+    cannot = rng.choice(np.flatnonzero(~same), size=k, replace=False)
+    idx = np.sort(np.concatenate([must, cannot]))
+    pairs = np.column_stack([iu[idx], ju[idx]]).astype(np.int64)
+    signs = np.where(same[idx], 1.0, -1.0)
+    return NPKLProblem(sp.csr_matrix(L), pairs, signs, loss, gamma, 1.0)
+
+
+@pytest.fixture(scope="module")
+def problems():
+    """``{loss: (problem, f*)}`` with the SDP optimum from cvxpy."""
+    out = {}
+    for loss in LOSSES:
+        problem = make_problem(loss)
+        out[loss] = (problem, solve_sdp(problem).objective)
+    return out
+
+
+def _fit(problem, rank, seed=0, **kw):
+    solver = "admm" if problem.loss == "pcp" else "bcd"
+    y = np.column_stack([problem.pairs, problem.signs.astype(int)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pl.NPKL(loss=problem.loss, solver=solver, rank=rank, graph="precomputed",
+                       tol=1e-8, max_iter=5000, random_state=seed, **kw).fit(problem.laplacian, y)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_gap_bound_is_valid_at_random_points(problems, loss):
+    problem, f_star = problems[loss]
+    rng = np.random.default_rng(1)
+    for rank in (1, 3, 10):
+        for scale in (0.1, 1.0):
+            E = scale * rng.standard_normal((problem.n_samples, rank)) / np.sqrt(rank)
+            if loss == "linear":
+                norms = np.linalg.norm(E, axis=1)
+                E[norms > 1] /= norms[norms > 1, None]
+            cert = certify(problem, E, laplacian_min_eig=DELTA)
+            true_gap = problem.objective(E) - f_star
+            assert cert.gap_bound >= true_gap - 1e-7 * abs(f_star)
+            assert cert.lower_bound <= f_star + 1e-7 * abs(f_star)
+            assert not cert.certified
+            if loss == "hinge":  # weak duality holds for any alpha in the box
+                alpha = rng.uniform(-0.5, 1.5, size=problem.n_constraints)  # clipped
+                cert = certify(problem, E, [alpha, np.ones_like(alpha)],
+                               laplacian_min_eig=DELTA)
+                assert cert.lower_bound <= f_star + 1e-7 * abs(f_star)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_converged_fit_is_certified_and_bound_valid(problems, loss):
+    problem, f_star = problems[loss]
+    model = _fit(problem, 8)
+    cert = model.certificate_
+    f = problem.objective(model.embedding_)
+    assert cert.objective == pytest.approx(f, rel=1e-12)
+    assert cert.gap_bound >= f - f_star - 1e-7 * abs(f_star)
+    assert cert.relative_gap <= CONVERGED_GAP
+    assert cert.certified
+    assert cert.lambda_min >= -1e-4
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_rank_one_fit_is_not_certified(problems, loss):
+    problem, f_star = problems[loss]
+    model = _fit(problem, 1)
+    cert = model.certificate_
+    f = problem.objective(model.embedding_)
+    assert f - f_star > 1e-2 * abs(f_star)  # the optimum has a higher rank here
+    assert cert.lambda_min < 0
+    assert not cert.certified
+    assert cert.gap_bound >= f - f_star
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_adaptive_rank_reaches_sdp_optimum(problems, loss):
+    problem, f_star = problems[loss]
+    model = _fit(problem, "adaptive", rank_init=1)
+    f = problem.objective(model.embedding_)
+    assert (f - f_star) / abs(f_star) <= 1e-4
+    ranks = [r for r, _ in model.rank_path_]
+    assert ranks[0] == 1 and ranks == sorted(ranks) and ranks[-1] == model.rank_ > 1
+    assert model.embedding_.shape[1] == model.rank_
+
+
+def test_adaptive_with_admm_square(problems):
+    problem, f_star = problems["square"]
+    y = np.column_stack([problem.pairs, problem.signs.astype(int)])
+    model = pl.NPKL(loss="square", solver="admm", rank="adaptive", rank_init=1,
+                    graph="precomputed", tol=1e-8, max_iter=5000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(problem.laplacian, y)
+    assert (problem.objective(model.embedding_) - f_star) / f_star <= 1e-4
+    assert model.certificate_.certified
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "square", "linear", "pcp"])
+def test_escalation_descends_at_rate_lambda_min(problems, loss):
+    """``f([E, sqrt(s) u]) = f(E) + s u^T S u + O(s^2)``, and the chosen step descends."""
+    problem, _ = problems[loss]
+    E = _fit(problem, 1).embedding_
+    cert, values, vectors = certify(problem, E, laplacian_min_eig=DELTA, n_eig=2,
+                                    return_eigenvectors=True)
+    assert values[0] < 0
+    f0 = problem.objective(E)
+    u = vectors[:, :1]
+    S, _ = dual_matrix(problem, E)
+    slope = float(u[:, 0] @ (S @ u[:, 0]))
+    if loss != "linear":  # the ball of the linear loss may clip the new column
+        s = 1e-6
+        fd = (problem.objective(np.hstack([E, np.sqrt(s) * u])) - f0) / s
+        assert fd == pytest.approx(slope, rel=1e-3, abs=1e-6)
+    E_new, step = escalate(problem, E, values, vectors)
+    assert step > 0 and E_new.shape[1] == 1 + int(np.sum(values < 0))
+    assert problem.objective(E_new) < f0
+    if loss == "linear":
+        assert np.linalg.norm(E_new, axis=1).max() <= 1.0 + 1e-12
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "square", "pcp"])
+def test_dual_matrix_is_the_gradient(problems, loss):
+    """For the smooth losses ``S`` is ``grad f(K)``: check ``<S, H>`` by finite differences."""
+    problem, _ = problems[loss]
+    rng = np.random.default_rng(2)
+    E = rng.standard_normal((problem.n_samples, 3)) / np.sqrt(3)
+    S, _ = dual_matrix(problem, E)
+    v = rng.standard_normal(problem.n_samples)
+    eps = 1e-6
+    # K + eps v v^T = [E, sqrt(eps) v] [E, sqrt(eps) v]^T
+    fd = (problem.objective(np.column_stack([E, np.sqrt(eps) * v])) - problem.objective(E)) / eps
+    assert fd == pytest.approx(float(v @ (S @ v)), rel=1e-4)
+
+
+def test_laplacian_lower_bound_is_valid():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    L = knn_laplacian(X, n_neighbors=5, delta=DELTA)
+    true = np.linalg.eigvalsh(L.toarray())[0]
+    bound = laplacian_lower_bound(L)
+    assert bound <= true + 1e-12
+    assert bound >= 0.5 * DELTA  # positive: the Perron weights make it nearly tight
+    # a Laplacian with a non-constant diagonal and positive off-diagonal entries
+    A = sp.random(60, 60, density=0.1, random_state=0)
+    M = (A + A.T + sp.diags(np.full(60, 3.0))).tocsr()
+    assert laplacian_lower_bound(M) <= np.linalg.eigvalsh(M.toarray())[0] + 1e-12
+
+
+def test_estimator_certificate_and_validation(problems):
+    problem, _ = problems["square"]
+    y = np.column_stack([problem.pairs, problem.signs.astype(int)])
+    model = _fit(problem, 2)
+    assert model.rank_path_ == [(2, model.certificate_.relative_gap)]
+    d = model.certificate_.as_dict()
+    assert set(d) >= {"lambda_min", "gap_bound", "relative_gap", "certified"}
+    assert isinstance(d["certified"], bool)
+    with pytest.raises(ValueError, match="adaptive"):
+        pl.NPKL(loss="square", solver="sdp", rank="adaptive",
+                graph="precomputed").fit(problem.laplacian, y)
+    with pytest.raises(ValueError):
+        pl.NPKL(rank_init=0, graph="precomputed").fit(problem.laplacian, y)
