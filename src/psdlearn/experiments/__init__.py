@@ -23,6 +23,8 @@ REPRODUCTIONS = {
     "admm-scaling": ("admm_scaling", "Hu & Kwok 2013, Figs. 3-4: time vs n and vs constraints"),
     "nystrom-table1": ("nystrom_table1", "Lan et al. 2017, Table 1 (+ Table A1): single kernel"),
     "nystrom-table2": ("nystrom_table2", "Lan et al. 2017, Table 2: multiple kernels"),
+    "nystrom-baselines": ("nystrom_baselines", "Lan et al. 2017, Tables 1-2: Spectral, Cluster, "
+                          "ABMKL and CABMKL baselines; SVM C = 1 and by CV"),
     "nystrom-labels": ("nystrom_labels", "Lan et al. 2017, Fig. 1 (alignment vs lambda), Fig. 2 "
                        "(mnist, labels)"),
     "yeung-xor": ("yeung_xor", "Yeung et al. 2007, Fig. 1 and Table 1: XOR embeddings, J vs m"),
