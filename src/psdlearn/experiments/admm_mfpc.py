@@ -38,6 +38,8 @@ PAPER_MFPC = {
     "a1a": (66.29, 1.83, 120.42), "a2a": (65.46, 1.07, 157.08), "a3a": (62.07, 2.31, 332.34),
     "a4a": (61.94, 2.82, 821.76), "a6a": (65.17, 1.62, 4786.6),
 }
+#: Repetitions (the paper: 20), for time on the shared 2-core machine.
+SMALL_REPS, ADULT_REPS = 10, 3
 #: Multiples of the protocol rank in the rank study (capped at n).
 RANK_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -66,7 +68,7 @@ def run(out_dir, quick=False, log=print):
             continue
         X, y, k, L = loaded
         adult = name in ADULT_SETS
-        reps = 2 if quick else (5 if adult else 20)
+        reps = 2 if quick else (ADULT_REPS if adult else SMALL_REPS)
         cells, recs = mfpc_cells(X, y, k, L, reps)
         admm = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
                                solver="admm", max_iter=100 if adult else 500)
@@ -84,9 +86,17 @@ def run(out_dir, quick=False, log=print):
         raw[name] = {"mfpc": recs, "admm": admm}
         log(f"{name:14s} mfpc {row['MFPC rand %']} ({row['paper MFPC %']})  "
             f"admm {row['ADMM rand % (same draws)']}  cpu {row['MFPC CPU s']}")
+        _write(out_dir, rows, raw, load_start)  # partial results survive an interruption
+    log(_write(out_dir, rows, raw, load_start))
+    rank_study(out_dir, quick, log)
+    return rows
+
+
+def _write(out_dir, rows, raw, load_start):
     notes = [
-        "Same protocol and constraint draws (seeds 0..reps-1) as admm_table2; 20 repetitions "
-        "on the small sets, 5 on the adult sets (the paper: 20). a6a not run (time).",
+        "Same protocol and constraint draws (seeds 0..reps-1) as admm_table2; "
+        f"{SMALL_REPS} repetitions on the small sets, {ADULT_REPS} on the adult sets (the "
+        "paper: 20), for time on a shared 2-core machine. a6a not run (time).",
         "MFPC: r = the protocol rank (Hu & Kwok 2013 Table 1), Q by shift-invert Lanczos, U by "
         "accelerated projected gradient to fixed-point residual tol = 1e-5 (at most 1000 "
         "steps). CPU s: process time of basis + U (graph and clustering excluded); the "
@@ -96,18 +106,15 @@ def run(out_dir, quick=False, log=print):
         f"Machine load (5-minute average) at the start and end: {load_start:.1f}, "
         f"{os.getloadavg()[1]:.1f} on 2 cores; times are inflated by other jobs.",
     ]
-    text = write_results(out_dir, "admm_mfpc", list(rows[0].keys()), rows, notes,
+    return write_results(out_dir, "admm_mfpc", list(rows[0].keys()), rows, notes,
                          title="Hu & Kwok 2013 Table 2: MFPC (ours) beside the paper's and "
                          "beside ADMM", extra={"raw": raw})
-    log(text)
-    _rank_study(out_dir, quick, log)
-    return rows
 
 
-def _rank_study(out_dir, quick, log):
+def rank_study(out_dir, quick=False, log=print):
     """Rand index and objective of MFPC against ``r`` (the paper: no gain from larger U)."""
     sets = ("iris",) if quick else ("chessboard", "glass", "heart", "iris", "sonar", "wine")
-    reps = 2 if quick else 5
+    reps = 2 if quick else 3
     rows = []
     for name in sets:
         X, y, k, L = load_set_with_graph(name)
@@ -129,8 +136,13 @@ def _rank_study(out_dir, quick, log):
         row["ADMM obj"] = f"{np.mean([q['objective'] for q in admm]):.4g}"
         rows.append(row)
         log(f"rank study {name}: {row}")
+        _write_rank(out_dir, rows, reps)
+    log(_write_rank(out_dir, rows, reps))
+
+
+def _write_rank(out_dir, rows, reps):
     columns = list(dict.fromkeys(c for r in rows for c in r))
-    text = write_results(out_dir, "admm_mfpc_rank", columns, rows,
+    return write_results(out_dir, "admm_mfpc_rank", columns, rows,
                          [f"{reps} repetitions (the first draws of admm_mfpc); r = "
                           f"{', '.join(f'{f:g}' for f in RANK_FACTORS)} x the protocol rank, "
                           "capped at n (r = n: Q U Q^T spans every PSD K, so MFPC solves the "
@@ -139,4 +151,3 @@ def _rank_study(out_dir, quick, log):
                           "with r (nested bases)."],
                          title="MFPC against the size of U (Hu & Kwok 2013: 'cannot be improved "
                          "even by increasing the size of U')")
-    log(text)
