@@ -33,6 +33,8 @@ REPRODUCTIONS = {
     "yeung-table2": ("yeung_table2", "Yeung et al. 2007, Table 2: J on MNIST digit sets"),
     "psdboost-synthetic": ("psdboost_synthetic", "Shen et al. 2008, Fig. 1 (left): Opt(D1) vs "
                            "iterations, 600 points in 24-d"),
+    "psdboost-readings": ("psdboost_readings", "Shen et al. 2008, Pendigits: k neighbours, C by "
+                          "CV and triplet subsamples against the paper's 1.3%"),
     "psdboost-pendigits": ("psdboost_pendigits", "Shen et al. 2008, Pendigits 1-NN error and "
                            "Fig. 1 (right)"),
 }
