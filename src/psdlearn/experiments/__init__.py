@@ -20,6 +20,8 @@ REPRODUCTIONS = {
     "admm-table2": ("admm_table2", "Hu & Kwok 2013, Table 2 and Figs. 1-2 (+ ADMM start study)"),
     "admm-mfpc": ("admm_mfpc", "Hu & Kwok 2013, Table 2: the MFPC baseline, and MFPC vs the "
                   "size of U"),
+    "admm-chessboard": ("admm_chessboard", "Hu & Kwok 2013, chessboard: generator designs "
+                        "against the papers' numbers"),
     "admm-scaling": ("admm_scaling", "Hu & Kwok 2013, Figs. 3-4: time vs n and vs constraints"),
     "nystrom-table1": ("nystrom_table1", "Lan et al. 2017, Table 1 (+ Table A1): single kernel"),
     "nystrom-table2": ("nystrom_table2", "Lan et al. 2017, Table 2: multiple kernels"),
