@@ -18,15 +18,25 @@ REPRODUCTIONS = {
     "bcd-out-of-sample": ("bcd_out_of_sample", "Hu & Kwok 2015, Fig. 5: out-of-sample accuracy"),
     "bcd-convergence": ("bcd_convergence", "Hu & Kwok 2015, Figs. 2-3: objective vs sweeps/time"),
     "admm-table2": ("admm_table2", "Hu & Kwok 2013, Table 2 and Figs. 1-2 (+ ADMM start study)"),
+    "admm-mfpc": ("admm_mfpc", "Hu & Kwok 2013, Table 2: the MFPC baseline, and MFPC vs the "
+                  "size of U"),
+    "admm-chessboard": ("admm_chessboard", "Hu & Kwok 2013, chessboard: generator designs "
+                        "against the papers' numbers"),
     "admm-scaling": ("admm_scaling", "Hu & Kwok 2013, Figs. 3-4: time vs n and vs constraints"),
     "nystrom-table1": ("nystrom_table1", "Lan et al. 2017, Table 1 (+ Table A1): single kernel"),
     "nystrom-table2": ("nystrom_table2", "Lan et al. 2017, Table 2: multiple kernels"),
+    "nystrom-baselines": ("nystrom_baselines", "Lan et al. 2017, Tables 1-2: Spectral, Cluster, "
+                          "ABMKL and CABMKL baselines; SVM C = 1 and by CV"),
     "nystrom-labels": ("nystrom_labels", "Lan et al. 2017, Fig. 1 (alignment vs lambda), Fig. 2 "
                        "(mnist, labels)"),
     "yeung-xor": ("yeung_xor", "Yeung et al. 2007, Fig. 1 and Table 1: XOR embeddings, J vs m"),
+    "yeung-suspects": ("yeung_suspects", "Yeung et al. 2007, Table 1 at m = 800: J against the "
+                       "eigenvalue cut-off, the RBF width and K"),
     "yeung-table2": ("yeung_table2", "Yeung et al. 2007, Table 2: J on MNIST digit sets"),
     "psdboost-synthetic": ("psdboost_synthetic", "Shen et al. 2008, Fig. 1 (left): Opt(D1) vs "
                            "iterations, 600 points in 24-d"),
+    "psdboost-readings": ("psdboost_readings", "Shen et al. 2008, Pendigits: k neighbours, C by "
+                          "CV and triplet subsamples against the paper's 1.3%"),
     "psdboost-pendigits": ("psdboost_pendigits", "Shen et al. 2008, Pendigits 1-NN error and "
                            "Fig. 1 (right)"),
 }

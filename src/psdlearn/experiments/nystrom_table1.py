@@ -185,6 +185,10 @@ def _repetition(X, y, name, seed, iterative):
     svc = SVC(C=C_SVM, kernel="rbf", gamma=ours.kernel_gamma_).fit(X[lab], y[lab])
     rec["svm"] = 100.0 * float(np.mean(svc.predict(X[~lab]) != y[~lab]))
     rec["svm_s"] = time.perf_counter() - t0
+    # Spectral and Cluster baselines on the same draw (psdlearn.baselines)
+    from psdlearn.experiments.nystrom_baselines import table1_baselines
+
+    rec.update(table1_baselines(name, y, yp, m, seed))
     if iterative:
         it = GeneralizedNystroem(n_landmarks=m, beta="iterative", random_state=seed)
         Q, rec["iter_s"], _ = timed_fit(it, X, yp)
@@ -230,6 +234,10 @@ def summarize(name, X, y, recs, iterative):
         "paper Nystrom": _paper(paper[1]),
         "SVM (labelled) err %": _ms([r["svm"] for r in recs]),
         "paper LibSVM": _paper(paper[0]),
+        "Spectral err %": _ms([r["spectral"] for r in recs]) if "spectral" in recs[0] else "-",
+        "paper Spectral": _paper(paper[3]),
+        "Cluster err %": _ms([r["cluster"] for r in recs]) if "cluster" in recs[0] else "-",
+        "paper Cluster": _paper(paper[4]),
         "ours iterative beta %": (_ms([r["iter"] for r in recs if "iter" in r])
                                   if iterative else "not run"),
         "paper iterative": _paper(PAPER_TABLEA1[name]),

@@ -47,11 +47,12 @@ from psdlearn.npkl._problem import LOSSES, NPKLProblem
 
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
 
-SOLVERS = ("bcd", "sdp", "simplenpkl", "admm")
+SOLVERS = ("bcd", "sdp", "simplenpkl", "admm", "mfpc")
 #: Losses each solver handles.
 SOLVER_LOSSES = {
     "bcd": ("hinge", "squared_hinge", "square", "linear"),
     "admm": ("pcp", "square"),
+    "mfpc": ("pcp", "square"),
     "simplenpkl": LOSSES,
     "sdp": LOSSES,
 }
@@ -118,12 +119,14 @@ class NPKL(TransformerMixin, BaseEstimator):
         Loss on the margins ``T_ij K_ij``, or ``"pcp"``: ``gamma / 2 sum (K_ij - t_ij)^2``
         over both orders of every pair and the diagonal, targets 1 (must-link, diagonal)
         and 0 (cannot-link) (Hu & Kwok 2013 eq. 1).
-    solver : {"bcd", "admm", "simplenpkl", "sdp"}, default="bcd"
+    solver : {"bcd", "admm", "simplenpkl", "sdp", "mfpc"}, default="bcd"
         ``"bcd"``: block coordinate descent over the rows of ``E`` (Hu & Kwok 2015 Algorithm 1;
         hinge, squared hinge, square, linear). ``"admm"``: ADMM on ``K = V^T U``, ``V = U``
         (Hu & Kwok 2013 Algorithm 1; pcp and square). ``"simplenpkl"``: the SimpleNPKL baseline
         (JMLR 2011). ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``);
-        small ``n``.
+        small ``n``. ``"mfpc"``: the baseline ``K = Q U Q^T`` of Hu & Kwok 2013 Table 2
+        (Shang, Jiao & Wang 2012): ``Q`` the ``rank`` trailing Laplacian eigenvectors, ``U``
+        PSD and optimal (pcp and square; :mod:`psdlearn.npkl.mfpc`).
     rank : int, "auto" or "adaptive", default="auto"
         Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``,
         with ``m`` the number of constrained pairs, or for ``loss="pcp"`` the size of its
@@ -278,6 +281,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         (``objective_history_`` holds objective (10) of its kernel at the same steps).
     B_ : float
         Capacity used by ``solver="simplenpkl"``.
+    mfpc_U_ : ndarray of shape (rank_, rank_)
+        ``solver="mfpc"`` only: the learned ``U`` of ``K = Q U Q^T``.
     primal_residual_history_, dual_residual_history_ : list of float
         ``solver="admm"`` only: ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F`` per
         iteration (Hu & Kwok 2013 eq. 14).
@@ -523,6 +528,8 @@ class NPKL(TransformerMixin, BaseEstimator):
             self._fit_simplenpkl(problem, rank, rng)
         elif self.solver == "admm":
             self._fit_admm(problem, rank, rng)
+        elif self.solver == "mfpc":
+            self._fit_mfpc(problem, rank, rng)
         else:
             self._fit_bcd(problem, rank, rng)
         self.fit_time_ = time.perf_counter() - start
@@ -724,6 +731,26 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.rank_ = res.embedding.shape[1]
         self._finish(res, "admm", "iterations", f"the residuals fell below tol={self.tol} "
                      "(relative to ||V||)", "increase max_iter or tol, or start from init='bcd'")
+
+    def _fit_mfpc(self, problem, rank, rng):
+        from psdlearn.npkl.mfpc import solve_mfpc
+
+        bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL mfpc", unit="step")
+
+        def callback(it, U, objective):
+            bar.update(1)
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
+        with bar:
+            res = solve_mfpc(problem, rank, max_iter=self.max_iter, tol=self.tol,
+                             random_state=rng, callback=callback)
+        self.embedding_ = res.embedding
+        self.objective_history_ = list(res.objective_history)
+        self.time_history_ = list(res.time_history)
+        self.mfpc_U_ = res.U
+        self.n_iter_ = res.n_iter
+        self.rank_ = rank
+        self._finish(res, "mfpc", "steps", f"the fixed-point residual fell below tol={self.tol}")
 
     def _fit_simplenpkl(self, problem, rank, rng):
         from psdlearn.npkl.simplenpkl import default_B, solve_simplenpkl
