@@ -204,3 +204,14 @@ def test_estimator_certificate_and_validation(problems):
                 graph="precomputed").fit(problem.laplacian, y)
     with pytest.raises(ValueError):
         pl.NPKL(rank_init=0, graph="precomputed").fit(problem.laplacian, y)
+
+
+def test_certificate_can_be_skipped(problems):
+    problem, _ = problems["square"]
+    y = np.column_stack([problem.pairs, problem.signs.astype(int)])
+    model = pl.NPKL(loss="square", rank=2, certificate_tol=None, graph="precomputed",
+                    random_state=0).fit(problem.laplacian, y)
+    assert model.certificate_ is None and model.rank_path_ == []
+    with pytest.raises(ValueError, match="certificate_tol"):
+        pl.NPKL(loss="square", rank="adaptive", certificate_tol=None,
+                graph="precomputed").fit(problem.laplacian, y)
