@@ -425,6 +425,7 @@ def escalate(problem, E, values, vectors):
     :data:`HINGE_ESCALATION_SMOOTHING`), which BCD then continues from.
     """
     E = np.asarray(E, dtype=np.float64)
+    values = np.asarray(values)[: vectors.shape[1]]  # no vectors after a Lanczos failure
     U = vectors[:, values < 0]
     if U.shape[1] == 0:
         return E, 0.0
