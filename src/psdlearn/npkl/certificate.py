@@ -162,7 +162,7 @@ def _smoothed_hinge_objective(problem, E, mu):
 
 
 def _pair_terms(problem, E):
-    """``K_ij`` of the pairs and their sign / target arrays."""
+    """``K_ij = e_i^T e_j`` of every constrained pair."""
     p = problem.pairs
     if len(p) == 0:
         return np.zeros(0)
@@ -178,7 +178,7 @@ def _hinge_multipliers(problem, E, k_ij):
     if len(kink) == 0:
         return alpha
     alpha[kink] = 0.0
-    residual = _dual_operator(problem, E, alpha, None) @ E  # S E without the kink pairs
+    residual = _dual_operator(problem, alpha, None) @ E  # S E without the kink pairs
     n, r = E.shape
     p, t = problem.pairs[kink], problem.signs[kink]
     # column of pair k: d(S E)/d alpha_k = -T_k (row i: e_j / 2, row j: e_i / 2)
@@ -193,7 +193,7 @@ def _hinge_multipliers(problem, E, k_ij):
     return alpha
 
 
-def _dual_operator(problem, E, alpha, diag):
+def _dual_operator(problem, alpha, diag):
     """Sparse ``L - sum_k alpha_k T_k S_k + Diag(diag)`` (``T_k`` omitted for pcp)."""
     L = sp.csr_matrix(problem.laplacian)
     n = L.shape[0]
@@ -238,18 +238,18 @@ def dual_matrix(problem, E, multipliers=None):
         yd = gamma * (kii - 1.0)  # gradient of gamma / 2 (K_ii - 1)^2
         conj = (-np.sum(t * y + y * y / (4.0 * gamma))
                 - np.sum(yd + yd * yd / (2.0 * gamma)) if gamma > 0 else 0.0)
-        return _dual_operator(problem, E, -y, yd), float(conj)
+        return _dual_operator(problem, -y, yd), float(conj)
     if loss == "hinge":
         alpha = (_hinge_multipliers(problem, E, k_ij) if multipliers is None
                  else np.clip(np.asarray(multipliers, dtype=np.float64), 0.0, gamma))
-        return _dual_operator(problem, E, alpha, None), float(alpha.sum())
+        return _dual_operator(problem, alpha, None), float(alpha.sum())
     if loss == "squared_hinge":
         alpha = 2.0 * gamma * np.maximum(1.0 - z, 0.0)
     elif loss == "square":
         alpha = 2.0 * gamma * (1.0 - z)
     elif loss == "linear":
         alpha = np.full(len(z), gamma)
-        S0 = _dual_operator(problem, E, alpha, None)
+        S0 = _dual_operator(problem, alpha, None)
         sq = np.einsum("ij,ij->i", E, E)
         num = -np.einsum("ij,ij->i", E, S0 @ E)
         mu = np.divide(num, sq, out=np.zeros_like(sq), where=sq > 0)
@@ -259,7 +259,7 @@ def dual_matrix(problem, E, multipliers=None):
     else:
         raise ValueError(f"unknown loss {loss!r}.")
     conj = np.sum(alpha - alpha * alpha / (4.0 * gamma)) if gamma > 0 else 0.0
-    return _dual_operator(problem, E, alpha, None), float(conj)
+    return _dual_operator(problem, alpha, None), float(conj)
 
 
 def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
