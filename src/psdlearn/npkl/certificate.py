@@ -82,7 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear, minimize_scalar
-from scipy.sparse.linalg import ArpackNoConvergence, cg, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, cg, eigsh
 
 __all__ = ["Certificate", "certify", "dual_matrix", "escalate", "laplacian_lower_bound"]
 
@@ -262,8 +262,20 @@ def dual_matrix(problem, E, multipliers=None):
     return _dual_operator(problem, alpha, None), float(conj)
 
 
-def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
+def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
     """``k`` smallest eigenpairs of sparse symmetric ``S`` by Lanczos, lowered by residuals.
+
+    Parameters
+    ----------
+    S : sparse matrix of shape (n, n)
+    k : int
+    deflate : ndarray of shape (n, r), optional
+        Orthonormal columns ``Q`` moved out of the way: the eigenpairs are those of
+        ``S + c Q Q^T`` (``c`` a Gershgorin bound of ``lambda_max(S)``). ``range(E)`` is
+        (nearly) in the null space of ``S`` at a solution; left there, its ``r`` nearly
+        equal eigenvalues stall Lanczos.
+    tol : float
+        ARPACK tolerance, relative to the shift ``c`` (not to the eigenvalues near 0).
 
     Returns
     -------
@@ -274,21 +286,27 @@ def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
     """
     n = S.shape[0]
     k = int(min(k, n - 1))
-    if n <= 2 * k + 2:  # too small for ARPACK
-        lam, U = np.linalg.eigh(S.toarray())
+    c = float(np.max(abs(S) @ np.ones(n)))
+    Q = np.zeros((n, 0)) if deflate is None else np.asarray(deflate)
+
+    def apply(x):
+        return S @ x + c * (Q @ (Q.T @ x))
+
+    if n <= 2 * k + 2 + Q.shape[1]:  # too small for ARPACK
+        lam, U = np.linalg.eigh(apply(np.eye(n)))
         return lam[:k], U[:, :k]
     v0 = np.random.default_rng(random_state).standard_normal(n)
     # ARPACK's test is relative to |theta|, hopeless for the eigenvalues near 0 that matter
-    # here: shift by a Gershgorin bound c >= lambda_max(S) so that they sit near -c
-    c = float(np.max(abs(S) @ np.ones(n)))
-    shifted = (S - c * sp.identity(n, format="csr")).tocsr()
+    # here: shift by 2 c >= lambda_max(S + c Q Q^T) so that they sit near -2 c
+    shifted = LinearOperator((n, n), matvec=lambda x: apply(x) - 2.0 * c * x,
+                             matmat=lambda X: apply(X) - 2.0 * c * X, dtype=np.float64)
     lam = np.zeros(0)
-    # a cluster of nearly equal eigenvalues at 0 (the null space of S holds range(E)) can
-    # stall ARPACK; then one eigenpair at a looser tolerance (the residual still lowers it)
-    for kk, tt in ((k, tol), (1, 1e3 * tol)):
+    # a cluster of nearly equal eigenvalues near 0 (a fit whose E has many tiny columns)
+    # stalls a k-block; then the smallest alone, which converges, then looser
+    for kk, tt, it in ((k, tol, 100), (1, tol, 3000), (1, 1e3 * tol, 3000)):
         try:
             lam, U = eigsh(shifted, k=kk, which="SA", tol=tt, v0=v0,
-                           ncv=min(n, max(2 * kk + 1, 32)), maxiter=3000)
+                           ncv=min(n, max(2 * kk + 1, 32)), maxiter=it)
         except ArpackNoConvergence as exc:
             lam, U = exc.eigenvalues, exc.eigenvectors
         if len(lam):
@@ -298,10 +316,25 @@ def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
                       "uses the Gershgorin bound of lambda_min.", RuntimeWarning,
                       stacklevel=2)
         return np.array([laplacian_lower_bound(S, n_power=0)]), np.zeros((n, 0))
-    lam = lam + c
-    res = np.linalg.norm(S @ U - U * lam, axis=0)
+    lam = lam + 2.0 * c
+    res = np.linalg.norm(apply(U) - U * lam, axis=0)
     order = np.argsort(lam)
     return (lam - res)[order], U[:, order]
+
+
+def _null_basis(S, E):
+    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
+
+    The left singular vectors ``u`` of ``E`` with ``||S u|| <= 1e-7 c`` (``c`` the
+    Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
+    singular value is not held to it, and deflating it would only weaken the bound.
+    """
+    if E.shape[1] == 0:
+        return np.zeros((E.shape[0], 0))
+    U, sv, _ = np.linalg.svd(E, full_matrices=False)
+    U = U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+    c = float(np.max(abs(S) @ np.ones(S.shape[0])))
+    return U[:, np.linalg.norm(S @ U, axis=0) <= 1e-7 * c]
 
 
 def _inverse_quadratic(L, u, lmin):
@@ -310,26 +343,33 @@ def _inverse_quadratic(L, u, lmin):
     return float(u @ x) + float(np.linalg.norm(u) * np.linalg.norm(u - L @ x)) / lmin
 
 
-def _negative_part(problem, values, vectors, tau, f, lmin):
+def _eigen_weights(problem, vectors, tau, f, lmin):
+    """``w_i >= u_i^T K* u_i``: ``tau``, or for the nonnegative losses the smaller
+    ``f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by Cauchy-Schwarz
+    in the ``L`` inner product)."""
+    w = np.full(vectors.shape[1], tau)
+    if lmin is not None and lmin > 0:
+        L = sp.csr_matrix(problem.laplacian)
+        for i in range(vectors.shape[1]):
+            w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
+    return w
+
+
+def _negative_part(values, w, tau):
     """A lower bound of ``<S, K*>`` from the ``k`` smallest eigenpairs of ``S``.
 
     With ``nu = min(lambda_k, 0)``, ``S >= sum_{i < k} (lambda_i - nu) u_i u_i^T + nu I``,
     so ``<S, K*> >= sum_{i < k} min(lambda_i - nu, 0) w_i + nu tau`` for any
-    ``w_i >= u_i^T K* u_i``. ``w_i = tau``, or for the nonnegative losses
-    ``w_i = f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by
-    Cauchy-Schwarz in the ``L`` inner product), the smaller.
+    ``w_i >= u_i^T K* u_i`` (:func:`_eigen_weights`).
     """
     values = np.asarray(values, dtype=np.float64)
     if values[0] >= 0:
         return 0.0
-    nu = min(float(values[-1]), 0.0) if len(values) > 1 else float(values[0])
+    if len(values) == 1 or len(w) < len(values) - 1:
+        return float(min(values[0], 0.0) * tau)
+    nu = min(float(values[-1]), 0.0)
     head = np.minimum(values[:-1] - nu, 0.0)
-    w = np.full(len(head), tau)
-    if lmin is not None and lmin > 0 and vectors.shape[1] >= len(head):
-        L = sp.csr_matrix(problem.laplacian)
-        for i in np.flatnonzero(head < 0):
-            w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
-    return float(np.sum(head * w) + nu * tau)
+    return float(np.sum(head * w[: len(head)]) + nu * tau)
 
 
 def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_eig=None,
@@ -389,9 +429,27 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         if best is not None and alpha is not None and float(alpha.sum()) <= best[0]:
             continue
         S, conj = dual_matrix(problem, E, alpha)
-        values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG))
-        lam = float(values[0])
-        lower = conj + _negative_part(problem, values, vectors, tau, f, lmin)
+        Q = _null_basis(S, E)
+        # split R^n = range(Q) + its complement, Q a basis of (most of) range(E): with
+        # omega = lambda_min(Q^T S Q) and eps = ||(I - Q Q^T) S Q||, the cross terms are
+        # 2 x^T S y >= -eps (eta ||x||^2 + ||y||^2 / eta), so S >= omega - eps eta on
+        # range(Q) and S - eps / eta on the complement, where S agrees with S + c Q Q^T
+        # (whose eigenpairs are computed: range(E) deflated)
+        SQ = S @ Q
+        G = Q.T @ SQ
+        omega = float(np.linalg.eigvalsh(G)[0]) if Q.shape[1] else 0.0
+        eps = float(np.linalg.norm(SQ - Q @ G, 2)) if Q.shape[1] else 0.0
+        values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG), deflate=Q)
+        w = _eigen_weights(problem, vectors[:, :-1], tau, f, lmin) if vectors.shape[1] > 1 \
+            else np.zeros(0)
+        # the split above holds with eps eta on range(Q) and eps / eta on its complement
+        # for any eta > 0 (2 ab <= eta a^2 + b^2 / eta): keep the best eta of a grid
+        bounds = [(_negative_part(values - eps / eta, w, tau)
+                   + tau * min(omega - eps * eta, 0.0), eta)
+                  for eta in np.logspace(-8, 4, 49)]
+        part, eta = max(bounds)
+        lower = conj + part
+        lam = min(float(values[0]) - eps / eta, omega - eps * eta)
         if best is None or lower > best[0]:
             best = (lower, lam, values, vectors)
     lower, lam, values, vectors = best
