@@ -215,3 +215,15 @@ def test_certificate_can_be_skipped(problems):
     with pytest.raises(ValueError, match="certificate_tol"):
         pl.NPKL(loss="square", rank="adaptive", certificate_tol=None,
                 graph="precomputed").fit(problem.laplacian, y)
+
+
+def test_protocol_records_certified_gap():
+    """The reproductions' repetitions carry the certificate (the 'certified gap' column)."""
+    from psdlearn.experiments._protocol import certified_gap_cell, run_repetitions
+
+    X, y = pl.datasets.load("soybean")
+    recs = run_repetitions(X, y, n_neighbors=5, reps=2, loss="square", tol=1e-7)
+    gaps = [r["certified_gap"] for r in recs]
+    assert all(0 <= g <= 1e-4 for g in gaps)
+    assert certified_gap_cell(recs) == f"{max(gaps):.1e} (2/2 <= 1e-4)"
+    assert certified_gap_cell([{"certified_gap": None}]) == "-"
