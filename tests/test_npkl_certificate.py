@@ -204,3 +204,26 @@ def test_estimator_certificate_and_validation(problems):
                 graph="precomputed").fit(problem.laplacian, y)
     with pytest.raises(ValueError):
         pl.NPKL(rank_init=0, graph="precomputed").fit(problem.laplacian, y)
+
+
+def test_certificate_can_be_skipped(problems):
+    problem, _ = problems["square"]
+    y = np.column_stack([problem.pairs, problem.signs.astype(int)])
+    model = pl.NPKL(loss="square", rank=2, certificate_tol=None, graph="precomputed",
+                    random_state=0).fit(problem.laplacian, y)
+    assert model.certificate_ is None and model.rank_path_ == []
+    with pytest.raises(ValueError, match="certificate_tol"):
+        pl.NPKL(loss="square", rank="adaptive", certificate_tol=None,
+                graph="precomputed").fit(problem.laplacian, y)
+
+
+def test_protocol_records_certified_gap():
+    """The reproductions' repetitions carry the certificate (the 'certified gap' column)."""
+    from psdlearn.experiments._protocol import certified_gap_cell, run_repetitions
+
+    X, y = pl.datasets.load("soybean")
+    recs = run_repetitions(X, y, n_neighbors=5, reps=2, loss="square", tol=1e-7)
+    gaps = [r["certified_gap"] for r in recs]
+    assert all(0 <= g <= 1e-4 for g in gaps)
+    assert certified_gap_cell(recs) == f"{max(gaps):.1e} (2/2 <= 1e-4)"
+    assert certified_gap_cell([{"certified_gap": None}]) == "-"

@@ -131,7 +131,7 @@ def _cmd_fit(args):
         "embedding": str(args.output),
         # duality certificate of the low-rank fit (bcd): gap bound to the convex optimum
         "certificate": (model.certificate_.as_dict()
-                        if hasattr(model, "certificate_") else None),
+                        if getattr(model, "certificate_", None) is not None else None),
     }
     summary_path = Path(args.summary or Path(args.output).with_suffix(".json"))
     summary_path.write_text(json.dumps(summary, indent=2))

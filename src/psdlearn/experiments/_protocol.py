@@ -99,7 +99,7 @@ def run_repetitions(X, y, *, n_neighbors, reps, seed0=0, laplacian=None, **npkl_
             "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
             # duality bound on (objective - SDP optimum) / |objective| (bcd, admm)
             "certified_gap": (float(model.certificate_.relative_gap)
-                              if hasattr(model, "certificate_") else None),
+                              if getattr(model, "certificate_", None) is not None else None),
         })
     return records
 

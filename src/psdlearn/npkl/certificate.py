@@ -41,13 +41,15 @@ with ``w = gamma`` per pair and ``gamma / 2`` per diagonal term.
 **Choice of the multipliers.** For the smooth losses ``y`` is the gradient, ``y_k =
 g_k'(K_ij)``: Fenchel-Young then holds with equality and the bound reads
 ``gap_bound = <S, K> - tau min(lambda_min, 0)``, i.e. ``S`` is the gradient of ``f`` at
-``K`` and the bound is the convexity bound. For the hinge, ``alpha`` is given (BCD's
-per-row dual QPs) or fitted by bounded least squares on ``||S E||_F`` over the pairs at the
-kink, the others fixed at ``gamma`` (``z < 1``) or ``0`` (``z > 1``). For the linear
-loss, ``mu_i = max(0, -e_i^T (S_0 E)_i / ||e_i||^2)`` with ``S_0`` the matrix without
-``mu``, the value that makes row ``i`` of ``S E`` orthogonal to ``e_i``. At an optimum
-``S >= 0``, ``S E = 0`` and the bound is zero (the KKT conditions of (P), whose strong
-duality holds by Slater, ``K = epsilon I``).
+``K`` and the bound is the convexity bound. For the hinge, ``alpha`` is given or fitted
+by bounded least squares on ``||S E||_F`` over the pairs at the kink, the others fixed at
+``gamma`` (``z < 1``) or ``0`` (``z > 1``). The multipliers of BCD's smoothed stages
+(Huber-smoothed hinge, whose BCD fixed points are stationary) are the better candidates:
+on the cvxpy checks they certify to 1e-6 where the exact stage's row duals leave 1e-3.
+For the linear loss, ``mu_i = max(0, -e_i^T (S_0 E)_i / ||e_i||^2)`` with ``S_0`` the
+matrix without ``mu``, the value that makes row ``i`` of ``S E`` orthogonal to ``e_i``.
+At an optimum ``S >= 0``, ``S E = 0`` and the bound is zero (the KKT conditions of (P),
+whose strong duality holds by Slater, ``K = epsilon I``).
 
 **Trace bound.** For the nonnegative losses (hinge, squared hinge, square, pcp),
 ``<L, K*> <= f* <= f(E E^T)`` and ``L >= lambda_min(L) I`` give
@@ -80,7 +82,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear, minimize_scalar
-from scipy.sparse.linalg import ArpackNoConvergence, cg, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, cg, eigsh
 
 __all__ = ["Certificate", "certify", "dual_matrix", "escalate", "laplacian_lower_bound"]
 
@@ -160,7 +162,7 @@ def _smoothed_hinge_objective(problem, E, mu):
 
 
 def _pair_terms(problem, E):
-    """``K_ij`` of the pairs and their sign / target arrays."""
+    """``K_ij = e_i^T e_j`` of every constrained pair."""
     p = problem.pairs
     if len(p) == 0:
         return np.zeros(0)
@@ -176,7 +178,7 @@ def _hinge_multipliers(problem, E, k_ij):
     if len(kink) == 0:
         return alpha
     alpha[kink] = 0.0
-    residual = _dual_operator(problem, E, alpha, None) @ E  # S E without the kink pairs
+    residual = _dual_operator(problem, alpha, None) @ E  # S E without the kink pairs
     n, r = E.shape
     p, t = problem.pairs[kink], problem.signs[kink]
     # column of pair k: d(S E)/d alpha_k = -T_k (row i: e_j / 2, row j: e_i / 2)
@@ -191,7 +193,7 @@ def _hinge_multipliers(problem, E, k_ij):
     return alpha
 
 
-def _dual_operator(problem, E, alpha, diag):
+def _dual_operator(problem, alpha, diag):
     """Sparse ``L - sum_k alpha_k T_k S_k + Diag(diag)`` (``T_k`` omitted for pcp)."""
     L = sp.csr_matrix(problem.laplacian)
     n = L.shape[0]
@@ -236,18 +238,18 @@ def dual_matrix(problem, E, multipliers=None):
         yd = gamma * (kii - 1.0)  # gradient of gamma / 2 (K_ii - 1)^2
         conj = (-np.sum(t * y + y * y / (4.0 * gamma))
                 - np.sum(yd + yd * yd / (2.0 * gamma)) if gamma > 0 else 0.0)
-        return _dual_operator(problem, E, -y, yd), float(conj)
+        return _dual_operator(problem, -y, yd), float(conj)
     if loss == "hinge":
         alpha = (_hinge_multipliers(problem, E, k_ij) if multipliers is None
                  else np.clip(np.asarray(multipliers, dtype=np.float64), 0.0, gamma))
-        return _dual_operator(problem, E, alpha, None), float(alpha.sum())
+        return _dual_operator(problem, alpha, None), float(alpha.sum())
     if loss == "squared_hinge":
         alpha = 2.0 * gamma * np.maximum(1.0 - z, 0.0)
     elif loss == "square":
         alpha = 2.0 * gamma * (1.0 - z)
     elif loss == "linear":
         alpha = np.full(len(z), gamma)
-        S0 = _dual_operator(problem, E, alpha, None)
+        S0 = _dual_operator(problem, alpha, None)
         sq = np.einsum("ij,ij->i", E, E)
         num = -np.einsum("ij,ij->i", E, S0 @ E)
         mu = np.divide(num, sq, out=np.zeros_like(sq), where=sq > 0)
@@ -257,11 +259,23 @@ def dual_matrix(problem, E, multipliers=None):
     else:
         raise ValueError(f"unknown loss {loss!r}.")
     conj = np.sum(alpha - alpha * alpha / (4.0 * gamma)) if gamma > 0 else 0.0
-    return _dual_operator(problem, E, alpha, None), float(conj)
+    return _dual_operator(problem, alpha, None), float(conj)
 
 
-def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
+def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
     """``k`` smallest eigenpairs of sparse symmetric ``S`` by Lanczos, lowered by residuals.
+
+    Parameters
+    ----------
+    S : sparse matrix of shape (n, n)
+    k : int
+    deflate : ndarray of shape (n, r), optional
+        Orthonormal columns ``Q`` moved out of the way: the eigenpairs are those of
+        ``S + c Q Q^T`` (``c`` a Gershgorin bound of ``lambda_max(S)``). ``range(E)`` is
+        (nearly) in the null space of ``S`` at a solution; left there, its ``r`` nearly
+        equal eigenvalues stall Lanczos.
+    tol : float
+        ARPACK tolerance, relative to the shift ``c`` (not to the eigenvalues near 0).
 
     Returns
     -------
@@ -272,21 +286,27 @@ def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
     """
     n = S.shape[0]
     k = int(min(k, n - 1))
-    if n <= 2 * k + 2:  # too small for ARPACK
-        lam, U = np.linalg.eigh(S.toarray())
+    c = float(np.max(abs(S) @ np.ones(n)))
+    Q = np.zeros((n, 0)) if deflate is None else np.asarray(deflate)
+
+    def apply(x):
+        return S @ x + c * (Q @ (Q.T @ x))
+
+    if n <= 2 * k + 2 + Q.shape[1]:  # too small for ARPACK
+        lam, U = np.linalg.eigh(apply(np.eye(n)))
         return lam[:k], U[:, :k]
     v0 = np.random.default_rng(random_state).standard_normal(n)
     # ARPACK's test is relative to |theta|, hopeless for the eigenvalues near 0 that matter
-    # here: shift by a Gershgorin bound c >= lambda_max(S) so that they sit near -c
-    c = float(np.max(abs(S) @ np.ones(n)))
-    shifted = (S - c * sp.identity(n, format="csr")).tocsr()
+    # here: shift by 2 c >= lambda_max(S + c Q Q^T) so that they sit near -2 c
+    shifted = LinearOperator((n, n), matvec=lambda x: apply(x) - 2.0 * c * x,
+                             matmat=lambda X: apply(X) - 2.0 * c * X, dtype=np.float64)
     lam = np.zeros(0)
-    # a cluster of nearly equal eigenvalues at 0 (the null space of S holds range(E)) can
-    # stall ARPACK; then one eigenpair at a looser tolerance (the residual still lowers it)
-    for kk, tt in ((k, tol), (1, 1e3 * tol)):
+    # a cluster of nearly equal eigenvalues near 0 (a fit whose E has many tiny columns)
+    # stalls a k-block; then the smallest alone, which converges, then looser
+    for kk, tt, it in ((k, tol, 100), (1, tol, 3000), (1, 1e3 * tol, 3000)):
         try:
             lam, U = eigsh(shifted, k=kk, which="SA", tol=tt, v0=v0,
-                           ncv=min(n, max(2 * kk + 1, 32)), maxiter=3000)
+                           ncv=min(n, max(2 * kk + 1, 32)), maxiter=it)
         except ArpackNoConvergence as exc:
             lam, U = exc.eigenvalues, exc.eigenvectors
         if len(lam):
@@ -296,10 +316,25 @@ def smallest_eigenpairs(S, k=1, *, tol=1e-9, random_state=0):
                       "uses the Gershgorin bound of lambda_min.", RuntimeWarning,
                       stacklevel=2)
         return np.array([laplacian_lower_bound(S, n_power=0)]), np.zeros((n, 0))
-    lam = lam + c
-    res = np.linalg.norm(S @ U - U * lam, axis=0)
+    lam = lam + 2.0 * c
+    res = np.linalg.norm(apply(U) - U * lam, axis=0)
     order = np.argsort(lam)
     return (lam - res)[order], U[:, order]
+
+
+def _null_basis(S, E):
+    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
+
+    The left singular vectors ``u`` of ``E`` with ``||S u|| <= 1e-7 c`` (``c`` the
+    Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
+    singular value is not held to it, and deflating it would only weaken the bound.
+    """
+    if E.shape[1] == 0:
+        return np.zeros((E.shape[0], 0))
+    U, sv, _ = np.linalg.svd(E, full_matrices=False)
+    U = U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+    c = float(np.max(abs(S) @ np.ones(S.shape[0])))
+    return U[:, np.linalg.norm(S @ U, axis=0) <= 1e-7 * c]
 
 
 def _inverse_quadratic(L, u, lmin):
@@ -308,26 +343,33 @@ def _inverse_quadratic(L, u, lmin):
     return float(u @ x) + float(np.linalg.norm(u) * np.linalg.norm(u - L @ x)) / lmin
 
 
-def _negative_part(problem, values, vectors, tau, f, lmin):
+def _eigen_weights(problem, vectors, tau, f, lmin):
+    """``w_i >= u_i^T K* u_i``: ``tau``, or for the nonnegative losses the smaller
+    ``f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by Cauchy-Schwarz
+    in the ``L`` inner product)."""
+    w = np.full(vectors.shape[1], tau)
+    if lmin is not None and lmin > 0:
+        L = sp.csr_matrix(problem.laplacian)
+        for i in range(vectors.shape[1]):
+            w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
+    return w
+
+
+def _negative_part(values, w, tau):
     """A lower bound of ``<S, K*>`` from the ``k`` smallest eigenpairs of ``S``.
 
     With ``nu = min(lambda_k, 0)``, ``S >= sum_{i < k} (lambda_i - nu) u_i u_i^T + nu I``,
     so ``<S, K*> >= sum_{i < k} min(lambda_i - nu, 0) w_i + nu tau`` for any
-    ``w_i >= u_i^T K* u_i``. ``w_i = tau``, or for the nonnegative losses
-    ``w_i = f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by
-    Cauchy-Schwarz in the ``L`` inner product), the smaller.
+    ``w_i >= u_i^T K* u_i`` (:func:`_eigen_weights`).
     """
     values = np.asarray(values, dtype=np.float64)
     if values[0] >= 0:
         return 0.0
-    nu = min(float(values[-1]), 0.0) if len(values) > 1 else float(values[0])
+    if len(values) == 1 or len(w) < len(values) - 1:
+        return float(min(values[0], 0.0) * tau)
+    nu = min(float(values[-1]), 0.0)
     head = np.minimum(values[:-1] - nu, 0.0)
-    w = np.full(len(head), tau)
-    if lmin is not None and lmin > 0 and vectors.shape[1] >= len(head):
-        L = sp.csr_matrix(problem.laplacian)
-        for i in np.flatnonzero(head < 0):
-            w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
-    return float(np.sum(head * w) + nu * tau)
+    return float(np.sum(head * w[: len(head)]) + nu * tau)
 
 
 def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_eig=None,
@@ -344,7 +386,8 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         Solution; for the linear loss its rows must satisfy ``||e_i|| <= b``.
     multipliers : ndarray of shape (m,) or list of them, optional
         Hinge only: candidate pair multipliers ``alpha_k`` in ``[0, gamma]`` (clipped), e.g.
-        those of every BCD stage; the best bound over them and the fitted ones is kept.
+        those of every BCD stage; the best bound over them is kept. Without them they are
+        fitted (see the module docstring).
     tol : float, default=1e-4
         ``certified`` when ``relative_gap <= tol``.
     laplacian_min_eig : float, optional
@@ -372,22 +415,41 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         if problem.loss == "pcp" and problem.gamma > 0:
             tau = min(tau, n + np.sqrt(2.0 * n * f / float(problem.gamma)))
     # hinge: every alpha in [0, gamma]^m gives a valid bound; keep the best of the given
-    # ones and the fitted one, trying the largest sum(alpha) first (an upper bound of D)
+    # ones (the fitted one only without them: its least squares costs more than a fit),
+    # trying the largest sum(alpha) first (an upper bound of D)
     candidates = [None]
     if problem.loss == "hinge" and multipliers is not None:
         given = [multipliers] if np.ndim(multipliers) == 1 else list(multipliers)
         gamma = float(problem.gamma)
         candidates = [np.clip(np.asarray(a, dtype=np.float64), 0.0, gamma) for a in given
-                      if a is not None] + [None]
+                      if a is not None] or [None]
         candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
     best = None
     for alpha in candidates:
         if best is not None and alpha is not None and float(alpha.sum()) <= best[0]:
             continue
         S, conj = dual_matrix(problem, E, alpha)
-        values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG))
-        lam = float(values[0])
-        lower = conj + _negative_part(problem, values, vectors, tau, f, lmin)
+        Q = _null_basis(S, E)
+        # split R^n = range(Q) + its complement, Q a basis of (most of) range(E): with
+        # omega = lambda_min(Q^T S Q) and eps = ||(I - Q Q^T) S Q||, the cross terms are
+        # 2 x^T S y >= -eps (eta ||x||^2 + ||y||^2 / eta), so S >= omega - eps eta on
+        # range(Q) and S - eps / eta on the complement, where S agrees with S + c Q Q^T
+        # (whose eigenpairs are computed: range(E) deflated)
+        SQ = S @ Q
+        G = Q.T @ SQ
+        omega = float(np.linalg.eigvalsh(G)[0]) if Q.shape[1] else 0.0
+        eps = float(np.linalg.norm(SQ - Q @ G, 2)) if Q.shape[1] else 0.0
+        values, vectors = smallest_eigenpairs(S, max(n_eig, N_BOUND_EIG), deflate=Q)
+        w = _eigen_weights(problem, vectors[:, :-1], tau, f, lmin) if vectors.shape[1] > 1 \
+            else np.zeros(0)
+        # the split above holds with eps eta on range(Q) and eps / eta on its complement
+        # for any eta > 0 (2 ab <= eta a^2 + b^2 / eta): keep the best eta of a grid
+        bounds = [(_negative_part(values - eps / eta, w, tau)
+                   + tau * min(omega - eps * eta, 0.0), eta)
+                  for eta in np.logspace(-8, 4, 49)]
+        part, eta = max(bounds)
+        lower = conj + part
+        lam = min(float(values[0]) - eps / eta, omega - eps * eta)
         if best is None or lower > best[0]:
             best = (lower, lam, values, vectors)
     lower, lam, values, vectors = best
@@ -421,6 +483,7 @@ def escalate(problem, E, values, vectors):
     :data:`HINGE_ESCALATION_SMOOTHING`), which BCD then continues from.
     """
     E = np.asarray(E, dtype=np.float64)
+    values = np.asarray(values)[: vectors.shape[1]]  # no vectors after a Lanczos failure
     U = vectors[:, values < 0]
     if U.shape[1] == 0:
         return E, 0.0

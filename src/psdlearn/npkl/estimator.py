@@ -141,9 +141,12 @@ class NPKL(TransformerMixin, BaseEstimator):
     rank_init : int, default=8
         ``rank="adaptive"`` only: the starting rank, and the most columns added per
         escalation.
-    certificate_tol : float, default=1e-4
+    certificate_tol : float or None, default=1e-4
         ``certificate_.certified`` is ``relative_gap <= certificate_tol``; with
-        ``rank="adaptive"`` the rank grows until it holds.
+        ``rank="adaptive"`` the rank grows until it holds. ``None`` skips the certificate
+        (``certificate_ = None``): it costs a few Lanczos runs on the sparse dual matrix
+        (products ``O(nnz(L) + m)``; ``benchmarks/results/npkl_certificate.md`` has the
+        fit times with it). Not allowed with ``rank="adaptive"``.
     gamma : float, default=1.0
         Weight of the loss. Not given in Hu & Kwok 2015. With the normalized Laplacian
         (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``, independent of ``n``) the
@@ -251,10 +254,13 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``bcd`` and ``admm``: a bound on the gap of ``embedding_`` to the optimum of the
         convex problem over ``K >= 0``, from the smallest eigenvalue of the dual matrix
         (fields ``lambda_min``, ``gap_bound``, ``relative_gap``, ``certified``; see
-        :mod:`psdlearn.npkl.certificate`).
+        :mod:`psdlearn.npkl.certificate`); None with ``certificate_tol=None``.
     rank_path_ : list of (int, float)
         ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (one
         per rank with ``rank="adaptive"``).
+    certificate_time_ : float
+        ``bcd`` and ``admm``: seconds spent in the certificates and escalation steps
+        (included in ``fit_time_`` and ``time_history_``).
     laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
     constraints_ : PairwiseConstraints
     sigma_ : float or None
@@ -330,7 +336,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         "rank": [StrOptions({"auto", "adaptive"}),
                  Interval(numbers.Integral, 1, None, closed="left")],
         "rank_init": [Interval(numbers.Integral, 1, None, closed="left")],
-        "certificate_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "certificate_tol": [Interval(numbers.Real, 0, None, closed="left"), None],
         "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "sigma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
@@ -512,6 +518,8 @@ class NPKL(TransformerMixin, BaseEstimator):
             if self.solver not in ("bcd", "admm"):
                 raise ValueError(f"rank='adaptive' needs solver='bcd' or 'admm', not "
                                  f"{self.solver!r}.")
+            if self.certificate_tol is None:
+                raise ValueError("rank='adaptive' needs a certificate_tol.")
             rank = min(int(self.rank_init), n)
         else:
             rank = rule if self.rank == "auto" else int(self.rank)
@@ -586,6 +594,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         from psdlearn.npkl.certificate import certify
 
         rank = E.shape[1]
+        if self.certificate_tol is None:
+            return None, None
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
         # the built normalized Laplacian has lambda_min(L) >= delta exactly
         lmin = None if self.graph == "precomputed" else float(self.delta)
@@ -627,7 +637,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         perm, inverse, problem = problem.renumbered()
         E = E[perm]
         self.omega_ = omega
-        self.rank_path_ = []
+        self.rank_path_, self.certificate_time_ = [], 0.0
         bar = progress_bar(self.verbose, total=self.max_iter * len(schedule), desc="NPKL bcd",
                            unit="sweep")
 
@@ -662,6 +672,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                 self.certificate_, eig = self._certify(problem, E, multipliers)
                 E_new = None if res.interrupted else self._escalate(problem, E, eig)
                 times[-1] += time.perf_counter() - start
+                self.certificate_time_ += time.perf_counter() - start
                 if E_new is None:
                     break
                 E = E_new
@@ -695,7 +706,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                            random_state=rng,
                            omega=self._relaxation(problem.laplacian)).embedding
         bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL admm", unit="iter")
-        self.rank_path_ = []
+        self.rank_path_, self.certificate_time_ = [], 0.0
 
         def callback(it, V, objective):
             bar.update(1)
@@ -719,6 +730,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                 V0 = (None if getattr(res, "interrupted", False)
                       else self._escalate(problem, res.embedding, eig))
                 times[-1] += time.perf_counter() - start
+                self.certificate_time_ += time.perf_counter() - start
                 if V0 is None:
                     break
         self.embedding_ = res.embedding
