@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
@@ -113,3 +116,19 @@ def test_estimator_solver_mfpc():
     assert admm.objective_history_[-1] <= model.objective_history_[-1] * (1 + 1e-6)
     with pytest.raises(ValueError, match="mfpc"):
         pl.NPKL(loss="hinge", solver="mfpc", graph="precomputed").fit(problem.laplacian, C)
+
+
+# fit_transform is the constrained solution, transform the out-of-sample map (as for BCD
+# in test_npkl_api.py); the checks' data make them differ here
+_TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of-sample map"
+
+
+@parametrize_with_checks(
+    [pl.NPKL(solver="mfpc", loss="pcp", max_iter=50)],
+    expected_failed_checks=lambda est: {"check_transformer_general": _TRANSDUCTIVE,
+                                        "check_transformer_data_not_an_array": _TRANSDUCTIVE},
+)
+def test_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)

@@ -213,10 +213,10 @@ def _wins(rows, a, b):
     return sum(mean(r[a]) < mean(r[b]) for r in rows), len(rows)
 
 
-def run(out_dir, quick=False, log=print, reps=None, tables=(1, 2)):
+def run(out_dir, quick=False, log=print, reps=None, tables=(1, 2), sets=None):
     """Both tables with the baselines and both ``C``; write ``nystrom_baselines{1,2}.*``."""
     n_reps = reps or (1 if quick else 5)
-    sets = ("usps49", "g241c") if quick else SETS
+    sets = sets or (("usps49", "g241c") if quick else SETS)
     load = [os.getloadavg()[1]]
     for table in tables:
         rep_fn, row_fn = (_table1_rep, _table1_row) if table == 1 else (_table2_rep, _table2_row)
