@@ -43,6 +43,7 @@ from psdlearn.graph import (
     normalized_laplacian,
 )
 from psdlearn.npkl._problem import LOSSES, NPKLProblem
+from psdlearn.npkl.distributed.fit import is_dask_array
 
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
 
@@ -455,6 +456,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
+            from psdlearn.npkl.distributed import fit_dask
+
+            return fit_dask(self, X, y)
         start_graph = time.perf_counter()
         L = self._build_laplacian(X)
         self.graph_time_ = time.perf_counter() - start_graph
@@ -717,6 +722,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         transform_joint : the extension that links new points to each other.
         """
         check_is_fitted(self, "embedding_")
+        if is_dask_array(X):
+            from psdlearn.npkl.distributed import transform_dask
+
+            return transform_dask(self, X)
         if self.graph == "precomputed":
             raise ValueError(
                 "transform needs feature vectors or distances: it is unavailable when the "
