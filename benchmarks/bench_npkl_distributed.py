@@ -18,6 +18,7 @@ default (1e6).
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import resource
 import statistics
@@ -121,12 +122,12 @@ def main():
         # compile the kernels in every process first (numba cache) on a small problem
         distributed(client, 2000, "bcd", 2)
         distributed(client, 2000, "admm", 2)
-        single(2000, "bcd", 2)
-        single(2000, "admm", 2)
         for n in ns:
             for solver in SOLVERS:
                 iters = args.bcd_iters if solver == "bcd" else args.admm_iters
-                with ProcessPoolExecutor(1) as pool:
+                # a fresh process for its own peak memory (spawn: OpenMP forbids fork)
+                spawn = multiprocessing.get_context("spawn")
+                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
                     rows.append(pool.submit(single, n, solver, iters).result())
                 row, extra = distributed(client, n, solver, iters)
                 rows.append(row)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import psdlearn as pl
-from psdlearn.npkl.distributed.layout import Layout, block_colors, edge_cut
+from psdlearn.npkl.distributed.layout import Layout, block_colors
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
@@ -174,9 +174,3 @@ def test_block_colors_separate_adjacent_blocks():
     color_of = {b: k for k, c in enumerate(colors) for b in c}
     assert all(color_of[a] != color_of[b] for a, b in adjacent)
     assert sorted(color_of) == [0, 1, 2, 3]
-
-
-def test_edge_cut_counts_edges_between_slabs():
-    offsets = np.array([0, 2, 4])
-    cols = [np.array([1, 2, 0]), np.array([3, 0, 1, 2])]
-    assert edge_cut(offsets, None, cols) == pytest.approx(3 / 7)

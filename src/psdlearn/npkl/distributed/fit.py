@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from psdlearn._progress import progress_bar
 from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES
 
 from . import _build
@@ -147,6 +148,13 @@ def fit_dask(est, X, y, *, n_blocks=None):
     est.graph_time_ = time.perf_counter() - t_graph
 
     start = time.perf_counter()
+    bar = progress_bar(est.verbose, total=est.max_iter, desc=f"NPKL {est.solver} (dask)",
+                       unit="iter")
+
+    def callback(it, _, objective):
+        bar.update(1)
+        bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
     rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
     cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
     if est.solver == "admm":
@@ -159,9 +167,11 @@ def fit_dask(est, X, y, *, n_blocks=None):
                    for q in range(n_blocks)]
         static, sizes, send = _build.make_blocks(rt, layout, laplacian, targets,
                                                  est.loss == "pcp")
-        res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
-                                     gamma=float(est.gamma), rho=float(est.rho),
-                                     max_iter=est.max_iter, tol=est.tol)
+        with bar:
+            res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
+                                         gamma=float(est.gamma), rho=float(est.rho),
+                                         max_iter=est.max_iter, tol=est.tol,
+                                         callback=callback)
         slab_E = res.embedding
         colors = None
         est.primal_residual_history_ = list(res.primal_residual_history)
@@ -178,10 +188,11 @@ def fit_dask(est, X, y, *, n_blocks=None):
         static, sizes, send = _build.make_blocks(rt, layout, rows_L, targets, False)
         colors = block_colors(info["adjacent"], n_blocks)
         est.omega_ = _omega(est)
-        res = solve_bcd_distributed(rt, static, sizes, send, colors, start_E, rank=rank,
-                                    loss=est.loss,
-                                    gamma=float(est.gamma), b=float(est.b), seed=seed,
-                                    omega=est.omega_, max_iter=est.max_iter, tol=est.tol)
+        with bar:
+            res = solve_bcd_distributed(rt, static, sizes, send, colors, start_E, rank=rank,
+                                        loss=est.loss, gamma=float(est.gamma), b=float(est.b),
+                                        seed=seed, omega=est.omega_, max_iter=est.max_iter,
+                                        tol=est.tol, callback=callback)
         cut = np.searchsorted(special, offsets)
         slab_E = [rt.submit(q, _slab_embedding, res.embedding[q],
                             rt.submit(n_blocks, _slice, res.embedding[n_blocks],

@@ -6,7 +6,7 @@ quantiles of ``x^T w`` estimated from a sample: a coordinate split needs only ``
 before any graph exists, and since kNN edges are short, an edge joins points of the same
 or of adjacent slabs, so block ``b`` shares edges with blocks ``b - 1`` and ``b + 1``
 only (two colours suffice for the block Gauss-Seidel sweep of the BCD solver). The cut is
-measured after the graph is built (:func:`edge_cut`). The rows are renumbered block by
+measured after the graph is built. The rows are renumbered block by
 block (new id ``off_b + local``), so the owner of a row is a binary search in the block
 offsets and the graph can be built directly in the new numbering.
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Layout", "block_colors", "edge_cut"]
+__all__ = ["Layout", "block_colors"]
 
 
 @dataclass(frozen=True)
@@ -115,22 +115,6 @@ def take(rows, index):
 def stack(own, *pieces):
     """Own rows followed by the halo pieces (a new array: the input is not modified)."""
     return np.concatenate((own, *pieces)) if pieces else own.copy()
-
-
-def edge_cut(offsets, indptr_list, cols_list):
-    """Fraction of the (directed) stored edges of ``S`` that join two different slabs.
-
-    Parameters
-    ----------
-    offsets : ndarray of shape (P + 1,)
-    indptr_list, cols_list : sequences of the per-block CSR rows (global column ids),
-        block ``b`` owning rows ``offsets[b]:offsets[b + 1]``.
-    """
-    cut = total = 0
-    for b, cols in enumerate(cols_list):
-        cut += int(np.count_nonzero((cols < offsets[b]) | (cols >= offsets[b + 1])))
-        total += len(cols)
-    return cut / max(total, 1)
 
 
 def block_colors(adjacent, n_blocks):
