@@ -25,6 +25,7 @@ import statistics
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 
+import numpy as np
 from _common import load_note, write_results
 
 import psdlearn as pl
@@ -33,7 +34,8 @@ from psdlearn.npkl.distributed.timemodel import Measured, model_time
 RANK = 50
 SOLVERS = {"bcd": dict(solver="bcd", loss="square"), "admm": dict(solver="admm", loss="pcp")}
 COLUMNS = ["n", "solver", "where", "workers", "blocks", "iters", "graph_s", "solve_s",
-           "s_per_iter", "compute_s_per_iter", "comm_s_per_iter", "halo_MB_per_iter",
+           "s_per_iter", "compute_s_per_iter", "comm_s_per_iter", "halo_s_per_iter",
+           "reduce_s_per_iter", "halo_MB_per_iter",
            "edge_cut", "peak_MiB_per_worker", "idle_MiB_per_worker", "objective"]
 
 
@@ -58,8 +60,9 @@ def single(n, solver, iters):
     m = _model(solver, iters).fit(X, C)
     return {"n": n, "solver": solver, "where": "single", "workers": 1, "blocks": 1,
             "iters": m.n_iter_, "graph_s": m.graph_time_, "solve_s": m.fit_time_,
-            "s_per_iter": m.fit_time_ / m.n_iter_, "compute_s_per_iter": None,
-            "comm_s_per_iter": None, "halo_MB_per_iter": 0.0, "edge_cut": 0.0,
+            "s_per_iter": statistics.median(np.diff(m.time_history_)),
+            "compute_s_per_iter": None, "comm_s_per_iter": None, "halo_s_per_iter": None,
+            "reduce_s_per_iter": None, "halo_MB_per_iter": 0.0, "edge_cut": 0.0,
             "peak_MiB_per_worker": _peak_mib(), "idle_MiB_per_worker": None,
             "objective": m.objective_history_[-1]}
 
@@ -77,12 +80,13 @@ def distributed(client, n, solver, iters):
     peak = client.run(_peak_mib)
     hist = m.comm_history_[1:] or m.comm_history_
     med = {k: statistics.median(r[k] for r in hist)
-           for k in ("wall_s", "compute_s", "comm_s", "compute_sum_s")}
+           for k in ("wall_s", "compute_s", "comm_s", "compute_sum_s", "halo_s", "reduce_s")}
     info = m.partition_info_
     row = {"n": n, "solver": solver, "where": "dask", "workers": len(client.nthreads()),
            "blocks": info["n_blocks"], "iters": m.n_iter_, "graph_s": m.graph_time_,
            "solve_s": m.fit_time_, "s_per_iter": med["wall_s"],
            "compute_s_per_iter": med["compute_s"], "comm_s_per_iter": med["comm_s"],
+           "halo_s_per_iter": med["halo_s"], "reduce_s_per_iter": med["reduce_s"],
            "halo_MB_per_iter": hist[-1]["halo_bytes"] / 1e6, "edge_cut": info["edge_cut"],
            "peak_MiB_per_worker": max(peak.values()),
            "idle_MiB_per_worker": max(idle.values()), "objective": m.objective_history_[-1]}
@@ -136,11 +140,17 @@ def main():
                     models.append((solver, measured_inputs(solver, row, extra, n)))
     cluster.close()
     notes = [load_note(load0),
-             "solve_s / s_per_iter: the same number of iterations (tol = 0) on both sides; the "
-             "overhead of the distributed solver is the ratio of the s_per_iter rows.",
+             "solve_s: the solver call (single: with its set-up, RCM renumbering and split); "
+             "s_per_iter: median seconds of one iteration (single: from time_history_, "
+             "distributed: the client's wall time per iteration from comm_history_); the same "
+             "number of iterations (tol = 0) on both sides; the overhead of the distributed "
+             "solver is the ratio of the s_per_iter rows.",
              "comm_s_per_iter = client wall time - critical-path kernel time: halo transfers, "
              "the reductions and Dask's scheduling of the tasks (on one machine, the transfers "
              "are local TCP).",
+             "halo_s_per_iter: seconds of the incoming transfers of halo pieces, summed over "
+             "the workers, from Dask's transfer logs; reduce_s_per_iter: the client's fetch "
+             "of the reduced scalars once they are ready.",
              "peak_MiB_per_worker: ru_maxrss of each worker process (max over workers); the "
              "idle column is the same process before the fit (Python, numpy, numba, dask)."]
     for solver, meas in models:
@@ -151,6 +161,7 @@ def main():
                          "solve_s": None, "s_per_iter": t["total"],
                          "compute_s_per_iter": t["compute"],
                          "comm_s_per_iter": t["halo"] + t["reduction"] + t["scheduler"],
+                         "halo_s_per_iter": t["halo"], "reduce_s_per_iter": t["reduction"],
                          "halo_MB_per_iter": t["halo_bytes"] / 1e6, "edge_cut": None,
                          "peak_MiB_per_worker": None, "idle_MiB_per_worker": None,
                          "objective": None})

@@ -11,12 +11,13 @@ from (its blocks had no other copy): :meth:`Runtime.gather` notices it and raise
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["CommRecord", "Runtime", "WorkerLostError", "get_client"]
+__all__ = ["CommRecord", "Runtime", "WorkerLostError", "attach_transfer_log", "get_client"]
 
 #: Seconds between two checks of the worker set while waiting for a result.
 POLL_SECONDS = 0.5
@@ -62,8 +63,16 @@ class CommRecord:
         Critical-path compute: per phase, the slowest block's kernel seconds, summed.
     compute_sum_s : float
         Kernel seconds summed over the blocks (the work).
+    reduce_s : float
+        Seconds the client spent fetching the reduced scalars once they were ready.
+    start, stop : float
+        Epoch seconds of the iteration on the client.
     comm_s : float
         ``wall_s - compute_s``: halo transfers, reductions and Dask's scheduling.
+    halo_s, halo_bytes_measured : float
+        Seconds and bytes of the incoming transfers of halo pieces during the iteration,
+        summed over the workers, from Dask's own transfer logs (:func:`attach_transfer_log`;
+        transfers of different workers overlap in time).
     """
 
     iteration: int
@@ -73,7 +82,12 @@ class CommRecord:
     wall_s: float
     compute_s: float
     compute_sum_s: float
+    reduce_s: float
+    start: float
+    stop: float
     comm_s: float = field(init=False)
+    halo_s: float = float("nan")
+    halo_bytes_measured: float = float("nan")
 
     def __post_init__(self):
         self.comm_s = max(self.wall_s - self.compute_s, 0.0)
@@ -104,6 +118,7 @@ class Runtime:
             raise RuntimeError("the dask cluster has no worker.")
         w = len(self.workers)
         self.n_blocks = int(n_blocks)
+        self.fetch_s = 0.0
         self.home = [self.workers[b * w // self.n_blocks] for b in range(self.n_blocks)]
         if coordinator:
             self.home.append(self.workers[0])
@@ -141,5 +156,36 @@ class Runtime:
         if bad:
             raise WorkerLostError(f"{len(bad)} task(s) of the distributed NPKL fit were lost "
                                   f"({bad[0].status}); the fit is aborted.")
-        return self.client.gather(futures)
+        t0 = time.perf_counter()
+        out = self.client.gather(futures)
+        self.fetch_s = time.perf_counter() - t0
+        return out
+
+
+def _halo_transfers(dask_worker):
+    """``(start, duration, bytes)`` of the worker's incoming transfers of halo pieces."""
+    out = []
+    for entry in dask_worker.transfer_incoming_log:
+        halo = [b for k, b in entry["keys"].items() if str(k).startswith("_take")]
+        if halo:
+            out.append((entry["start"], entry["duration"], float(sum(halo))))
+    return out
+
+
+def attach_transfer_log(rt, records):
+    """Fill ``halo_s`` and ``halo_bytes_measured`` of the ``records`` (dicts) from the
+    workers' transfer logs (a transfer counts in the iteration during which it started)."""
+    logs = [t for ts in rt.client.run(_halo_transfers).values() for t in ts]
+    if not logs or not records:
+        return
+    starts = np.array([t[0] for t in logs])
+    stops = np.array([r["stop"] for r in records])
+    which = np.searchsorted(stops, starts)
+    first = records[0]["start"]
+    for rec in records:
+        rec["halo_s"] = rec["halo_bytes_measured"] = 0.0
+    for (start, duration, nbytes), k in zip(logs, which, strict=True):
+        if start >= first and k < len(records):
+            records[k]["halo_s"] += duration
+            records[k]["halo_bytes_measured"] += nbytes
 

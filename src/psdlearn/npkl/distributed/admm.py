@@ -128,7 +128,7 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
     converged = False
     k = 0
     for k in range(1, max_iter + 1):
-        t0 = time.perf_counter()
+        t0, epoch = time.perf_counter(), time.time()
         half = [rt.submit(q, _half_step, static[q], state[q], rho, gamma, True,
                           *_halo(rt, sizes, send, state, 1, q)) for q in range(B)]
         state = [rt.submit(q, _half_step, static[q], half[q], rho, gamma, False,
@@ -147,7 +147,8 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
         times.append(time.perf_counter() - start)
         comm.append(CommRecord(
             iteration=k, halo_rows=2 * halo_rows, halo_bytes=2 * halo_rows * rank * 8,
-            reduce_bytes=8 * 12 * B, wall_s=time.perf_counter() - t0,
+            reduce_bytes=8 * 12 * B, wall_s=time.perf_counter() - t0, reduce_s=rt.fetch_s,
+            start=epoch, stop=time.time(),
             compute_s=max(s[5] for s in v_stats) + max(s[5] for s in u_stats),
             compute_sum_s=sum(s[5] for s in v_stats + u_stats)).as_dict())
         stop = callback is not None and callback(k, None, history[-1]) is True

@@ -161,7 +161,7 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
     converged = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
-        t0 = time.perf_counter()
+        t0, epoch = time.perf_counter(), time.time()
         state[P] = rt.submit(P, _sweep_constrained, static[P], state[P], code, float(gamma),
                              float(b), float(omega), int(rng.integers(0, 2**63 - 1)), *halo(P))
         phases = [[P]]
@@ -172,6 +172,7 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
                 state[q] = f
             phases.append(color)
         stats = rt.gather([rt.submit(q, operator.itemgetter(2), state[q]) for q in range(B)])
+        reduce_s = rt.fetch_s
         change = sum(s[0] for s in stats)
         norm_sq = sum(s[2] for s in stats)
         converged = change < tol * tol * norm_sq or norm_sq <= VANISHED * n
@@ -183,7 +184,8 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
         times.append(time.perf_counter() - start)
         comm.append(CommRecord(
             iteration=n_iter, halo_rows=halo_rows, halo_bytes=halo_rows * rank * 8,
-            reduce_bytes=8 * 4 * B, wall_s=time.perf_counter() - t0,
+            reduce_bytes=8 * 4 * B, wall_s=time.perf_counter() - t0, reduce_s=reduce_s,
+            start=epoch, stop=time.time(),
             compute_s=sum(max(stats[q][3] for q in ph) for ph in phases),
             compute_sum_s=sum(s[3] for s in stats)).as_dict())
         stop = callback is not None and callback(n_iter, None, obj) is True

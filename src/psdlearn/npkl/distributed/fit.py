@@ -21,7 +21,7 @@ from psdlearn._progress import progress_bar
 from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES
 
 from . import _build
-from ._runtime import Runtime, get_client
+from ._runtime import Runtime, attach_transfer_log, get_client
 from .layout import Layout, block_colors
 
 __all__ = ["fit_dask", "is_dask_array", "transform_dask"]
@@ -200,6 +200,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
                             int(offsets[q]), int(offsets[q + 1] - offsets[q]), special)
                   for q in range(n_blocks)]
     est.fit_time_ = time.perf_counter() - start
+    attach_transfer_log(rt, res.comm_history)
 
     import dask.array as da
 
