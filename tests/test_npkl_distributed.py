@@ -179,3 +179,21 @@ def test_block_colors_separate_adjacent_blocks():
     color_of = {b: k for k, c in enumerate(colors) for b in c}
     assert all(color_of[a] != color_of[b] for a, b in adjacent)
     assert sorted(color_of) == [0, 1, 2, 3]
+
+
+def test_time_model_scales_compute_and_keeps_the_slab_halo():
+    from psdlearn.npkl.distributed.timemodel import Measured, model_time
+
+    meas = Measured(row_s=1e-6, boundary_rows=1000.0, n0=10**6, dim=3.0, task_s=1e-3,
+                    tasks_per_block=4, exchanges=2, rank=50)
+    t = {P: model_time(P, 10**8, meas) for P in (1, 2, 4, 64)}
+    assert t[1]["halo"] == t[1]["reduction"] == t[1]["halo_bytes"] == 0.0
+    assert t[2]["compute"] == pytest.approx(t[1]["compute"] / 2)
+    assert t[64]["compute"] == pytest.approx(t[1]["compute"] / 64)
+    # a slab boundary is a cross-section of the cloud: n^(2/3) rows in 3-d, whatever P
+    rows = 1000.0 * 100.0 ** (2.0 / 3.0)
+    assert t[4]["halo_bytes"] == t[64]["halo_bytes"] == pytest.approx(2 * 2 * rows * 8 * 50)
+    assert t[64]["scheduler"] == pytest.approx(64 * 4 * 1e-3)
+    for parts in t.values():
+        assert parts["total"] == pytest.approx(parts["compute"] + parts["halo"]
+                                               + parts["reduction"] + parts["scheduler"])
