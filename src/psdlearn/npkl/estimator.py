@@ -267,6 +267,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         (10) of the factored embedding).
     n_features_in_ : int
         Number of features (``graph="knn"``) or of samples (precomputed graphs).
+    comm_history_, partition_info_ : list of dict, dict
+        Fit on a dask array only: per iteration, bytes and seconds of the halo exchanges
+        and reductions; the row blocks (sizes, edge cut, colours, workers). See
+        ``docs/distributed.md``.
 
     See Also
     --------
@@ -444,7 +448,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features), or (n, n) sparse
             Data from which the kNN graph is built; with ``graph="precomputed"`` the
             Laplacian itself, with ``graph="precomputed_nearest_neighbors"`` a kNN
-            distance graph.
+            distance graph. A row-chunked ``dask.array.Array`` runs the fit on the current
+            ``dask.distributed`` cluster (``psdlearn.npkl.distributed``; ``embedding_`` is
+            then a dask array in the same row chunks).
         y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
             Side information (see ``docs/glossary.md``): pairwise constraints,
             ``[i, j, +1/-1]`` rows, or partial labels (``-1`` = unlabelled), from which
