@@ -44,6 +44,7 @@ from psdlearn.graph import (
     normalized_laplacian,
 )
 from psdlearn.npkl._problem import LOSSES, NPKLProblem
+from psdlearn.npkl.distributed.fit import is_dask_array
 
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
 
@@ -302,6 +303,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         (10) of the factored embedding).
     n_features_in_ : int
         Number of features (``graph="knn"``) or of samples (precomputed graphs).
+    comm_history_, partition_info_ : list of dict, dict
+        Fit on a dask array only: per iteration, bytes and seconds of the halo exchanges
+        and reductions; the row blocks (sizes, edge cut, colours, workers). See
+        ``docs/distributed.md``.
 
     See Also
     --------
@@ -486,7 +491,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features), or (n, n) sparse
             Data from which the kNN graph is built; with ``graph="precomputed"`` the
             Laplacian itself, with ``graph="precomputed_nearest_neighbors"`` a kNN
-            distance graph.
+            distance graph. A row-chunked ``dask.array.Array`` runs the fit on the current
+            ``dask.distributed`` cluster (``psdlearn.npkl.distributed``; ``embedding_`` is
+            then a dask array in the same row chunks).
         y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
             Side information (see ``docs/glossary.md``): pairwise constraints,
             ``[i, j, +1/-1]`` rows, or partial labels (``-1`` = unlabelled), from which
@@ -498,6 +505,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
+            from psdlearn.npkl.distributed import fit_dask
+
+            return fit_dask(self, X, y)
         start_graph = time.perf_counter()
         L = self._build_laplacian(X)
         self.graph_time_ = time.perf_counter() - start_graph
@@ -863,6 +874,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         transform_joint : the extension that links new points to each other.
         """
         check_is_fitted(self, "embedding_")
+        if is_dask_array(X):
+            from psdlearn.npkl.distributed import transform_dask
+
+            return transform_dask(self, X)
         if self.graph == "precomputed":
             raise ValueError(
                 "transform needs feature vectors or distances: it is unavailable when the "

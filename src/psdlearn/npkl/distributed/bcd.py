@@ -1,0 +1,196 @@
+r"""Block coordinate descent over a Dask cluster: block Gauss-Seidel (Hu & Kwok 2015 Alg. 1).
+
+Rows and order. The constrained samples (those in some pair, about ``2 m``) are coupled
+by random pairs, so they live together on one block, the *coordinator* (block ``P``);
+the unconstrained samples stay in their slabs ``0 .. P - 1``. A sweep updates
+
+1. every constrained row, in a fresh random order, on the coordinator (the dual QPs /
+   closed forms of :func:`psdlearn.npkl._kernels.sweep_constrained`), given the
+   current rows of its neighbours in the slabs (halo);
+2. then the unconstrained rows colour by colour: the slabs of colour 0 in parallel, each
+   in its own row order (:func:`psdlearn.npkl._kernels.sweep_unconstrained`, eq. 13 with
+   the over-relaxation ``omega``), then colour 1, and so on. Before each phase a block
+   receives the newest rows of its halo (the coordinator's of this sweep, the other
+   colours' of this or the last sweep).
+
+Slabs of one colour share no edge of ``L`` (:func:`psdlearn.npkl.distributed.layout.block_colors`),
+so updating them in parallel is the same as updating them one after the other: a sweep
+is a Gauss-Seidel pass over all rows in one fixed order, every row update is the exact
+minimizer of its (strictly convex) row problem, and the objective never increases, as
+in the single-machine solver. Its fixed points are the same: the points where every row
+is optimal given the others.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from psdlearn.npkl import _kernels as K
+from psdlearn.npkl import bcd as _bcd
+from psdlearn.npkl._problem import loss_values
+from psdlearn.npkl.bcd import VANISHED, _project_rows
+
+from ._runtime import CommRecord
+from .layout import stack
+
+__all__ = ["DistributedBCDResult", "solve_bcd_distributed"]
+
+
+def _init_state(static, E0, radius, coordinator):
+    E = E0.copy()
+    if np.isfinite(radius):
+        _project_rows(E, radius)
+    alpha = np.zeros(len(static["Ti"])) if coordinator else None
+    return E, alpha, None
+
+
+def _take_rows(state, index):
+    return state[0][index]
+
+
+def _sweep_free(static, state, radius, omega, *pieces):
+    t0 = time.perf_counter()
+    s = static
+    E = stack(state[0], *pieces)
+    acc = np.zeros(3)
+    change = K.sweep_unconstrained(np.arange(s["n"], dtype=np.int64), E, s["Lp"], s["Li"],
+                                   s["Lx"], s["diag"], radius, acc, omega)
+    return E[:s["n"]], None, (change, acc[0], acc[2], time.perf_counter() - t0)
+
+
+def _sweep_constrained(static, state, loss, gamma, b, omega, seed, *pieces):
+    t0 = time.perf_counter()
+    s = static
+    E = stack(state[0], *pieces)
+    alpha = state[1].copy()
+    acc = np.zeros(3)
+    order = np.random.default_rng(seed).permutation(s["n"]).astype(np.int64)
+    change = K.sweep_constrained(order, E, s["Lp"], s["Li"], s["Lx"], s["diag"], s["Tp"],
+                                 s["Ti"], s["Tt"], loss, gamma, b, alpha, K.SQUARE_AUTO, acc,
+                                 omega)
+    return E[:s["n"]], alpha, (change, acc[0], acc[2], time.perf_counter() - t0)
+
+
+def _objective_terms(static, state, loss, gamma, *pieces):
+    """The block's share of objective (10): its rows of ``tr(E^T L E)`` and its pairs."""
+    s = static
+    E = stack(state[0], *pieces)
+    smooth = K._laplacian_rows(E, s["Lp"], s["Li"], s["Lx"], 0, s["n"])
+    if len(s["Ti"]) == 0:
+        return smooth
+    rows = np.repeat(np.arange(s["n"]), np.diff(s["Tp"]))
+    z = s["Tt"] * np.einsum("ij,ij->i", E[rows], E[s["Ti"]])
+    # every unordered pair is stored in both orders on the coordinator
+    return smooth + 0.5 * gamma * float(np.sum(loss_values(z, loss)))
+
+
+@dataclass
+class DistributedBCDResult:
+    """Output of :func:`solve_bcd_distributed`; as :class:`psdlearn.npkl.bcd.BCDResult`,
+    with ``embedding`` a list of futures (``E`` of each block) and the comm records."""
+
+    embedding: list
+    objective_history: list
+    time_history: list
+    comm_history: list
+    colors: list
+    n_iter: int
+    converged: bool
+
+
+def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss, gamma, b,
+                          seed, omega=1.0, max_iter=1000, tol=1e-5, refresh=None,
+                          callback=None):
+    """Minimize objective (10) by the block Gauss-Seidel sweeps of the module docstring.
+
+    Parameters
+    ----------
+    rt : Runtime
+    static, sizes, send
+        Blocks of the BCD layout (slabs ``0 .. P - 1`` with their unconstrained rows, then
+        the coordinator) and their halo plan.
+    colors : list of lists
+        Colouring of the slabs: the update order of the unconstrained phase.
+    start : list of futures
+        Starting rows of every block (projected onto the ball for the linear loss).
+    rank : int
+    loss : {"squared_hinge", "square", "linear"}
+    gamma, b : float
+    seed : int
+        Seeds the order of the constrained rows in each sweep.
+    omega : float, default=1.0
+        Over-relaxation of the row updates (see :func:`psdlearn.npkl.bcd.solve_bcd`).
+    max_iter, tol
+        As in :func:`psdlearn.npkl.bcd.solve_bcd`.
+    refresh : int, optional
+        Sweeps between exact evaluations of the objective (a halo exchange and a
+        reduction; default :data:`psdlearn.npkl.bcd.REFRESH`); in between, the exact
+        per-row changes are summed.
+    callback : callable, optional
+        ``callback(sweep, None, objective)``; returning True stops.
+
+    Returns
+    -------
+    DistributedBCDResult
+    """
+    B = len(static)
+    P = B - 1
+    code = K.LOSS_CODES[loss]
+    radius = float(b) if loss == "linear" else np.inf
+    refresh = _bcd.REFRESH if refresh is None else int(refresh)
+    rng = np.random.default_rng(seed)
+    state = [rt.submit(q, _init_state, static[q], start[q], radius, q == P) for q in range(B)]
+    n = sum(rt.gather([rt.submit(q, operator.itemgetter("n"), static[q]) for q in range(B)]))
+    halo_rows = sum(sum(v.values()) for v in sizes)
+
+    def halo(q):
+        return [rt.submit(c, _take_rows, state[c], send[(c, q)])
+                for c in sorted(sizes[q]) if sizes[q][c]]
+
+    def objective():
+        return sum(rt.gather([rt.submit(q, _objective_terms, static[q], state[q], loss,
+                                        float(gamma), *halo(q)) for q in range(B)]))
+
+    obj = objective()
+    history, times, comm = [obj], [0.0], []
+    start = time.perf_counter()
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        t0, epoch = time.perf_counter(), time.time()
+        state[P] = rt.submit(P, _sweep_constrained, static[P], state[P], code, float(gamma),
+                             float(b), float(omega), int(rng.integers(0, 2**63 - 1)), *halo(P))
+        phases = [[P]]
+        for color in colors:
+            new = {q: rt.submit(q, _sweep_free, static[q], state[q], radius, float(omega),
+                                *halo(q)) for q in color}
+            for q, f in new.items():
+                state[q] = f
+            phases.append(color)
+        stats = rt.gather([rt.submit(q, operator.itemgetter(2), state[q]) for q in range(B)])
+        reduce_s = rt.fetch_s
+        change = sum(s[0] for s in stats)
+        norm_sq = sum(s[2] for s in stats)
+        converged = change < tol * tol * norm_sq or norm_sq <= VANISHED * n
+        if n_iter % refresh == 0 or converged or n_iter == max_iter:
+            obj = objective()
+        else:
+            obj += sum(s[1] for s in stats)
+        history.append(obj)
+        times.append(time.perf_counter() - start)
+        comm.append(CommRecord(
+            iteration=n_iter, halo_rows=halo_rows, halo_bytes=halo_rows * rank * 8,
+            reduce_bytes=8 * 4 * B, wall_s=time.perf_counter() - t0, reduce_s=reduce_s,
+            start=epoch, stop=time.time(),
+            compute_s=sum(max(stats[q][3] for q in ph) for ph in phases),
+            compute_sum_s=sum(s[3] for s in stats)).as_dict())
+        stop = callback is not None and callback(n_iter, None, obj) is True
+        if converged or stop:
+            break
+    embedding = [rt.submit(q, operator.itemgetter(0), state[q]) for q in range(B)]
+    return DistributedBCDResult(embedding, history, times, comm, colors, n_iter,
+                                bool(converged))

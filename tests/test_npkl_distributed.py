@@ -1,0 +1,199 @@
+"""NPKL on a Dask LocalCluster (2 worker processes): the distributed solvers against the
+single-machine ones, the block Gauss-Seidel monotonicity, data placement, failure."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import psdlearn as pl
+from psdlearn.npkl.distributed.layout import Layout, block_colors
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+# delta = 1 keeps the Laplacian part well conditioned, so both solvers converge in tens of
+# sweeps (hundreds of ADMM iterations) and the tests stay short
+SETUP = dict(delta=1.0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = pl.datasets.make_two_gaussians(300, n_features=5, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=100, n_cannot=100, random_state=0)
+    return X, C, da.from_array(X, chunks=110)
+
+
+def _relative(a, b):
+    return abs(a - b) / abs(b)
+
+
+def test_admm_pcp_objective_equals_single_machine(client, data):
+    X, C, Xd = data
+    kw = dict(loss="pcp", solver="admm", tol=1e-5, max_iter=1000, **SETUP)
+    single = pl.NPKL(**kw).fit(X, C)
+    dist = pl.NPKL(**kw).fit(Xd, C)
+    assert single.converged_ and dist.converged_
+    assert _relative(dist.objective_history_[-1], single.objective_history_[-1]) < 1e-6
+    # the blockwise graph is the single-machine graph, and the reduced objective is exact:
+    # the single-machine objective of the gathered embedding is the reported one
+    E = dist.embedding_.compute()
+    assert _relative(single.objective(E), dist.objective_history_[-1]) < 1e-12
+    rec = dist.comm_history_[-1]
+    assert rec["halo_bytes"] == rec["halo_rows"] * dist.rank_ * 8 > 0
+    assert len(dist.comm_history_) == dist.n_iter_
+    # one block per worker: every halo piece crosses workers, and Dask's own transfer logs
+    # count the bytes the plan says
+    planned = sum(r["halo_bytes"] for r in dist.comm_history_)
+    measured = sum(r["halo_bytes_measured"] for r in dist.comm_history_)
+    assert measured == pytest.approx(planned, rel=0.01)
+
+
+def test_admm_iterates_do_not_depend_on_the_number_of_blocks(client, data):
+    from psdlearn.npkl.distributed import fit_dask
+
+    X, C, Xd = data
+    runs = [fit_dask(pl.NPKL(loss="square", solver="admm", max_iter=15, tol=0.0, **SETUP),
+                     Xd, C, n_blocks=b) for b in (1, 3)]
+    h1, h3 = (np.asarray(r.objective_history_) for r in runs)
+    # the same ADMM iteration, row-partitioned: equal up to the summation order
+    np.testing.assert_allclose(h3, h1, rtol=1e-10)
+    assert runs[1].partition_info_["n_blocks"] == 3
+
+
+def test_bcd_square_objective_equals_single_machine_and_is_monotone(client, data,
+                                                                    monkeypatch):
+    from psdlearn.npkl.distributed import bcd as dbcd
+
+    X, C, Xd = data
+    monkeypatch.setattr(dbcd._bcd, "REFRESH", 1)  # every history entry an exact objective
+    kw = dict(loss="square", solver="bcd", tol=1e-8, max_iter=500, **SETUP)
+    single = pl.NPKL(**kw).fit(X, C)
+    dist = pl.NPKL(**kw).fit(Xd, C)
+    assert single.converged_ and dist.converged_
+    assert _relative(dist.objective_history_[-1], single.objective_history_[-1]) < 1e-6
+    h = np.asarray(dist.objective_history_)
+    assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
+    assert h[-1] < h[0]
+    E = dist.embedding_.compute()
+    assert _relative(single.objective(E), h[-1]) < 1e-12
+    # slabs of one colour share no edge: the Gauss-Seidel order is a valid one
+    info = dist.partition_info_
+    assert sorted(b for c in info["colors"] for b in c) == list(range(info["n_blocks"]))
+
+
+def test_both_workers_execute_and_embedding_keeps_row_chunks(client, data):
+    X, C, Xd = data
+    with distributed.get_task_stream(client) as ts:
+        model = pl.NPKL(loss="square", solver="bcd", max_iter=5, tol=0.0,
+                        **SETUP).fit(Xd, C)
+    workers = {rec["worker"] for rec in ts.data}
+    assert workers == set(client.nthreads())
+    assert len(set(model.partition_info_["workers"])) == 2
+    assert isinstance(model.embedding_, da.Array)
+    assert model.embedding_.chunks == (Xd.chunks[0], (model.rank_,))
+
+
+def test_transform_of_a_dask_array_is_the_weighted_neighbour_average(client, data):
+    from sklearn.neighbors import NearestNeighbors
+
+    X, C, Xd = data
+    model = pl.NPKL(loss="square", solver="bcd", max_iter=5, tol=0.0, **SETUP).fit(Xd, C)
+    X_new = np.random.default_rng(1).normal(size=(40, X.shape[1]))
+    Z = model.transform(da.from_array(X_new, chunks=15))
+    assert isinstance(Z, da.Array) and Z.chunks[0] == (15, 15, 10)
+    # Hu & Kwok 2015 III-E per point: Gaussian-weighted mean of the k nearest training rows
+    E = model.embedding_.compute()
+    dist, ind = NearestNeighbors(n_neighbors=model.n_neighbors_).fit(X).kneighbors(X_new)
+    s = np.exp(-dist**2 / (2 * model.sigma_**2))
+    expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), E[ind])
+    np.testing.assert_allclose(Z.compute(), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_unsupported_settings_are_rejected(client, data):
+    X, C, Xd = data
+    with pytest.raises(ValueError, match="dask array"):
+        pl.NPKL(loss="hinge", solver="bcd").fit(Xd, C)
+    with pytest.raises(ValueError, match="graph='knn'"):
+        pl.NPKL(loss="square", graph="precomputed").fit(Xd, C)
+
+
+def test_a_worker_killed_mid_fit_raises(client, data):
+    from psdlearn.npkl.distributed import WorkerLostError
+
+    X, C, Xd = data
+    outcome = {}
+
+    def run():
+        try:
+            pl.NPKL(loss="pcp", solver="admm", max_iter=100_000, tol=0.0,
+                    **SETUP).fit(Xd, C)
+            outcome["result"] = "finished"
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            outcome["result"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+
+    def solving(dask_scheduler):
+        return any(str(k).startswith("_half_step") for k in dask_scheduler.tasks)
+
+    deadline = time.monotonic() + 120
+    while not client.run_on_scheduler(solving) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    victim = sorted(client.nthreads())[-1]
+    os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert isinstance(outcome["result"], WorkerLostError)
+    assert "left the cluster" in str(outcome["result"])
+
+
+def test_layout_owner_and_local_positions():
+    layout = Layout(np.array([0, 4, 10]), np.array([1, 5, 6]))
+    assert layout.n_blocks == 3
+    g = np.arange(10)
+    owner = layout.owner(g)
+    np.testing.assert_array_equal(owner, [0, 2, 0, 0, 1, 2, 2, 1, 1, 1])
+    for b in range(3):
+        rows = layout.rows(b)
+        np.testing.assert_array_equal(rows, g[owner == b])
+        np.testing.assert_array_equal(layout.local(rows, b), np.arange(len(rows)))
+
+
+def test_block_colors_separate_adjacent_blocks():
+    adjacent = {(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)}
+    colors = block_colors(adjacent, 4)
+    color_of = {b: k for k, c in enumerate(colors) for b in c}
+    assert all(color_of[a] != color_of[b] for a, b in adjacent)
+    assert sorted(color_of) == [0, 1, 2, 3]
+
+
+def test_time_model_scales_compute_and_keeps_the_slab_halo():
+    from psdlearn.npkl.distributed.timemodel import Measured, model_time
+
+    meas = Measured(row_s=1e-6, boundary_rows=1000.0, n0=10**6, dim=3.0, task_s=1e-3,
+                    tasks_per_block=4, exchanges=2, rank=50)
+    t = {P: model_time(P, 10**8, meas) for P in (1, 2, 4, 64)}
+    assert t[1]["halo"] == t[1]["reduction"] == t[1]["halo_bytes"] == 0.0
+    assert t[2]["compute"] == pytest.approx(t[1]["compute"] / 2)
+    assert t[64]["compute"] == pytest.approx(t[1]["compute"] / 64)
+    # a slab boundary is a cross-section of the cloud: n^(2/3) rows in 3-d, whatever P
+    rows = 1000.0 * 100.0 ** (2.0 / 3.0)
+    assert t[4]["halo_bytes"] == t[64]["halo_bytes"] == pytest.approx(2 * 2 * rows * 8 * 50)
+    assert t[64]["scheduler"] == pytest.approx(64 * 4 * 1e-3)
+    for parts in t.values():
+        assert parts["total"] == pytest.approx(parts["compute"] + parts["halo"]
+                                               + parts["reduction"] + parts["scheduler"])
