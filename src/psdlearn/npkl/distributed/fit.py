@@ -134,14 +134,14 @@ def fit_dask(est, X, y, *, n_blocks=None):
     t_graph = time.perf_counter()
     chunks = client.compute(list(X.to_delayed().ravel()))
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    blocks, offsets, labels, chunk_offsets = _build.slab_blocks(rt, chunks, starts, n_blocks,
-                                                                seed, rank)
+    blocks, offsets, labels, chunk_offsets, geometry = _build.slab_blocks(
+        rt, chunks, starts, n_blocks, seed, rank)
     method = est.knn_method
     if method == "auto":
         small = n <= AUTO_EXACT_MAX_SAMPLES or d <= AUTO_TREE_MAX_FEATURES
         method = "exact" if small else "approximate"
     k = min(int(est.n_neighbors), n - 1)
-    laplacian, sigma, info = _build.build_graph(rt, blocks, offsets, k, est.sigma,
+    laplacian, sigma, info = _build.build_graph(rt, blocks, offsets, geometry, k, est.sigma,
                                                 est.delta, method, seed)
     pairs = _new_pairs(rt, C.pairs, starts, labels, chunk_offsets)
     signs = C.signs.astype(np.float64)
