@@ -167,6 +167,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
                    for q in range(n_blocks)]
         static, sizes, send = _build.make_blocks(rt, layout, laplacian, targets,
                                                  est.loss == "pcp")
+        del laplacian  # the workers free the global-id rows once the blocks are built
         with bar:
             res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
                                          gamma=float(est.gamma), rho=float(est.rho),
@@ -186,6 +187,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
         targets = [empty] * n_blocks + [(rows, cols, np.tile(signs, 2))]
         rows_L, start_E = _build.coordinator_rows(rt, blocks, laplacian, offsets, special)
         static, sizes, send = _build.make_blocks(rt, layout, rows_L, targets, False)
+        del laplacian, rows_L
         colors = block_colors(info["adjacent"], n_blocks)
         est.omega_ = _omega(est)
         with bar:
