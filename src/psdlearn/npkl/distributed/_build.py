@@ -6,9 +6,12 @@ only ``d x d`` moments, a sample of projections, block sizes and scalar sums.
 
 Graph (the one of :func:`psdlearn.graph.knn_graph`, built by blocks). Block ``c`` indexes
 its points with :class:`psdlearn.graph.NeighborIndex` (exact for small sets, HNSW
-beyond); every block ``q`` sends its points to every index and keeps, per point, the
-``max(k, 10)`` nearest candidates over all blocks: the exact kNN lists when the per-block
-searches are exact. ``sigma`` is half the mean distance to the 10 nearest, reduced
+beyond). Block ``q`` first queries its own index; a point then goes to the index of
+another slab only if its distance to that slab along the slab direction (a lower bound
+of the distance to any point there) is at most its ``max(k, 10)``-th distance so far,
+and keeps the nearest candidates over all answers: the exact kNN lists when the
+per-block searches are exact, for a few boundary points sent instead of every point to
+every block. ``sigma`` is half the mean distance to the 10 nearest, reduced
 globally. ``S = max(W, W^T)``: each block routes the reversed copies of its directed
 edges to the owners of their targets. ``L = (1 + delta) I - D^-1/2 S D^-1/2`` needs the
 degrees of the halo rows, exchanged like the rows of ``E`` later.
@@ -86,18 +89,50 @@ def _fit_index(block, method, seed):
     return NeighborIndex(method, n_jobs=1, random_state=seed).fit(block[0])
 
 
-def _query(index, block, k, self_query, offset):
-    if self_query:
-        dist, ind = index.kneighbors(None, n_neighbors=min(k, index.n_samples_fit_ - 1))
-    else:
-        dist, ind = index.kneighbors(block[0], n_neighbors=min(k, index.n_samples_fit_))
+def _query(index, k, offset):
+    dist, ind = index.kneighbors(None, n_neighbors=min(k, index.n_samples_fit_ - 1))
     return dist, ind + offset
 
 
-def _merge(k, *parts):
-    parts = [p for p in parts if p[1].shape[1]]
-    dist = np.concatenate([p[0] for p in parts], axis=1)
-    ind = np.concatenate([p[1] for p in parts], axis=1)
+def _near_slab(block, own, geometry, slab, k):
+    """The points of ``block`` that may have one of their ``k`` nearest in ``slab``.
+
+    For the unit direction ``w``, ``|w.(x - y)| <= ||x - y||``: a point of ``slab`` (its
+    projections in ``[lo, hi)``) is at least the projection gap away, so only the points
+    whose gap is at most their ``k``-th distance within their own slab are sent (all of
+    them when the own slab holds fewer than ``k`` others).
+    """
+    mean, direction, bounds = geometry
+    lo = bounds[slab - 1] if slab > 0 else -np.inf
+    hi = bounds[slab] if slab < len(bounds) else np.inf
+    proj = (block[0] - mean) @ direction
+    gap = np.maximum(np.maximum(lo - proj, proj - hi), 0.0)
+    kth = own[0][:, k - 1] if own[0].shape[1] >= k else np.full(len(proj), np.inf)
+    rows = np.flatnonzero(gap <= kth * (1.0 + 1e-9) + 1e-12)
+    return block[0][rows], rows
+
+
+def _query_rows(index, selected, k, offset):
+    X, rows = selected
+    if len(rows) == 0:
+        return rows, np.empty((0, 0)), np.empty((0, 0), dtype=np.int64)
+    dist, ind = index.kneighbors(X, n_neighbors=min(k, index.n_samples_fit_))
+    return rows, dist, ind + offset
+
+
+def _merge(k, own, *parts):
+    """The ``k`` nearest of each point among its own slab's and the other slabs' lists."""
+    n = len(own[0])
+    dists, inds = [own[0]], [own[1]]
+    for rows, dist, ind in parts:
+        if len(rows) == 0:
+            continue
+        d = np.full((n, dist.shape[1]), np.inf)
+        i = np.full((n, dist.shape[1]), -1, dtype=np.int64)
+        d[rows], i[rows] = dist, ind
+        dists.append(d)
+        inds.append(i)
+    dist, ind = np.concatenate(dists, axis=1), np.concatenate(inds, axis=1)
     order = np.lexsort((ind, dist), axis=-1)[:, :k]
     return np.take_along_axis(dist, order, 1), np.take_along_axis(ind, order, 1)
 
@@ -259,6 +294,9 @@ def slab_blocks(rt, chunks, starts, n_blocks, seed, rank):
     labels : list of futures (slab of every row of each chunk)
     chunk_offsets : ndarray of shape (n_chunks, n_blocks)
         New id of the first row of chunk ``c`` in block ``b``.
+    geometry : tuple
+        ``(mean, direction, bounds)``: slab ``b`` holds the points whose projection
+        ``(x - mean) . direction`` lies between ``bounds[b - 1]`` and ``bounds[b]``.
     """
     moments = rt.gather([rt.submit(None, _moments, c) for c in chunks])
     n = sum(m[0] for m in moments)
@@ -287,7 +325,7 @@ def slab_blocks(rt, chunks, starts, n_blocks, seed, rank):
         parts = [rt.submit(None, _select, c, e, lab, b, int(starts[i]))
                  for i, (c, e, lab) in enumerate(zip(chunks, start_rows, labels, strict=True))]
         blocks.append(rt.submit(b, _concat, *parts))
-    return blocks, offsets, labels, chunk_offsets
+    return blocks, offsets, labels, chunk_offsets, (mean, direction, bounds)
 
 
 def exchange(rt, request_sizes, send, values, block):
@@ -296,8 +334,12 @@ def exchange(rt, request_sizes, send, values, block):
             for c in sorted(request_sizes[block]) if request_sizes[block][c]]
 
 
-def build_graph(rt, blocks, offsets, n_neighbors, sigma, delta, method, seed):
+def build_graph(rt, blocks, offsets, geometry, n_neighbors, sigma, delta, method, seed):
     """Rows of ``L`` per slab block, with the global ``sigma`` and the edge cut.
+
+    ``geometry`` is the slab geometry returned by :func:`slab_blocks` (it prunes the
+    queries to other slabs); the other parameters are those of
+    :func:`psdlearn.graph.knn_laplacian`, with ``method`` "exact" or "approximate".
 
     Returns
     -------
@@ -313,9 +355,11 @@ def build_graph(rt, blocks, offsets, n_neighbors, sigma, delta, method, seed):
     indexes = [rt.submit(b, _fit_index, blocks[b], method, seed) for b in range(P)]
     knn = []
     for q in range(P):
-        parts = [rt.submit(c, _query, indexes[c], blocks[q], k_query, c == q, int(offsets[c]))
-                 for c in range(P)]
-        knn.append(rt.submit(q, _merge, k_query, *parts))
+        own = rt.submit(q, _query, indexes[q], k_query, int(offsets[q]))
+        parts = [rt.submit(c, _query_rows, indexes[c],
+                           rt.submit(q, _near_slab, blocks[q], own, geometry, c, k_query),
+                           k_query, int(offsets[c])) for c in range(P) if c != q]
+        knn.append(rt.submit(q, _merge, k_query, own, *parts))
     if sigma == "auto":
         sums = rt.gather([rt.submit(q, _sigma_sums, knn[q]) for q in range(P)])
         total, count = sum(s[0] for s in sums), sum(s[1] for s in sums)

@@ -134,14 +134,14 @@ def fit_dask(est, X, y, *, n_blocks=None):
     t_graph = time.perf_counter()
     chunks = client.compute(list(X.to_delayed().ravel()))
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    blocks, offsets, labels, chunk_offsets = _build.slab_blocks(rt, chunks, starts, n_blocks,
-                                                                seed, rank)
+    blocks, offsets, labels, chunk_offsets, geometry = _build.slab_blocks(
+        rt, chunks, starts, n_blocks, seed, rank)
     method = est.knn_method
     if method == "auto":
         small = n <= AUTO_EXACT_MAX_SAMPLES or d <= AUTO_TREE_MAX_FEATURES
         method = "exact" if small else "approximate"
     k = min(int(est.n_neighbors), n - 1)
-    laplacian, sigma, info = _build.build_graph(rt, blocks, offsets, k, est.sigma,
+    laplacian, sigma, info = _build.build_graph(rt, blocks, offsets, geometry, k, est.sigma,
                                                 est.delta, method, seed)
     pairs = _new_pairs(rt, C.pairs, starts, labels, chunk_offsets)
     signs = C.signs.astype(np.float64)
@@ -167,6 +167,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
                    for q in range(n_blocks)]
         static, sizes, send = _build.make_blocks(rt, layout, laplacian, targets,
                                                  est.loss == "pcp")
+        del laplacian  # the workers free the global-id rows once the blocks are built
         with bar:
             res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
                                          gamma=float(est.gamma), rho=float(est.rho),
@@ -186,6 +187,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
         targets = [empty] * n_blocks + [(rows, cols, np.tile(signs, 2))]
         rows_L, start_E = _build.coordinator_rows(rt, blocks, laplacian, offsets, special)
         static, sizes, send = _build.make_blocks(rt, layout, rows_L, targets, False)
+        del laplacian, rows_L
         colors = block_colors(info["adjacent"], n_blocks)
         est.omega_ = _omega(est)
         with bar:
