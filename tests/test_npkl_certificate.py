@@ -227,3 +227,20 @@ def test_protocol_records_certified_gap():
     assert all(0 <= g <= 1e-4 for g in gaps)
     assert certified_gap_cell(recs) == f"{max(gaps):.1e} (2/2 <= 1e-4)"
     assert certified_gap_cell([{"certified_gap": None}]) == "-"
+
+
+def test_ctrl_c_in_certificate_keeps_the_fit(problems, monkeypatch):
+    from psdlearn._progress import FitInterruptedWarning
+    from psdlearn.npkl import certificate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(certificate, "certify", interrupted)
+    problem, _ = problems["square"]
+    y = np.column_stack([problem.pairs, problem.signs.astype(int)])
+    with pytest.warns(FitInterruptedWarning, match="certificate"):
+        model = pl.NPKL(loss="square", rank="adaptive", graph="precomputed",
+                        random_state=0).fit(problem.laplacian, y)
+    assert model.certificate_ is None and model.converged_ is False
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)

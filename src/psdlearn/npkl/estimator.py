@@ -255,7 +255,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``bcd`` and ``admm``: a bound on the gap of ``embedding_`` to the optimum of the
         convex problem over ``K >= 0``, from the smallest eigenvalue of the dual matrix
         (fields ``lambda_min``, ``gap_bound``, ``relative_gap``, ``certified``; see
-        :mod:`psdlearn.npkl.certificate`); None with ``certificate_tol=None``.
+        :mod:`psdlearn.npkl.certificate`); None with ``certificate_tol=None`` or after
+        Ctrl-C.
     rank_path_ : list of (int, float)
         ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (one
         per rank with ``rank="adaptive"``).
@@ -540,6 +541,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
                               float(self.gamma), float(self.b))
         rng = check_random_state(self.random_state)
+        self._stopped_in_certificate = False
         start = time.perf_counter()
         if self.solver == "sdp":
             self._fit_sdp(problem)
@@ -558,7 +560,7 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     def _finish(self, res, name, unit, what, hint="increase max_iter or tol"):
         """``converged_`` and the warnings of a solver result."""
-        self.converged_ = bool(res.converged)
+        self.converged_ = bool(res.converged) and not self._stopped_in_certificate
         if getattr(res, "interrupted", False):
             warn_interrupted(f"NPKL(solver={name!r})", self.n_iter_, unit, stacklevel=4)
         elif not res.converged:
@@ -600,19 +602,28 @@ class NPKL(TransformerMixin, BaseEstimator):
             return [*HINGE_SMOOTHING_AUTO, 0.0]
         return [float(self.hinge_smoothing), 0.0]
 
-    def _certify(self, problem, E, multipliers=None):
-        """Certificate of ``E`` and the eigenpairs of the escalation (see ``rank``)."""
+    def _certify(self, problem, E, multipliers=None, interrupted=False):
+        """Certificate of ``E`` and the eigenpairs of the escalation (see ``rank``).
+
+        None after a Ctrl-C (in the solver or in the certificate itself): the fit then
+        returns at once with its last iterate.
+        """
         from psdlearn.npkl.certificate import certify
 
         rank = E.shape[1]
-        if self.certificate_tol is None:
+        if self.certificate_tol is None or interrupted:
             return None, None
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
         # the built normalized Laplacian has lambda_min(L) >= delta exactly
         lmin = None if self.graph == "precomputed" else float(self.delta)
-        cert, values, vectors = certify(problem, E, multipliers, tol=self.certificate_tol,
-                                        laplacian_min_eig=lmin, n_eig=max(n_eig, 1),
-                                        return_eigenvectors=True)
+        try:
+            cert, values, vectors = certify(problem, E, multipliers, tol=self.certificate_tol,
+                                            laplacian_min_eig=lmin, n_eig=max(n_eig, 1),
+                                            return_eigenvectors=True)
+        except KeyboardInterrupt:
+            warn_interrupted("NPKL certificate", 0, "steps", stacklevel=5)
+            self._stopped_in_certificate = True
+            return None, None
         self.rank_path_.append((rank, cert.relative_gap))
         if self.verbose:
             print(f"NPKL certificate at rank {rank}: lambda_min(S) = {cert.lambda_min:.3g}, "
@@ -680,7 +691,8 @@ class NPKL(TransformerMixin, BaseEstimator):
                     if res.interrupted:
                         break
                 start = time.perf_counter()
-                self.certificate_, eig = self._certify(problem, E, multipliers)
+                self.certificate_, eig = self._certify(problem, E, multipliers,
+                                                       res.interrupted)
                 E_new = None if res.interrupted else self._escalate(problem, E, eig)
                 times[-1] += time.perf_counter() - start
                 self.certificate_time_ += time.perf_counter() - start
@@ -737,7 +749,8 @@ class NPKL(TransformerMixin, BaseEstimator):
                 rhos += list(res.rho_history)
                 n_iter += res.n_iter
                 start = time.perf_counter()
-                self.certificate_, eig = self._certify(problem, res.embedding)
+                self.certificate_, eig = self._certify(problem, res.embedding,
+                                                       getattr(res, "interrupted", False))
                 V0 = (None if getattr(res, "interrupted", False)
                       else self._escalate(problem, res.embedding, eig))
                 times[-1] += time.perf_counter() - start
