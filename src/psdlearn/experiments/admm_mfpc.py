@@ -127,8 +127,8 @@ def rank_study(out_dir, quick=False, log=print):
             recs = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
                                    solver="mfpc", max_iter=1000, rank=r)
             s = summarize(recs)
-            row[f"r={r} rand %"] = _fmt(s["rand_mean"], s["rand_std"])
-            row[f"r={r} obj"] = f"{np.mean([q['objective'] for q in recs]):.4g}"
+            row[f"{f:g} r: rand %"] = f"{_fmt(s['rand_mean'], s['rand_std'])} (r={r})"
+            row[f"{f:g} r: obj"] = f"{np.mean([q['objective'] for q in recs]):.4g}"
         admm = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
                                solver="admm", max_iter=500)
         row["ADMM (protocol r) rand %"] = _fmt(summarize(admm)["rand_mean"],

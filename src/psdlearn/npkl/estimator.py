@@ -246,7 +246,7 @@ class NPKL(TransformerMixin, BaseEstimator):
     smoothing_stages_ : list of (float, int)
         ``(mu, sweeps)`` of each BCD stage, ``mu = 0`` for the exact one (``bcd`` only).
     n_iter_ : int
-        Sweeps (BCD, all stages), iterations (ADMM) or steps (SimpleNPKL) run; 1 for the
+        Sweeps (BCD, all stages), iterations (ADMM) or steps (SimpleNPKL, MFPC) run; 1 for the
         SDP.
     converged_ : bool
         Whether the solver's stopping test held (False at ``max_iter`` or after Ctrl-C).
