@@ -122,7 +122,8 @@ class SubspaceResult:
 
 
 def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=8,
-                   max_dim=30, eigen_solver="auto", random_state=None, callback=None):
+                   max_dim=30, smoothing=0.0, eigen_solver="auto", random_state=None,
+                   callback=None):
     """Solve problem (3) by the subspace method of the module docstring.
 
     Parameters
@@ -144,6 +145,11 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``).
     max_dim : int, default=30
         Largest subspace dimension ``k``; the master's Newton step costs ``O(t k^4)``.
+    smoothing : float in [0, 1), default=0.0
+        Certify and expand at ``alpha c + (1 - alpha) w`` instead of the master's ``w``,
+        ``c`` the dual point of the best upper bound so far (the stabilization of
+        Wentges 1997, as in the column generation): damps the jumps of ``w`` between
+        masters.
     eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
         As in :class:`psdlearn.PSDBoost`.
     random_state : int, RandomState instance or None
@@ -197,6 +203,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         if value > lower:
             lower, best = value, Q @ R
         w_cert = project_capped_simplex(w_master, C)
+        if smoothing > 0 and len(times) > 0:
+            w_cert = smoothing * best_w + (1.0 - smoothing) * w_cert
         vals, vecs, count = op.top_eigenpairs(w_cert, p, method, v0=vecs[:, 0])
         n_matvec += count
         if vals[0] < upper:
