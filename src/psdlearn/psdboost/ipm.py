@@ -173,7 +173,8 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
                      upper_bound=float(pi * scale), n_iter=len(history), history=history)
 
 
-def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, callback=None):
+def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, callback=None,
+                   prox=None):
     """The primal-dual iterations of :func:`solve_ipm` on unit-scale differences.
 
     Parameters
@@ -190,6 +191,11 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
         ``D (D + 1) / 2 < t``.
     callback : callable or None
         Called as ``callback(iteration, pi, primal objective, primal residual)``.
+    prox : tuple (u, center) or None
+        Add the proximal term ``(u / 2) ||w - center||^2`` to the dual objective ``pi``
+        (the master of a proximal bundle method). Its primal counterpart has margins
+        ``m = <A_r, X> + xi - rho + u (w - center)``; in the Newton system it adds ``u`` to
+        ``Delta`` and ``u (w - center)`` to the right-hand side.
 
     Returns
     -------
@@ -206,8 +212,14 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
     history, status = [], "max_iter"
     system = _LowRankNewtonSystem if low_rank else _NewtonSystem
     for _ in range(max_iter):
-        newton = system(Dk, Dj, C, Xm, m, xi, rho, pi, w)
+        newton = system(Dk, Dj, C, Xm, m, xi, rho, pi, w, prox)
         residual, objective = newton.residual(), rho - C * xi.sum()
+        if prox is not None:
+            # Lagrangian dual value of the proximal master, against pi + (u/2)||w - c||^2.
+            u, center = prox
+            v = newton.margin_gap
+            objective += center @ v - v @ v / (2.0 * u)
+            objective -= u / 2.0 * np.sum((w - center) ** 2)
         history.append((time.perf_counter() - start, pi, objective, residual))
         if callback is not None:
             callback(len(history), pi, objective, residual)
@@ -249,8 +261,9 @@ def _margins(Dk, Dj, B):
 class _NewtonSystem:
     """The reduced Newton system of the module docstring at one iterate."""
 
-    def __init__(self, Dk, Dj, C, X, m, xi, rho, pi, w):
+    def __init__(self, Dk, Dj, C, X, m, xi, rho, pi, w, prox=None):
         self.Dk, self.Dj = Dk, Dj
+        self.u, self.shift = (0.0, 0.0) if prox is None else (prox[0], prox[0] * (w - prox[1]))
         self.X, self.m, self.xi, self.rho, self.w = X, m, xi, rho, w
         D, t = X.shape[0], len(w)
         self.eye = np.eye(D)
@@ -261,7 +274,9 @@ class _NewtonSystem:
 
     def residual(self):
         """Largest violation of the primal equalities."""
-        r = self.m - _margins(self.Dk, self.Dj, self.X) - self.xi + self.rho
+        r = self.m - _margins(self.Dk, self.Dj, self.X) - self.xi + self.rho - self.shift
+        # <A_r, X> - m + xi - rho, the gradient of the Lagrangian in w without its prox part.
+        self.margin_gap = -r - self.shift
         return float(max(np.abs(r).max(), abs(1.0 - np.trace(self.X))))
 
     def factorize(self):
@@ -275,7 +290,7 @@ class _NewtonSystem:
         PZj, PXj = Dj @ Zi, Dj @ X
         self.g = np.einsum("ij,ij->i", PZk, PXk) - np.einsum("ij,ij->i", PZj, PXj)
         tau = float(np.sum(Zi * X))
-        self._factor(PZk, PZj, PXk, PXj, self.m / self.w + self.xi / self.s2)
+        self._factor(PZk, PZj, PXk, PXj, self.m / self.w + self.xi / self.s2 + self.u)
         self.ug = self.solve(self.g)
         self.u1 = self.solve(np.ones(len(self.w)))
         self.margins_zi, self.trace_zi = _margins(Dk, Dj, Zi), float(np.trace(Zi))
@@ -302,7 +317,7 @@ class _NewtonSystem:
         else:
             sym = (second + second.T) / 2.0
             corr_tr, corr_a = float(np.trace(sym)), _margins(self.Dk, self.Dj, sym)
-        b = (-self.rho - (target - c1) / w + target * self.margins_zi - corr_a
+        b = (self.shift - self.rho - (target - c1) / w + target * self.margins_zi - corr_a
              + (target - c2) / s2)
         u0 = self.solve(-b)
         dpi, drho = np.linalg.solve(

@@ -70,6 +70,8 @@ _MASTER_MAX_ITER = 60
 #: Masters with at most this many triplets use the dense ``t x t`` Newton system, which
 #: reaches a relative gap of 1e-8 where the low-rank one stops near 1e-6.
 _DENSE_MASTER_MAX_T = 1000
+#: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
+_SERIOUS = 0.1
 
 
 @dataclass
@@ -122,7 +124,7 @@ class SubspaceResult:
 
 
 def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=8,
-                   max_dim=30, smoothing=0.0, eigen_solver="auto", random_state=None,
+                   max_dim=30, proximal=True, eigen_solver="auto", random_state=None,
                    callback=None):
     """Solve problem (3) by the subspace method of the module docstring.
 
@@ -145,11 +147,13 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``).
     max_dim : int, default=30
         Largest subspace dimension ``k``; the master's Newton step costs ``O(t k^4)``.
-    smoothing : float in [0, 1), default=0.0
-        Certify and expand at ``alpha c + (1 - alpha) w`` instead of the master's ``w``,
-        ``c`` the dual point of the best upper bound so far (the stabilization of
-        Wentges 1997, as in the column generation): damps the jumps of ``w`` between
-        masters.
+    proximal : bool, default=True
+        Add the proximal term ``(u / 2) ||w - c||^2`` to the master (the spectral bundle
+        method of Helmberg & Rendl 2000): ``c`` is the stability center, moved to the
+        master's ``w`` when ``lambda_max(H(w))`` drops by at least a tenth of the drop
+        the model predicted (a serious step), and ``u`` is halved after a serious step
+        that achieved more than half of the prediction and doubled after a null step.
+        ``False``: the master minimizes the model alone (a cutting-plane method).
     eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
         As in :class:`psdlearn.PSDBoost`.
     random_state : int, RandomState instance or None
@@ -187,13 +191,17 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     history_lo, history_up, times, dims = [], [], [], []
     status = "max_iter"
     master_tol = 1e-3
+    center, center_value = w, upper / scale
+    # (u / 2) ||w - c||^2 with ||w - c||^2 <= 2 C: a tenth of the unit margin scale.
+    u = 0.1 / C
     for _ in range(max_iter):
         k = Q.shape[1]
         dims.append(k)
         root = np.sqrt(scale)
         Y, _, _, pi, w_master, _, _ = path_following(
             Pk / root, Pj / root, C, master_tol, _MASTER_MAX_ITER, deadline,
-            low_rank=t > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < t // 2)
+            low_rank=t > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < t // 2,
+            prox=(u, center) if proximal else None)
         vals_y, vecs_y = np.linalg.eigh((Y + Y.T) / 2.0)
         vals_y = np.clip(vals_y, 0.0, None)
         vals_y /= vals_y.sum()
@@ -203,12 +211,20 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         if value > lower:
             lower, best = value, Q @ R
         w_cert = project_capped_simplex(w_master, C)
-        if smoothing > 0 and len(times) > 0:
-            w_cert = smoothing * best_w + (1.0 - smoothing) * w_cert
         vals, vecs, count = op.top_eigenpairs(w_cert, p, method, v0=vecs[:, 0])
         n_matvec += count
         if vals[0] < upper:
             upper, best_w = float(vals[0]), w_cert
+        # Proximal bundle step (scaled units): serious if lambda_max fell by a tenth of
+        # the fall predicted by the model value pi at the master's w.
+        predicted = center_value - pi
+        achieved = center_value - vals[0] / scale
+        if achieved >= _SERIOUS * predicted:
+            center, center_value = w_cert, vals[0] / scale
+            if achieved >= 0.5 * predicted:
+                u /= 2.0
+        else:
+            u *= 2.0
         history_lo.append(lower)
         history_up.append(upper)
         times.append(time.perf_counter() - start)
