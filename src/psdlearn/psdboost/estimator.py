@@ -154,8 +154,9 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           ``O(t^2)`` memory and ``O(t^3 + t^2 D + D^3)`` time per Newton step
           (``max_iter`` counts them).
         - ``"subspace"``: :func:`psdlearn.psdboost.subspace.solve_subspace`, an SDP master
-          over a subspace of dimension at most 30 (the range of the solution plus the top
-          eigenvectors of ``H(w)``); ``O(t D + D^2)`` memory, for many triplets.
+          over a subspace of dimension at most 30 (60 up to 1000 triplets): the range of
+          the solution plus the top eigenvectors of ``H(w)``, with a proximal term
+          (spectral bundle); ``O(t D + D^2)`` memory, for many triplets.
           ``max_iter`` counts master solves.
         - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets, ``"subspace"``
           above (``benchmarks/results/psdboost_solvers.md``: at ``D = 784`` the
