@@ -197,3 +197,31 @@ def test_low_rank_newton_solve_equals_the_dense_system(t, D):
     x = system.solve(b)
     assert np.abs(full @ x - b).max() <= 1e-9 * np.abs(b).max()
     assert len(system.free) < t  # both the dense block and the eliminated part are used
+
+
+@pytest.mark.sdp
+@pytest.mark.parametrize("low_rank", [False, True])
+def test_proximal_master_solves_the_regularized_dual(low_rank):
+    # The master of the spectral bundle step: min_{w in W} lambda_max(H(w))
+    # + (u / 2) ||w - c||^2, here against cvxpy's lambda_max.
+    cp = pytest.importorskip("cvxpy")
+    from psdlearn.psdboost.ipm import path_following
+
+    rng = np.random.default_rng(7)
+    t, D, C, u = 80, 3, 1 / 8, 20.0
+    Dk, Dj = rng.normal(size=(t, D)), rng.normal(size=(t, D)) * 0.8
+    center = project_capped_simplex(rng.uniform(size=t), C)
+    _, _, _, pi, w, _, _ = path_following(Dk, Dj, C, 1e-9, 100, low_rank=low_rank,
+                                          prox=(u, center))
+    value = pi + u / 2 * np.sum((w - center) ** 2)
+    var = cp.Variable(t)
+    H = Dk.T @ cp.diag(var) @ Dk - Dj.T @ cp.diag(var) @ Dj
+    problem = cp.Problem(cp.Minimize(cp.lambda_max((H + H.T) / 2)
+                                     + u / 2 * cp.sum_squares(var - center)),
+                         [var >= 0, var <= C, cp.sum(var) == 1])
+    problem.solve()
+    assert value == pytest.approx(problem.value, abs=1e-6)
+    assert np.abs(w - var.value).max() <= 1e-4
+    # pi is the model value at w: lambda_max(H(w)) up to the interior-point tolerance.
+    H_w = Dk.T @ (w[:, None] * Dk) - Dj.T @ (w[:, None] * Dj)
+    assert pi == pytest.approx(np.linalg.eigvalsh(H_w)[-1], abs=1e-6)

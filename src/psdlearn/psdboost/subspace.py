@@ -13,30 +13,35 @@ whose solution ``X*`` has low rank. The method keeps an orthonormal basis ``Q``
 
 1. **Master.** Problem (3) restricted to ``X = Q Y Q^T``: the same problem for the
    projected differences ``Q^T k_r``, ``Q^T j_r`` (``t x k``), solved by the primal-dual
-   interior-point method of :mod:`.ipm`. Its Newton system is solved through its
-   ``k (k + 1) / 2``-dimensional low-rank part, the ``t``-dimensional part entering only
-   through a diagonal, so each iteration costs ``O(t k^4)`` and never ``O(t^2)``. It
-   returns ``Y`` and the master's dual weights ``w``: ``min_{w in W}
-   lambda_max(Q^T H(w) Q)``, a lower model of the dual function.
+   interior-point method of :mod:`.ipm`, with the proximal term ``(u / 2) ||w - c||^2``
+   added to its dual ``min_{w in W} lambda_max(Q^T H(w) Q)`` (``c``: the stability
+   center). Its Newton system is solved through its ``k (k + 1) / 2``-dimensional
+   low-rank part, the ``t``-dimensional part entering only through a diagonal (to which
+   the proximal term adds ``u``), so each Newton step costs ``O(t k^4)`` and never
+   ``O(t^2)``. It returns ``Y`` and the master's weights ``w``.
 2. **Certificate.** ``X = Q Y Q^T`` (made PSD with trace one) gives the lower bound
    ``value(X) = min_{w in W} sum_r w_r <A_r, X>`` (weight ``C`` on the smallest margins);
    the master's ``w``, projected onto ``W``, gives the upper bound
    ``lambda_max(H(w))``, computed by Lanczos on the matrix-free
    ``H(w) u = D_k^T (w * D_k u) - D_j^T (w * D_j u)``. Stop when the best upper bound
-   minus the best lower bound is below ``eps``.
-3. **Expansion.** The leading eigenvectors of ``H(w)`` whose Rayleigh quotient exceeds
+   minus the best lower bound is below ``eps``. Both bounds hold however inexact the
+   master: they are evaluated on the full problem.
+3. **Bundle step.** If ``lambda_max(H(w))`` fell below that of the center by at least a
+   tenth of the fall that the model predicted, ``w`` becomes the center (serious step);
+   otherwise the center stays (null step) and only the model improves.
+4. **Expansion.** The leading eigenvectors of ``H(w)`` whose Rayleigh quotient exceeds
    the master value (the directions in which ``Q`` underestimates the dual function)
    join ``Q``; when ``k`` would exceed ``max_dim``, ``Q`` is first compressed to the
    leading eigenvectors of ``Y`` (the range of the current solution).
 
-It is the subspace method for eigenvalue optimization of Kangal, Meerbergen, Mengi &
-Michiels (2018), here with the constrained weights of (3) and an SDP master. Relative to
-the spectral bundle method of Helmberg & Rendl (2000), which minimizes the same
-``lambda_max`` over a subspace model, the master has no proximal term and no aggregate:
-it is solved exactly, and the model interpolates ``lambda_max(H(w))`` at every ``w``
-whose top eigenvectors lie in ``Q``. Memory is ``O(t k + n D + D k)`` besides the data
-(``n``: samples in a triplet), time per iteration ``O(t k^4)`` per master Newton step plus
-one Lanczos run.
+This is the spectral bundle method of Helmberg & Rendl (2000) for this constant-trace
+SDP, with two differences: the subspace master is solved exactly by an interior-point
+method rather than by their quadratic program over ``(alpha, V)``, with the capped simplex
+handled inside it, and there is no aggregate matrix (``Q`` is compressed to the range of
+``Y`` instead). With ``proximal=False`` it is the subspace method for eigenvalue
+optimization of Kangal, Meerbergen, Mengi & Michiels (2018). Memory is
+``O(t k + n D + D k)`` besides the data (``n``: samples in a triplet); time per
+iteration is that of the master's Newton steps plus one Lanczos run.
 
 References
 ----------
