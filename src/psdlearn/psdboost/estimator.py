@@ -163,9 +163,13 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           interior-point method is the faster to a certified ``1e-3`` wherever it fits;
           at ``t = 5000`` its ``t x t`` matrices take 1.2 GB).
     max_time : float or None, default=None
-        Wall-clock budget in seconds: the solver stops at its first check after it (each
-        master solve, or each Newton step) and returns the certified pair reached, with a
-        ``ConvergenceWarning`` that states the gap ``upper_bound_ - objective_``.
+        Wall-clock budget in seconds: the solver stops at its first check after it and
+        returns the certified pair reached, with a ``ConvergenceWarning`` that states the
+        gap ``upper_bound_ - objective_``. Checks come after each Newton step (interior
+        point; a subspace master is cut short too) and after each pricing (column
+        generation, subspace), so a run can overshoot by one Lanczos run and the final
+        certificate: 806 s for a 600 s budget at ``t = 10^5``, ``D = 784`` on a loaded
+        machine (``benchmarks/results/psdboost_solvers_1e5.md``).
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
