@@ -94,6 +94,9 @@ def row(study, X, T, kind, m, wall, cpu, max_time=None, ref=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="t = 1000 only, short budgets")
+    ap.add_argument("--crossover", action="store_true",
+                    help="only the t = 1000 subspace / interior-point runs at D = 64, 256 "
+                         "(psdboost_solvers_crossover.{md,json})")
     ap.add_argument("--large", action="store_true",
                     help="only the t = 1e5 run (psdboost_solvers_1e5.{md,json})")
     ap.add_argument("--budget", type=float, default=150.0,
@@ -110,12 +113,20 @@ def main():
              "optimum lies between the two.",
              "Fits that did not converge stopped at max_time (wall clock)."]
 
-    name = "psdboost_solvers_1e5" if args.large else "psdboost_solvers"
+    name = ("psdboost_solvers_1e5" if args.large else
+            "psdboost_solvers_crossover" if args.crossover else "psdboost_solvers")
 
     def add(r):
         rows.append(r)
         write_results(name, COLUMNS, rows, [*notes, load_note(start_load)])
 
+    if args.crossover:
+        for D in (64, 256):
+            X, T = data(1000, D, "paper")
+            for solver in ("subspace", "interior-point"):
+                m, wall, cpu = fit(X, T, solver=solver, max_time=300.0)
+                add(row("crossover", X, T, "paper", m, wall, cpu, 300.0))
+        return
     if args.large:
         X, T = data(100_000, 784, "random")
         m, wall, cpu = fit(X, T, solver="subspace", max_time=600.0)
