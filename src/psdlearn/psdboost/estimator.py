@@ -159,9 +159,13 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           (spectral bundle); ``O(t D + D^2)`` memory, for many triplets.
           ``max_iter`` counts master solves.
         - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets, ``"subspace"``
-          above (``benchmarks/results/psdboost_solvers.md``: at ``D = 784`` the
-          interior-point method is the faster to a certified ``1e-3`` wherever it fits;
-          at ``t = 5000`` its ``t x t`` matrices take 1.2 GB).
+          above. Measured at ``t = 1000`` (CPU seconds to the default ``tol``,
+          ``benchmarks/results/psdboost_solvers*.md``): 1.0 against 5.3 at ``D = 64``,
+          19 against 27 at ``D = 256``, about even at ``D = 784`` (where the subspace
+          method reaches ``1e-3`` four times sooner); at ``t = 3000``, ``D = 784`` the
+          subspace method's gap closes slowly (0.73 after 27 s). The bound 5000 is the
+          interior-point method's memory (its ``t x t`` matrices take 1.2 GB there), not
+          a measured crossover.
     max_time : float or None, default=None
         Wall-clock budget in seconds: the solver stops at its first check after it and
         returns the certified pair reached, with a ``ConvergenceWarning`` that states the
