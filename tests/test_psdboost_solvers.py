@@ -134,7 +134,7 @@ def test_auto_picks_as_documented(monkeypatch):
     monkeypatch.setattr(estimator, "AUTO_IPM_MAX_TRIPLETS", 40)
     X, T = _problem(n=30, t=41, seed=2)
     assert pl.PSDBoost().fit_triplets(X, T[:40]).solver_ == "interior-point"
-    assert pl.PSDBoost().fit_triplets(X, T).solver_ == "subspace"
+    assert pl.PSDBoost().fit_triplets(X, T).solver_ == "column-generation"
     for solver in SOLVERS:
         assert pl.PSDBoost(solver=solver).fit_triplets(X, T).solver_ == solver
 

@@ -26,7 +26,7 @@ Three solvers of the same problem (``solver=``), each returning a certified pair
 ``objective_ <= optimum <= upper_bound_``: this column generation (Algorithm 1), the
 primal-dual interior-point method of :mod:`.ipm` (``O(t^2)`` memory, ``O(t^3)`` per
 iteration: small ``t``) and the subspace method of :mod:`.subspace` (an SDP master over a
-low-dimensional range, ``O(t D + D^2)`` memory: large ``t``).
+low-dimensional range, ``O(t D + D^2)`` memory).
 
 References: Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear
 programming for positive semidefinite matrices learning. NIPS.
@@ -65,7 +65,7 @@ __all__ = ["PSDBoost"]
 #: positive slack (see the ``C`` parameter).
 AUTO_NU = 0.1
 #: ``solver="auto"`` runs the interior-point method up to this many triplets and the
-#: subspace method above (measured crossover, ``benchmarks/results/psdboost_solvers.md``).
+#: column generation above (``benchmarks/results/psdboost_solvers.md``).
 AUTO_IPM_MAX_TRIPLETS = 5000
 #: Pricing attempts per master solve before the top eigenvector is added regardless (the
 #: smoothed point's gap shrinks by the factor ``smoothing`` at each mispricing).
@@ -156,16 +156,19 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         - ``"subspace"``: :func:`psdlearn.psdboost.subspace.solve_subspace`, an SDP master
           over a subspace of dimension at most 30 (60 up to 1000 triplets): the range of
           the solution plus the top eigenvectors of ``H(w)``, with a proximal term
-          (spectral bundle); ``O(t D + D^2)`` memory, for many triplets.
+          (spectral bundle); ``O(t D + D^2)`` memory. Fast at ``t <= 1000`` (dense
+          master), slow to close the gap beyond (see ``"auto"``).
           ``max_iter`` counts master solves.
-        - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets, ``"subspace"``
-          above. Measured at ``t = 1000`` (CPU seconds to the default ``tol``,
+        - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets,
+          ``"column-generation"`` above. Measured against the subspace method at
+          ``t = 1000`` (CPU seconds to the default ``tol``,
           ``benchmarks/results/psdboost_solvers*.md``): 1.0 against 5.3 at ``D = 64``,
           19 against 27 at ``D = 256``, about even at ``D = 784`` (where the subspace
-          method reaches ``1e-3`` four times sooner); at ``t = 3000``, ``D = 784`` the
-          subspace method's gap closes slowly (0.73 after 27 s). The bound 5000 is the
-          interior-point method's memory (its ``t x t`` matrices take 1.2 GB there), not
-          a measured crossover.
+          method reaches ``1e-3`` four times sooner). With more triplets its master is
+          limited to ``k <= 30`` and it closes the gap slowly: at ``t = 10^4``,
+          ``D = 784``, after 150 s (53 CPU s, loaded machine) its certified gap is 1.8
+          against 0.23 for column generation. The bound 5000 is the interior-point
+          method's memory (its ``t x t`` matrices take 1.2 GB there).
     max_time : float or None, default=None
         Wall-clock budget in seconds: the solver stops at its first check after it and
         returns the certified pair reached, with a ``ConvergenceWarning`` that states the
@@ -496,7 +499,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     def _select_solver(self, t):
         if self.solver != "auto":
             return self.solver
-        return "interior-point" if t <= AUTO_IPM_MAX_TRIPLETS else "subspace"
+        return "interior-point" if t <= AUTO_IPM_MAX_TRIPLETS else "column-generation"
 
     def _fit_interior_point(self, X, triplets, op, C, eps, method, rng):
         """``solve_ipm`` (a tenth of ``tol``, so that the certified gap meets ``eps``),
