@@ -66,7 +66,9 @@ def fit(X, T, **kw):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        m = pl.PSDBoost(random_state=0, **kw).fit_triplets(X, T)
+        # Column generation (Algorithm 1) explicitly: the default solver is "auto" now
+        # (benchmarks/bench_psdboost_solvers.py compares the solvers).
+        m = pl.PSDBoost(random_state=0, solver="column-generation", **kw).fit_triplets(X, T)
         elapsed = time.perf_counter() - t0
     converged = not any("max_iter" in str(w.message) for w in caught)
     return m, elapsed, converged

@@ -147,7 +147,7 @@ def test_metric_invariants_and_transform(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_lp_duality_and_complementary_slackness(seed):
     X, T = _problem(seed=seed)
-    m = pl.PSDBoost(tol=1e-7).fit_triplets(X, T)
+    m = pl.PSDBoost(solver="column-generation", tol=1e-7).fit_triplets(X, T)
     w, C, pi = m.dual_weights_, m.C_, m.objective_history_[-1]
     # Dual feasibility of (D1) and equal primal / dual values.
     assert w.sum() == pytest.approx(1.0, abs=1e-9)
@@ -169,7 +169,7 @@ def test_lp_duality_and_complementary_slackness(seed):
 
 def test_certificate_at_termination():
     X, T = _problem(seed=5)
-    m = pl.PSDBoost(tol=1e-6).fit_triplets(X, T)
+    m = pl.PSDBoost(solver="column-generation", tol=1e-6).fit_triplets(X, T)
     w = m.best_dual_weights_
     assert w.sum() == pytest.approx(1.0) and w.min() >= 0 and w.max() <= m.C_ * (1 + 1e-9)
     lam = np.linalg.eigvalsh(np.einsum("r,rij->ij", w, _dense_A(X, T)))[-1]
@@ -186,7 +186,7 @@ def test_objective_history_never_decreases(kwargs):
     # Every added column can only raise the restricted master value (aggregation keeps
     # the current X feasible); allowance: HiGHS's 1e-7 feasibility tolerance.
     X, T = _problem(d=6, seed=6)
-    m = pl.PSDBoost(tol=1e-7, **kwargs).fit_triplets(X, T)
+    m = pl.PSDBoost(solver="column-generation", tol=1e-7, **kwargs).fit_triplets(X, T)
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) >= -1e-7 * max(1.0, np.abs(h).max()))
     assert h[-1] <= min(m.lambda_max_history_) + 1e-12
@@ -203,7 +203,8 @@ def test_master_recovers_when_highs_reports_unknown():
     X, y = pl.datasets.load("heart")
     X, _, y, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=1)
     T = pl.triplets_from_labels(X, y)
-    m = pl.PSDBoost(C=1 / (0.2 * len(T)), random_state=1).fit_triplets(X, T)
+    m = pl.PSDBoost(C=1 / (0.2 * len(T)), solver="column-generation",
+                    random_state=1).fit_triplets(X, T)
     ref = solve_ipm(X, T, m.C_)
     assert m.converged_
     assert abs(m.objective_ - ref.objective) <= m.eps_
@@ -237,7 +238,7 @@ def test_objective_equals_sdp_optimum(seed, C):
     from psdlearn.psdboost.sdp import solve_sdp
 
     X, T = _problem(d=5 + seed, seed=seed)
-    m = pl.PSDBoost(C=C, tol=1e-7).fit_triplets(X, T)
+    m = pl.PSDBoost(C=C, tol=1e-7, solver="column-generation").fit_triplets(X, T)
     ref = solve_sdp(X, T, m.C_)
     assert ref.status == "optimal"
     assert m.upper_bound_ - m.objective_ <= m.eps_
@@ -260,7 +261,8 @@ def test_paper_algorithm_matches_sdp():
     X, T = _problem(d=4, t=25, seed=8)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        m = pl.PSDBoost(n_columns=1, smoothing=0.0, tol=1e-7, max_iter=5000).fit_triplets(X, T)
+        m = pl.PSDBoost(n_columns=1, smoothing=0.0, tol=1e-7, max_iter=5000,
+                        solver="column-generation").fit_triplets(X, T)
     ref = solve_sdp(X, T, m.C_)
     assert m.objective_ == pytest.approx(ref.objective, rel=1e-4, abs=1e-6)
 
@@ -434,7 +436,8 @@ def _slow_problem():
     """A fit of many master solves: Algorithm 1 (one column, no smoothing) tails off."""
     X, y = pl.datasets.make_triplet_synthetic(400, 24, random_state=0)
     T = pl.triplets_from_labels(X, y, random_state=0)
-    return X, T, pl.PSDBoost(n_columns=1, smoothing=0.0, tol=0.0, max_iter=100_000)
+    return X, T, pl.PSDBoost(n_columns=1, smoothing=0.0, tol=0.0, max_iter=100_000,
+                             solver="column-generation")
 
 
 def _check_kept_iterate(m, X, T):

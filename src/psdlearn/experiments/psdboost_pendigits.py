@@ -90,7 +90,8 @@ def run(out_dir, quick=False, log=print):
                   "boost_converged": m.converged_,
                   # Protocol diagnostics: the margin of (3) only sees the hardest triplets.
                   "rank_1e-3": int(np.sum(eig > 1e-3 * eig[-1])),
-                  "weighted_triplets": int(np.sum(m.dual_weights_ > 0)),
+                  # An interior-point w is positive everywhere: count the non-negligible.
+                  "weighted_triplets": int(np.sum(m.dual_weights_ > 1e-6 * m.C_)),
                   "euclidean_satisfied": float(np.mean((dk**2).sum(1) > (dj**2).sum(1)))}
         if solve_sdp is not None:
             ref = solve_sdp(X[tr], T, m.C_)
@@ -110,7 +111,11 @@ def run(out_dir, quick=False, log=print):
         record.update({f"error {k}": v[-1] for k, v in errors.items() if v})
         per_rep.append(record)
         if rep == 0:
-            h = m.objective_history_
+            # Fig. 1 (right) is the dual objective per column-generation iteration.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                h = PSDBoost(solver="column-generation", random_state=rep).fit_triplets(
+                    X[tr], T).objective_history_
             plot_lines(out_dir / "psdboost_pendigits.png",
                        {"PSDBoost": (list(range(1, len(h) + 1)), h)}, xlabel="iterations",
                        ylabel="Opt(D1)", title="Pendigits 1/5/7/9, 320 triplets",
@@ -137,6 +142,8 @@ def run(out_dir, quick=False, log=print):
            f"{np.mean([abs(r['sdp_objective'] - r['boost_objective']) for r in per_rep]):.2e}"
            f", mean ||X_sdp - X_boost||_F "
            f"{np.mean([r['metric_difference'] for r in per_rep]):.2e}") + ".",
+        "PSDBoost fits use the default solver (solver='auto': the interior-point method at "
+        "320 triplets); the figure is the column generation's Opt(D1) on the first draw.",
         "Samples: 80 train + 500 test per digit drawn from train and test pooled "
         "(the test split alone has fewer than 500 per digit).",
         "Protocol diagnostics (means over draws): the Euclidean metric already satisfies "

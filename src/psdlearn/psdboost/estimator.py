@@ -22,6 +22,12 @@ Why the gap is a certificate: ``pi`` is the value of a feasible point of (3) (th
 restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`` is
 ``lambda_max(H(w))``; so the optimum of (3) lies in ``[pi, lambda_max(H)]``.
 
+Three solvers of the same problem (``solver=``), each returning a certified pair
+``objective_ <= optimum <= upper_bound_``: this column generation (Algorithm 1), the
+primal-dual interior-point method of :mod:`.ipm` (``O(t^2)`` memory, ``O(t^3)`` per
+iteration: small ``t``) and the subspace method of :mod:`.subspace` (an SDP master over a
+low-dimensional range, ``O(t D + D^2)`` memory).
+
 References: Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear
 programming for positive semidefinite matrices learning. NIPS.
 """
@@ -47,14 +53,20 @@ from psdlearn.constraints import (
     triplets_from_constraints,
     triplets_from_labels,
 )
+from psdlearn.psdboost._bounds import factor_psd, primal_value, project_capped_simplex
 from psdlearn.psdboost._master import RestrictedMaster
 from psdlearn.psdboost._pricing import DENSE_MAX_FEATURES, TripletOperator
+from psdlearn.psdboost.ipm import solve_ipm
+from psdlearn.psdboost.subspace import solve_subspace
 
 __all__ = ["PSDBoost"]
 
 #: ``C="auto"`` is ``1 / (AUTO_NU * t)``: at most this fraction of the triplets ends with a
 #: positive slack (see the ``C`` parameter).
 AUTO_NU = 0.1
+#: ``solver="auto"`` runs the interior-point method up to this many triplets and the
+#: column generation above (``benchmarks/results/psdboost_solvers.md``).
+AUTO_IPM_MAX_TRIPLETS = 5000
 #: Pricing attempts per master solve before the top eigenvector is added regardless (the
 #: smoothed point's gap shrinks by the factor ``smoothing`` at each mispricing).
 MAX_MISPRICINGS = 50
@@ -66,8 +78,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     Learns a Mahalanobis matrix ``X >= 0`` with ``tr X = 1`` that maximizes the soft
     margin ``rho - C sum xi`` of the triplet constraints
     ``d_X(i, k) - d_X(i, j) >= rho - xi_r`` (problem (3) of Shen, Welsh & Wang 2008, in the
-    module docstring), by their Algorithm 1: column generation over rank-one bases with a
-    HiGHS master LP and a Lanczos pricing step that never forms a ``D x D`` matrix ``A_r``.
+    module docstring). ``solver="column-generation"`` is their Algorithm 1: column
+    generation over rank-one bases with a HiGHS master LP and a Lanczos pricing step that
+    never forms a ``D x D`` matrix ``A_r``; the default picks a faster exact method for the
+    number of triplets (``solver``).
 
     Side information is passed as ``y`` of :meth:`fit`: partial labels, pairwise
     constraints or :class:`psdlearn.Triplets` (``docs/glossary.md``).
@@ -128,6 +142,41 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"`` runs
         ARPACK on ``u -> X^T (M(w) (X u))`` (``O(n D + t)`` per product); ``"auto"`` is
         dense for ``D <= 64``.
+    solver : {"auto", "column-generation", "interior-point", "subspace"}, default="auto"
+        How (3) is solved; every solver stops at the same certified test
+        ``upper_bound_ - objective_ <= eps_`` and sets the same attributes (a few, marked
+        below, belong to column generation only).
+
+        - ``"column-generation"``: Algorithm 1 with the refinements above (``n_columns``,
+          ``smoothing``, ``max_bases``); ``max_iter`` counts master LP solves.
+        - ``"interior-point"``: :func:`psdlearn.psdboost.ipm.solve_ipm`, a primal-dual
+          path-following method on the whole problem, run to a relative gap ``tol / 10``;
+          ``O(t^2)`` memory and ``O(t^3 + t^2 D + D^3)`` time per Newton step
+          (``max_iter`` counts them).
+        - ``"subspace"``: :func:`psdlearn.psdboost.subspace.solve_subspace`, an SDP master
+          over a subspace of dimension at most 30 (60 up to 1000 triplets): the range of
+          the solution plus the top eigenvectors of ``H(w)``, with a proximal term
+          (spectral bundle); ``O(t D + D^2)`` memory. Fast at ``t <= 1000`` (dense
+          master), slow to close the gap beyond (see ``"auto"``).
+          ``max_iter`` counts master solves.
+        - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets,
+          ``"column-generation"`` above. Measured against the subspace method at
+          ``t = 1000`` (CPU seconds to the default ``tol``,
+          ``benchmarks/results/psdboost_solvers*.md``): 1.0 against 5.3 at ``D = 64``,
+          19 against 27 at ``D = 256``, about even at ``D = 784`` (where the subspace
+          method reaches ``1e-3`` four times sooner). With more triplets its master is
+          limited to ``k <= 30`` and it closes the gap slowly: at ``t = 10^4``,
+          ``D = 784``, after 150 s (53 CPU s, loaded machine) its certified gap is 1.8
+          against 0.23 for column generation. The bound 5000 is the interior-point
+          method's memory (its ``t x t`` matrices take 1.2 GB there).
+    max_time : float or None, default=None
+        Wall-clock budget in seconds: the solver stops at its first check after it and
+        returns the certified pair reached, with a ``ConvergenceWarning`` that states the
+        gap ``upper_bound_ - objective_``. Checks come after each Newton step (interior
+        point; a subspace master is cut short too) and after each pricing (column
+        generation, subspace), so a run can overshoot by one Lanczos run and the final
+        certificate: 806 s for a 600 s budget at ``t = 10^5``, ``D = 784`` on a loaded
+        machine (``benchmarks/results/psdboost_solvers_1e5.md``).
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
@@ -137,58 +186,78 @@ class PSDBoost(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
+    solver_ : str
+        The solver that ran (``solver`` with ``"auto"`` resolved).
     metric_ : ndarray of shape (n_features, n_features)
-        Learned ``X = sum_i theta_i Z_i``, symmetric PSD, trace one.
+        Learned ``X``, symmetric PSD, trace one (``sum_i theta_i Z_i`` for column
+        generation).
     components_ : ndarray of shape (rank_, n_features)
         ``L`` with ``metric_ = L^T L``: ``transform(X) = X @ components_.T``.
     rank_ : int
         Number of rows of ``components_``: the bases with ``theta > 0``, or the numerical
         rank of ``metric_`` when there are more of those than ``n_features``.
     theta_ : ndarray of shape (n_master_columns,)
+        (Column generation only.)
         Weights of the master's columns (sum one).
     bases_ : list of ndarray of shape (r_i, n_features)
+        (Column generation only.)
         Factor ``F_i`` of each master column, ``Z_i = F_i^T F_i`` (``r_i = 1`` except an
         aggregated column).
     dual_weights_ : ndarray of shape (t,)
-        ``w`` of the last master LP (the dual of (P1), ``0 <= w <= C``, ``sum w = 1``).
+        Column generation: ``w`` of the last master LP (the dual of (P1),
+        ``0 <= w <= C``, ``sum w = 1``); the other solvers: the ``w`` in that set attaining
+        ``upper_bound_``.
     rho_ : float
         Margin ``rho`` of the returned metric.
     slacks_ : ndarray of shape (t,)
         ``xi``.
     objective_ : float
-        ``rho - C sum xi`` of the returned ``metric_``, equal to the last master value
-        ``objective_history_[-1]``.
+        ``rho - C sum xi`` of the returned ``metric_`` with its best ``rho`` and ``xi``: a
+        lower bound on the optimum (column generation: the last master value).
     upper_bound_ : float
-        Smallest ``lambda_max(H(w))`` over the priced dual points: the optimum of (3) lies
-        in ``[objective_, upper_bound_]``.
+        Smallest ``lambda_max(H(w))`` over the certified dual points ``w``: the optimum of
+        (3) lies in ``[objective_, upper_bound_]``, at any stop.
     best_dual_weights_ : ndarray of shape (t,)
+        (Column generation only.)
         The dual point ``w`` attaining ``upper_bound_``.
     objective_history_ : list of float
-        The optimum of the restricted master LP (P1), equal to that of its dual (D1),
-        after each master solve (the paper's Opt(D1)): the value ``rho - C sum xi`` of
-        problem (3) at that iteration's metric. Never decreases; a lower bound on the
-        optimum of (3).
+        Per iteration. Column generation: the optimum of the restricted master LP (P1),
+        equal to that of its dual (D1) (the paper's Opt(D1)), the value of problem (3) at
+        that iteration's metric; never decreases. Subspace: the best lower bound so far.
+        Interior point: the primal objective of the iterate, which is a bound only once
+        its residual vanishes.
+    upper_bound_history_ : list of float
+        Per iteration, an upper bound on the optimum: the best ``lambda_max(H(w))`` so far
+        (column generation, subspace) or the dual objective ``pi`` of a dual feasible
+        iterate (interior point).
     lambda_max_history_ : list of float
+        (Column generation only.)
         ``lambda_max(H)`` of each pricing step, each an upper bound on the optimum of (3):
         entry 0 at the uniform start weights (dual feasible), then one entry per pricing
         after a master solve (a mispricing adds one more for the same solve).
     time_history_ : list of float
-        Seconds from the start of the column generation to the end of each master solve
-        and its pricing, aligned with ``objective_history_``.
+        Seconds from the start of the solver to the end of each iteration, aligned with
+        ``objective_history_``.
+    subspace_dim_history_ : list of int
+        (Subspace only.) Dimension of each master's subspace.
     n_bases_ : int
+        (Column generation only.)
         Bases generated (columns added, aggregations excluded).
     n_iter_ : int
-        Master LP solves that completed.
+        Iterations that completed: master solves, or Newton steps (interior point).
     converged_ : bool
         Whether the stopping test ``upper_bound_ <= objective_ + eps_`` held; ``False``
-        after ``max_iter`` or an interrupted fit.
+        after ``max_iter``, ``max_time`` or an interrupted fit.
     n_master_rows_ : int
+        (Column generation only.)
         Triplet rows held by the master LP at the end: row generation keeps out the
         triplets whose margin never fell below ``rho`` (:mod:`._master`); the solution is
         the same as with all ``t`` rows.
     n_aggregations_ : int
+        (Column generation only.)
         Aggregation steps taken (``max_bases``).
     n_mispricings_ : int
+        (Column generation only.)
         Pricing steps at a smoothed point that gave no improving column (``smoothing``).
     n_matvec_ : int
         Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
@@ -207,11 +276,12 @@ class PSDBoost(TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    psdlearn.psdboost.ipm.solve_ipm : Problem (3) by a primal-dual interior-point method:
-        exact, ``O(t^2)`` memory and ``O(t^2 D + t^3 + D^3)`` per iteration. At ``D = 64``
-        with 1000 triplets it converges in 1.5 s; this column generation is still 3e-4
-        short of the optimum after 400 master solves and 106 s
-        (``benchmarks/results/psdboost.md``).
+    psdlearn.psdboost.ipm.solve_ipm : Problem (3) by a primal-dual interior-point method
+        (``solver="interior-point"``). At ``D = 64`` with 1000 triplets it converges in
+        1.5 s; column generation is still 3e-4 short of the optimum after 400 master
+        solves and 106 s (``benchmarks/results/psdboost.md``).
+    psdlearn.psdboost.subspace.solve_subspace : Problem (3) for many triplets
+        (``solver="subspace"``).
 
     Notes
     -----
@@ -266,14 +336,18 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         "max_bases": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "n_triplets": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "eigen_solver": [StrOptions({"auto", "dense", "lanczos"})],
+        "solver": [StrOptions({"auto", "column-generation", "interior-point", "subspace"})],
+        "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, *, C="auto", tol=1e-5, max_iter=1000, n_columns=5, smoothing=0.8,
-                 max_bases=None, n_triplets=None, eigen_solver="auto", random_state=None,
-                 verbose=0):
+                 max_bases=None, n_triplets=None, eigen_solver="auto", solver="auto",
+                 max_time=None, random_state=None, verbose=0):
         self.C = C
+        self.solver = solver
+        self.max_time = max_time
         self.n_columns = n_columns
         self.smoothing = smoothing
         self.tol = tol
@@ -411,7 +485,84 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         method = self.eigen_solver
         if method == "auto":
             method = "dense" if D <= DENSE_MAX_FEATURES else "lanczos"
+        self.solver_ = self._select_solver(t)
+        self.C_, self.eps_ = C, eps
+        self.triplets_ = triplets
+        if self.solver_ == "column-generation":
+            self._fit_column_generation(op, C, eps, method, rng)
+        elif self.solver_ == "interior-point":
+            self._fit_interior_point(X, triplets, op, C, eps, method, rng)
+        else:
+            self._fit_subspace(X, triplets, C, method, rng)
+        return self
 
+    def _select_solver(self, t):
+        if self.solver != "auto":
+            return self.solver
+        return "interior-point" if t <= AUTO_IPM_MAX_TRIPLETS else "column-generation"
+
+    def _fit_interior_point(self, X, triplets, op, C, eps, method, rng):
+        """``solve_ipm`` (a tenth of ``tol``, so that the certified gap meets ``eps``),
+        then both bounds recomputed from its iterate: :mod:`._bounds`."""
+        t = len(triplets)
+        with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost interior point",
+                          unit="step") as bar:
+            def report(iteration, pi, objective, residual):
+                bar.update(1)
+                bar.set_postfix(dual=f"{pi:.6g}", gap=f"{pi - objective:.3g}",
+                                residual=f"{residual:.2g}", refresh=False)
+
+            res = solve_ipm(X, triplets, C, tol=self.tol / 10.0, max_iter=self.max_iter,
+                            max_triplets=t, max_time=self.max_time, callback=report)
+        metric, L = factor_psd(res.metric)
+        objective, rho, xi = primal_value(op.margins(L), C)
+        w = project_capped_simplex(res.dual_weights, C)
+        vals, _, n_matvec = op.top_eigenpairs(w, 1, method, v0=rng.standard_normal(len(L.T)))
+        self._set_common(metric, L, objective, float(vals[0]), rho, xi, w,
+                         [h[2] for h in res.history], [h[1] for h in res.history],
+                         [h[0] for h in res.history], res.status == "max_time")
+        self.n_matvec_ = n_matvec
+
+    def _fit_subspace(self, X, triplets, C, method, rng):
+        with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost subspace",
+                          unit="master") as bar:
+            def report(iteration, lower, upper, k):
+                bar.update(1)
+                bar.set_postfix(lower=f"{lower:.6g}", gap=f"{upper - lower:.3g}", k=k,
+                                refresh=False)
+
+            res = solve_subspace(X, triplets, C, tol=self.tol, max_iter=self.max_iter,
+                                 max_time=self.max_time, eigen_solver=method,
+                                 random_state=rng, callback=report)
+        self._set_common(res.metric, res.components, res.objective, res.upper_bound,
+                         res.rho, res.slacks, res.dual_weights, res.objective_history,
+                         res.upper_bound_history, res.time_history, res.status == "max_time")
+        self.n_matvec_ = res.n_matvec
+        self.subspace_dim_history_ = res.dim_history
+
+    def _set_common(self, metric, L, objective, upper, rho, xi, w, lower_history,
+                    upper_history, times, timed_out):
+        """The fitted attributes every solver sets, and its warning if not converged."""
+        self.metric_, self.components_, self.rank_ = metric, L, L.shape[0]
+        self.objective_, self.upper_bound_ = float(objective), float(upper)
+        self.rho_, self.slacks_, self.dual_weights_ = rho, xi, w
+        self.objective_history_ = lower_history
+        self.upper_bound_history_ = upper_history
+        self.time_history_ = times
+        self.n_iter_ = len(times)
+        self.converged_ = self.upper_bound_ - self.objective_ <= self.eps_
+        if not self.converged_:
+            gap = self.upper_bound_ - self.objective_
+            stop = (f"max_time={self.max_time} s" if timed_out
+                    else f"max_iter={self.max_iter}")
+            warnings.warn(
+                f"PSDBoost ({self.solver_}) stopped at {stop} with a certified gap "
+                f"upper_bound_ - objective_ = {gap:.3g} > eps = {self.eps_:.3g}.",
+                ConvergenceWarning, stacklevel=6)
+
+    def _fit_column_generation(self, op, C, eps, method, rng):
+        """Algorithm 1 of Shen et al. (2008) with the refinements of the class docstring."""
+        t, D = op.n_triplets, op.n_features
         k = min(self.n_columns, D)
         if self.max_bases is not None and self.max_bases <= k:
             raise ValueError(f"max_bases={self.max_bases} must exceed n_columns={k}: an "
@@ -425,12 +576,12 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         best, lambdas = vals[0], [vals[0]]
         center, center_value = None, np.inf
         new, coef = vecs, op.column_coefficients(vecs)
-        bases, history, times = [], [], []
+        bases, history, times, upper_history = [], [], [], []
         theta = np.empty(0)
         n_aggregations = n_mispricings = n_bases = 0
         # The last complete master solve: what a Ctrl-C leaves in the estimator.
         solved = None
-        converged = interrupted = False
+        converged = interrupted = timed_out = False
         with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost",
                           unit="solve") as bar:
             try:
@@ -471,10 +622,14 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                     else:
                         new, coef = vecs[:, :1], coef[:, :1]
                     times.append(time.perf_counter() - start)
+                    upper_history.append(best)
                     bar.update(1)
                     bar.set_postfix(master=f"{pi:.6g}", gap=f"{best - pi:.3g}",
                                     bases=len(bases), refresh=False)
                     if converged:
+                        break
+                    if self.max_time is not None and times[-1] > self.max_time:
+                        timed_out = True
                         break
             except KeyboardInterrupt:
                 if solved is None:
@@ -485,12 +640,15 @@ class PSDBoost(TransformerMixin, BaseEstimator):
             # The pricing of the last solve may not have finished: stamp it now.
             times = times[:len(history)]
             times += [time.perf_counter() - start] * (len(history) - len(times))
-            warn_interrupted("PSDBoost", len(history), unit="master solves", stacklevel=5)
+            upper_history = upper_history[:len(history)]
+            upper_history += [best] * (len(history) - len(upper_history))
+            warn_interrupted("PSDBoost", len(history), unit="master solves", stacklevel=6)
         elif not converged:
+            stop = f"max_time={self.max_time} s" if timed_out else f"max_iter={self.max_iter}"
             warnings.warn(
-                f"PSDBoost stopped at max_iter={self.max_iter} with lambda_max(H) - pi = "
-                f"{best - pi:.3g} > eps = {eps:.3g}; increase max_iter or tol.",
-                ConvergenceWarning, stacklevel=4)
+                f"PSDBoost (column-generation) stopped at {stop} with a certified gap "
+                f"lambda_max(H) - pi = {best - pi:.3g} > eps = {eps:.3g}.",
+                ConvergenceWarning, stacklevel=5)
         self._set_solution(bases, theta, D)
         self.dual_weights_, self.rho_, self.slacks_ = w, rho, xi
         self.objective_ = float(rho - C * xi.sum())
@@ -498,15 +656,13 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         self.objective_history_ = history
         self.lambda_max_history_ = lambdas
         self.time_history_ = times
+        self.upper_bound_history_ = upper_history
         self.n_iter_ = len(history)
         self.converged_ = converged
         self.n_master_rows_ = n_rows
         self.n_bases_ = n_bases
         self.n_aggregations_, self.n_mispricings_, self.n_matvec_ = (
             n_aggregations, n_mispricings, n_matvec)
-        self.C_, self.eps_ = C, eps
-        self.triplets_ = triplets
-        return self
 
     def _aggregate(self, master, op, bases, theta, n_new):
         """Bundle aggregation: compress the master's columns to make room for ``n_new``.

@@ -51,6 +51,12 @@ __all__ = ["IPMResult", "solve_ipm"]
 
 #: Fraction of the distance to the boundary of the cones taken by a step.
 _STEP_FRACTION = 0.95
+#: Triplet rows per block when the low-rank system forms ``V^T Diag(d) V``.
+_BLOCK = 2048
+#: Iterative-refinement steps of the low-rank Newton solve.
+_REFINEMENTS = 3
+#: Relative residual above which a low-rank Newton solve is rejected.
+_SOLVE_ACCURACY = 1e-8
 
 
 @dataclass
@@ -85,7 +91,8 @@ def _max_step(s, ds):
     return float(np.min(-s[neg] / ds[neg])) if neg.any() else np.inf
 
 
-def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
+def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_time=None,
+              callback=None):
     """Solve problem (3) of Shen, Welsh & Wang (2008) to a relative duality gap ``tol``.
 
     Parameters
@@ -103,12 +110,17 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
     max_triplets : int, default=5000
         Refuse larger problems: each iteration forms and factors a ``t x t`` matrix
         (about ``6 x 8 t^2`` bytes in all, 1.2 GB at ``t = 5000``) in ``O(t^3)`` time.
+    max_time : float or None, default=None
+        Seconds after which the current iterate is returned (status ``"max_time"``).
+    callback : callable or None
+        Called as ``callback(iteration, pi, primal objective, primal residual)`` at each
+        iterate (values in the units of ``X``).
 
     Returns
     -------
     IPMResult
-        ``status`` is ``"optimal"``, ``"max_iter"`` or ``"inaccurate"`` (a Cholesky
-        factorization failed near the boundary; the last iterate is returned).
+        ``status`` is ``"optimal"``, ``"max_iter"``, ``"max_time"`` or ``"inaccurate"`` (a
+        Cholesky factorization failed near the boundary; the last iterate is returned).
 
     Raises
     ------
@@ -127,6 +139,7 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
     Mehrotra, S. (1992). On the implementation of a primal-dual interior point method.
     SIAM Journal on Optimization 2(4) (predictor-corrector).
     """
+    start = time.perf_counter()
     triplets = np.asarray(triplets, dtype=np.int64)
     if len(triplets) > max_triplets:
         raise ValueError(
@@ -144,19 +157,77 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
     Dk, Dj = Dk / np.sqrt(scale), Dj / np.sqrt(scale)
     if C * t <= 1.0 + 1e-12:
         return _uniform_weights_solution(Dk, Dj, C, scale)
+    deadline = None if max_time is None else start + max_time
+    report = None if callback is None else (
+        lambda i, p, o, r: callback(i, p * scale, o * scale, r))
+    Xm, rho, xi, pi, w, status, history = path_following(Dk, Dj, C, tol, max_iter, deadline,
+                                                         callback=report)
+    history = [(s, p * scale, o * scale, r) for s, p, o, r in history]
+    metric = (Xm + Xm.T) / 2.0
+    vals, vecs = eigh(metric)
+    metric = (vecs * np.clip(vals, 0.0, None)) @ vecs.T
+    metric /= np.trace(metric)
+    return IPMResult(metric=metric, objective=float((rho - C * xi.sum()) * scale),
+                     rho=float(rho * scale), slacks=xi * scale, dual_weights=w,
+                     status=status, solve_time=time.perf_counter() - start,
+                     upper_bound=float(pi * scale), n_iter=len(history), history=history)
+
+
+def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, callback=None,
+                   prox=None):
+    """The primal-dual iterations of :func:`solve_ipm` on unit-scale differences.
+
+    Parameters
+    ----------
+    Dk, Dj : ndarray of shape (t, D)
+        Rows ``k_r`` and ``j_r``, scaled so that the mean margin scale is about one.
+    C, tol, max_iter :
+        As in :func:`solve_ipm`.
+    deadline : float or None
+        ``time.perf_counter()`` value at which to return the current iterate.
+    low_rank : bool
+        Solve the Newton system through its ``D(D+1)/2`` low-rank part
+        (:class:`_LowRankNewtonSystem`) instead of the dense ``t x t`` matrix: cheaper when
+        ``D (D + 1) / 2 < t``.
+    callback : callable or None
+        Called as ``callback(iteration, pi, primal objective, primal residual)``.
+    prox : tuple (u, center) or None
+        Add the proximal term ``(u / 2) ||w - center||^2`` to the dual objective ``pi``
+        (the master of a proximal bundle method). Its primal counterpart has margins
+        ``m = <A_r, X> + xi - rho + u (w - center)``; in the Newton system it adds ``u`` to
+        ``Delta`` and ``u (w - center)`` to the right-hand side.
+
+    Returns
+    -------
+    X, rho, xi, pi, w, status, history
+        The last iterate (``X`` is interior: PSD, trace one up to the primal residual),
+        the status and the per-iteration ``(seconds, pi, primal objective, residual)``.
+    """
+    t, D = Dk.shape
     Xm = np.eye(D) / D
     m, xi, rho = np.ones(t), np.ones(t), 0.0
     w = np.full(t, 1.0 / t)
     pi = float(eigvalsh(_H(Dk, Dj, w), subset_by_index=[D - 1, D - 1])[0]) + 1.0
     start = time.perf_counter()
     history, status = [], "max_iter"
+    system = _LowRankNewtonSystem if low_rank else _NewtonSystem
     for _ in range(max_iter):
-        newton = _NewtonSystem(Dk, Dj, C, Xm, m, xi, rho, pi, w)
+        newton = system(Dk, Dj, C, Xm, m, xi, rho, pi, w, prox)
         residual, objective = newton.residual(), rho - C * xi.sum()
-        history.append((time.perf_counter() - start, pi * scale, objective * scale,
-                        residual))
+        if prox is not None:
+            # Lagrangian dual value of the proximal master, against pi + (u/2)||w - c||^2.
+            u, center = prox
+            v = newton.margin_gap
+            objective += center @ v - v @ v / (2.0 * u)
+            objective -= u / 2.0 * np.sum((w - center) ** 2)
+        history.append((time.perf_counter() - start, pi, objective, residual))
+        if callback is not None:
+            callback(len(history), pi, objective, residual)
         if (pi - objective) / max(1.0, abs(pi)) < tol and residual < tol:
             status = "optimal"
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            status = "max_time"
             break
         try:
             newton.factorize()
@@ -174,14 +245,7 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000):
             break
         Xm, m, xi, rho = Xm + ap * dX, m + ap * dm, xi + ap * dxi, rho + ap * drho
         pi, w = pi + ad * dpi, w + ad * dw
-    metric = (Xm + Xm.T) / 2.0
-    vals, vecs = eigh(metric)
-    metric = (vecs * np.clip(vals, 0.0, None)) @ vecs.T
-    metric /= np.trace(metric)
-    return IPMResult(metric=metric, objective=float((rho - C * xi.sum()) * scale),
-                     rho=float(rho * scale), slacks=xi * scale, dual_weights=w,
-                     status=status, solve_time=time.perf_counter() - start,
-                     upper_bound=float(pi * scale), n_iter=len(history), history=history)
+    return Xm, rho, xi, pi, w, status, history
 
 
 def _H(Dk, Dj, w):
@@ -197,8 +261,9 @@ def _margins(Dk, Dj, B):
 class _NewtonSystem:
     """The reduced Newton system of the module docstring at one iterate."""
 
-    def __init__(self, Dk, Dj, C, X, m, xi, rho, pi, w):
+    def __init__(self, Dk, Dj, C, X, m, xi, rho, pi, w, prox=None):
         self.Dk, self.Dj = Dk, Dj
+        self.u, self.shift = (0.0, 0.0) if prox is None else (prox[0], prox[0] * (w - prox[1]))
         self.X, self.m, self.xi, self.rho, self.w = X, m, xi, rho, w
         D, t = X.shape[0], len(w)
         self.eye = np.eye(D)
@@ -209,27 +274,39 @@ class _NewtonSystem:
 
     def residual(self):
         """Largest violation of the primal equalities."""
-        r = self.m - _margins(self.Dk, self.Dj, self.X) - self.xi + self.rho
+        r = self.m - _margins(self.Dk, self.Dj, self.X) - self.xi + self.rho - self.shift
+        # <A_r, X> - m + xi - rho, the gradient of the Lagrangian in w without its prox part.
+        self.margin_gap = -r - self.shift
         return float(max(np.abs(r).max(), abs(1.0 - np.trace(self.X))))
 
     def factorize(self):
-        """Form ``G + Delta`` and factor it (raises ``LinAlgError`` at the boundary)."""
+        """Factor ``G + Delta`` (raises ``LinAlgError`` at the boundary)."""
         Dk, Dj, X = self.Dk, self.Dj, self.X
         # Both factors serve every step-length test of the iteration.
         self.Lx, self.Lz = np.linalg.cholesky(X), np.linalg.cholesky(self.Z)
         Zi = np.linalg.inv(self.Z)
         self.Zi = Zi = (Zi + Zi.T) / 2.0
-        PZk, PZj, PXk, PXj = Dk @ Zi, Dj @ Zi, Dk @ X, Dj @ X
-        cross = (PZk @ Dj.T) * (PXk @ Dj.T)
-        G = (PZk @ Dk.T) * (PXk @ Dk.T) + (PZj @ Dj.T) * (PXj @ Dj.T) - cross - cross.T
+        PZk, PXk = Dk @ Zi, Dk @ X
+        PZj, PXj = Dj @ Zi, Dj @ X
         self.g = np.einsum("ij,ij->i", PZk, PXk) - np.einsum("ij,ij->i", PZj, PXj)
         tau = float(np.sum(Zi * X))
-        self.factor = cho_factor((G + G.T) / 2.0 + np.diag(self.m / self.w + self.xi / self.s2))
-        self.ug = cho_solve(self.factor, self.g)
-        self.u1 = cho_solve(self.factor, np.ones(len(self.w)))
+        self._factor(PZk, PZj, PXk, PXj, self.m / self.w + self.xi / self.s2 + self.u)
+        self.ug = self.solve(self.g)
+        self.u1 = self.solve(np.ones(len(self.w)))
         self.margins_zi, self.trace_zi = _margins(Dk, Dj, Zi), float(np.trace(Zi))
         g, ug, u1 = self.g, self.ug, self.u1
         self.schur = np.array([[g @ ug - tau, g @ u1], [ug.sum(), u1.sum()]])
+
+    def _factor(self, PZk, PZj, PXk, PXj, delta):
+        """Form the dense ``G + Delta`` and its Cholesky factor."""
+        Dk, Dj = self.Dk, self.Dj
+        cross = (PZk @ Dj.T) * (PXk @ Dj.T)
+        G = (PZk @ Dk.T) * (PXk @ Dk.T) + (PZj @ Dj.T) * (PXj @ Dj.T) - cross - cross.T
+        self.factor = cho_factor((G + G.T) / 2.0 + np.diag(delta))
+
+    def solve(self, rhs):
+        """``(G + Delta)^{-1} rhs``."""
+        return cho_solve(self.factor, rhs)
 
     def direction(self, target, c1, c2, second):
         """Newton step towards ``m w = xi s2 = target`` and ``X Z = target I``; ``c1``,
@@ -240,9 +317,9 @@ class _NewtonSystem:
         else:
             sym = (second + second.T) / 2.0
             corr_tr, corr_a = float(np.trace(sym)), _margins(self.Dk, self.Dj, sym)
-        b = (-self.rho - (target - c1) / w + target * self.margins_zi - corr_a
+        b = (self.shift - self.rho - (target - c1) / w + target * self.margins_zi - corr_a
              + (target - c2) / s2)
-        u0 = cho_solve(self.factor, -b)
+        u0 = self.solve(-b)
         dpi, drho = np.linalg.solve(
             self.schur, [1.0 - target * self.trace_zi + corr_tr - self.g @ u0, -u0.sum()])
         dw = u0 + dpi * self.ug + drho * self.u1
@@ -267,6 +344,113 @@ class _NewtonSystem:
         """``mu`` after the (scaled) steps."""
         return (np.sum((self.X + dX) * (self.Z + dZ)) + (self.m + dm) @ (self.w + dw)
                 + (self.xi + dxi) @ (self.s2 - dw)) / self.n_pairs
+
+
+class _LowRankNewtonSystem(_NewtonSystem):
+    r"""The same Newton system, solved through its ``n_s = D (D + 1) / 2`` low-rank part.
+
+    With ``v_r = svec(A_r)`` (the isometric vectorization of symmetric matrices, rows of
+    ``V``, ``t x n_s``), ``G = V K V^T`` where ``K`` is the symmetrized Kronecker product
+    ``(X (x) Z^{-1} + Z^{-1} (x) X) / 2`` on ``svec`` coordinates (positive definite at an
+    interior iterate), ``K = L L^T``. Near the optimum ``d = 1 / diag(Delta)`` spans many
+    orders of magnitude: it grows like ``1 / mu`` on the triplets whose weight is strictly
+    inside ``(0, C)`` (at most about ``n_s`` of them) and vanishes on the others. Those
+    ``n_F = min(t, 2 n_s)`` triplets ``F`` with the largest ``d`` are kept in a dense
+    block; the rest ``N`` is eliminated by Woodbury, where ``d`` is moderate:
+
+    .. math::
+
+        (\Delta_N + V_N K V_N^T)^{-1} = D_N - D_N V_N L (I + P)^{-1} L^T V_N^T D_N,
+        \qquad P = L^T V_N^T D_N V_N L,
+
+    and the Schur complement on ``F`` is ``Delta_F + W_F (I + P)^{-1} W_F^T`` with
+    ``W_F = V_F L``. One iteration forms ``V_N^T D_N V_N`` in ``O(t n_s^2)`` (blocks of
+    rows, never all of ``V``) and factors two matrices of order ``n_s`` and ``n_F``;
+    products with ``V^T`` are ``svec(H(.))`` and with ``V`` the margins ``<A_r, .>``,
+    ``O(t D^2)`` each. A few steps of iterative refinement with the exact product
+    ``(G + Delta) x`` (:meth:`_apply`) remove the rounding left by the elimination.
+    """
+
+    def _factor(self, PZk, PZj, PXk, PXj, delta):
+        D, t = self.X.shape[0], len(delta)
+        self.iu = np.triu_indices(D)
+        self.root2 = np.where(self.iu[0] == self.iu[1], 1.0, np.sqrt(2.0))
+        # svec coordinates -> vec(D x D): column (i, j) has 1/sqrt2 at (i, j) and (j, i).
+        n_s = len(self.root2)
+        U = np.zeros((D, D, n_s))
+        U[self.iu[0], self.iu[1], np.arange(n_s)] = 1.0 / self.root2
+        U[self.iu[1], self.iu[0], np.arange(n_s)] = 1.0 / self.root2
+        U = U.reshape(D * D, n_s)
+        K = U.T @ ((np.kron(self.X, self.Zi) + np.kron(self.Zi, self.X)) / 2.0) @ U
+        self.L = np.linalg.cholesky((K + K.T) / 2.0)
+        self.delta = delta
+        self.free = np.sort(np.argsort(-delta)[:min(t, 2 * n_s)])
+        # d on the eliminated triplets only (zero on F): D_N as a full-length vector.
+        self.dN = 1.0 / delta
+        self.dN[self.free] = 0.0
+        gram = np.zeros((n_s, n_s))
+        for start in range(0, t, _BLOCK):
+            V = self._svec_rows(slice(start, start + _BLOCK))
+            gram += V.T @ (self.dN[start:start + _BLOCK, None] * V)
+        inner = self.L.T @ gram @ self.L
+        self.inner = cho_factor((inner + inner.T) / 2.0 + np.eye(n_s))
+        self.WF = self._svec_rows(self.free) @ self.L
+        SF = self.WF @ cho_solve(self.inner, self.WF.T)
+        self.schur_F = cho_factor((SF + SF.T) / 2.0 + np.diag(delta[self.free]))
+
+    def _svec_rows(self, rows):
+        """``svec(A_r)`` for a block of triplets: shape (block, n_s)."""
+        a, b = self.Dk[rows], self.Dj[rows]
+        i, j = self.iu
+        return (a[:, i] * a[:, j] - b[:, i] * b[:, j]) * self.root2
+
+    def _vt(self, y):
+        """``V^T y = svec(H(y))``."""
+        return _H(self.Dk, self.Dj, y)[self.iu] * self.root2
+
+    def _v(self, p):
+        """``V p``: the margins ``<A_r, smat(p)>``."""
+        P = np.zeros(self.X.shape)
+        P[self.iu] = p / self.root2
+        return _margins(self.Dk, self.Dj, P + np.triu(P, 1).T)
+
+    def _solve_N(self, u):
+        """``(Delta_N + V_N K V_N^T)^{-1} u`` (``u`` and the result zero on F)."""
+        y = self.dN * u
+        q = cho_solve(self.inner, self.L.T @ self._vt(y))
+        return y - self.dN * self._v(self.L @ q)
+
+    def _eliminate(self, rhs):
+        F = self.free
+        rN = rhs.copy()
+        rN[F] = 0.0
+        a = self._solve_N(rN)
+        # G_FN a = W_F L^T V_N^T a (a vanishes on F, so V^T a = V_N^T a).
+        xF = cho_solve(self.schur_F, rhs[F] - self.WF @ (self.L.T @ self._vt(a)))
+        coupling = self._v(self.L @ (self.WF.T @ xF))
+        coupling[F] = 0.0
+        x = self._solve_N(rN - coupling)
+        x[F] = xF
+        return x
+
+    def solve(self, rhs):
+        """``(G + Delta)^{-1} rhs``; raises ``LinAlgError`` when refinement cannot reach
+        a relative residual of ``_SOLVE_ACCURACY`` (the iterate is then returned as is)."""
+        x = self._eliminate(rhs)
+        size = np.abs(rhs).max()
+        for _ in range(_REFINEMENTS):
+            r = rhs - self._apply(x)
+            if np.abs(r).max() <= 1e-14 * size:
+                return x
+            x += self._eliminate(r)
+        if np.abs(rhs - self._apply(x)).max() > _SOLVE_ACCURACY * size:
+            raise LinAlgError("the low-rank Newton system is too ill-conditioned")
+        return x
+
+    def _apply(self, x):
+        """``(G + Delta) x`` with ``(G x)_r = <A_r, sym(Z^{-1} H(x) X)>``."""
+        B = self.Zi @ _H(self.Dk, self.Dj, x) @ self.X
+        return self.delta * x + _margins(self.Dk, self.Dj, (B + B.T) / 2.0)
 
 
 def _uniform_weights_solution(Dk, Dj, C, scale):

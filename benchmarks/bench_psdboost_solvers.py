@@ -1,0 +1,164 @@
+"""PSDBoost's solvers (``solver=``) against each other and against cvxpy/Clarabel.
+
+Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_psdboost_solvers.py [--quick]``. Writes
+``benchmarks/results/psdboost_solvers.{md,json}``.
+
+Data: MNIST pixels / 255 (``D = 784``), or their leading 64 principal components
+(``D = 64``, fitted on the sample). Triplets from labels: ``"paper"`` = Shen et al. 2008
+section 6 (nearest same-class and nearest other-class neighbour of each of ``n = t``
+points); ``"random"`` = for ``t`` random points, a random same-class and a random
+other-class point among all 70000 (the paper's triplets stop at ``t = 70000``, one per
+point). ``C = 1 / (0.1 t)`` (the default).
+
+- default vs Clarabel: ``D = 64``, ``t = 1000``: ``PSDBoost()`` (median of 3) and
+  cvxpy/Clarabel's SDP (one solve; the compilation excluded).
+- vs t at ``D = 784``: every solver at ``t = 10^3, 3 x 10^3, 10^4`` (interior point up to
+  ``3 x 10^3``), each under a wall-clock budget ``max_time``; the subspace method at
+  ``t = 10^5`` (random triplets) with ``max_time = 600``.
+
+Columns: ``wall_s`` / ``cpu_s`` = wall-clock / process CPU seconds of the fit (triplet
+search excluded; one BLAS thread, so CPU seconds are the work done, which other jobs on
+a shared machine inflate much less than wall seconds); ``gap`` = certified relative gap
+``(upper_bound_ - objective_) / |objective_|``; ``cpu_to_1e-3_s`` = CPU seconds until the
+certified relative gap first fell to ``1e-3`` (read from the fit's histories, scaled from
+wall to CPU by the run's ratio); ``rss_gb`` = peak resident memory of the process so far
+(it includes MNIST, 0.44 GB in float64).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+import warnings
+
+import numpy as np
+from _common import load_note, write_results
+from sklearn.decomposition import PCA
+
+import psdlearn as pl
+
+COLUMNS = ["study", "D", "t", "triplets", "solver", "max_time_s", "wall_s", "cpu_s",
+           "iterations", "objective", "upper_bound", "gap", "cpu_to_1e-3_s", "rank",
+           "reference", "rel_error", "sdp_cpu_s", "speedup", "rss_gb"]
+
+
+def data(t, D, kind, seed=0):
+    X, y = pl.datasets.load("mnist", split="all")
+    rng = np.random.default_rng(seed)
+    if kind == "paper":
+        idx = rng.permutation(len(y))[:t]
+        X, y = X[idx], y[idx]
+        if D < X.shape[1]:
+            X = PCA(n_components=D, random_state=seed).fit_transform(X)
+        return np.ascontiguousarray(X), pl.triplets_from_labels(X, y, random_state=seed)
+    i = rng.integers(len(y), size=t)
+    by_class = [np.flatnonzero(y == c) for c in range(10)]
+    j = np.array([rng.choice(by_class[y[a]]) for a in i])
+    other = (y[i] + rng.integers(1, 10, size=t)) % 10
+    k = np.array([rng.choice(by_class[c]) for c in other])
+    T = np.unique(np.column_stack([i, j, k])[i != j], axis=0)
+    return X, T
+
+
+def fit(X, T, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0, c0 = time.perf_counter(), time.process_time()
+        m = pl.PSDBoost(random_state=0, **kw).fit_triplets(X, T)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return m, wall, cpu
+
+
+def row(study, X, T, kind, m, wall, cpu, max_time=None, ref=None):
+    lo, up = np.asarray(m.objective_history_), np.asarray(m.upper_bound_history_)
+    if m.solver_ == "interior-point":
+        # Its iterates are primal infeasible: only the final certificate is a bound.
+        hit = [len(lo) - 1] if (m.upper_bound_ - m.objective_) <= 1e-3 * abs(m.objective_) else []
+    else:
+        hit = np.flatnonzero(up - lo <= 1e-3 * np.abs(lo))
+    r = {"study": study, "D": X.shape[1], "t": len(T), "triplets": kind, "solver": m.solver_,
+         "max_time_s": max_time, "wall_s": wall, "cpu_s": cpu, "iterations": m.n_iter_,
+         "objective": m.objective_, "upper_bound": m.upper_bound_,
+         "gap": (m.upper_bound_ - m.objective_) / abs(m.objective_), "rank": m.rank_,
+         "rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6}
+    if len(hit):
+        r["cpu_to_1e-3_s"] = m.time_history_[hit[0]] * cpu / max(wall, 1e-9)
+    if ref is not None:
+        r["reference"], r["rel_error"] = ref[0], abs(m.objective_ - ref[1]) / abs(ref[1])
+    print(r, flush=True)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="t = 1000 only, short budgets")
+    ap.add_argument("--crossover", action="store_true",
+                    help="only the t = 1000 subspace / interior-point runs at D = 64, 256 "
+                         "(psdboost_solvers_crossover.{md,json})")
+    ap.add_argument("--large", action="store_true",
+                    help="only the t = 1e5 run (psdboost_solvers_1e5.{md,json})")
+    ap.add_argument("--budget", type=float, default=150.0,
+                    help="max_time of each fit in the vs-t study (seconds)")
+    args = ap.parse_args()
+    from psdlearn.psdboost.sdp import solve_sdp
+
+    start_load = os.getloadavg()[0]
+    rows = []
+    notes = ["cpu_s: process CPU seconds with OMP_NUM_THREADS="
+             f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; wall_s is inflated by the "
+             "load (below).",
+             "gap: certified (upper_bound_ - objective_) / |objective_| at the stop; the "
+             "optimum lies between the two.",
+             "Fits that did not converge stopped at max_time (wall clock)."]
+
+    name = ("psdboost_solvers_1e5" if args.large else
+            "psdboost_solvers_crossover" if args.crossover else "psdboost_solvers")
+
+    def add(r):
+        rows.append(r)
+        write_results(name, COLUMNS, rows, [*notes, load_note(start_load)])
+
+    if args.crossover:
+        for D in (64, 256):
+            X, T = data(1000, D, "paper")
+            for solver in ("subspace", "interior-point"):
+                m, wall, cpu = fit(X, T, solver=solver, max_time=300.0)
+                add(row("crossover", X, T, "paper", m, wall, cpu, 300.0))
+        return
+    if args.large:
+        X, T = data(100_000, 784, "random")
+        m, wall, cpu = fit(X, T, solver="subspace", max_time=600.0)
+        add(row("t = 1e5", X, T, "random", m, wall, cpu, 600.0))
+        return
+
+    # Default path against Clarabel at D = 64, t = 1000.
+    X, T = data(1000, 64, "paper")
+    fits = [fit(X, T) for _ in range(1 if args.quick else 3)]
+    m, wall, cpu = sorted(fits, key=lambda f: f[2])[len(fits) // 2]
+    c0 = time.process_time()
+    sdp = solve_sdp(X, T, m.C_)
+    sdp_cpu = time.process_time() - c0
+    r = row("default vs Clarabel", X, T, "paper", m, wall, cpu, ref=("Clarabel", sdp.objective))
+    r["sdp_cpu_s"], r["speedup"] = sdp_cpu, sdp_cpu / cpu
+    add(r)
+
+    sizes = (1000,) if args.quick else (1000, 3000, 10_000)
+    budget = 60.0 if args.quick else args.budget
+    for t in sizes:
+        X, T = data(t, 784, "paper")
+        ref = None
+        for solver in ("interior-point", "subspace", "column-generation"):
+            if (solver == "interior-point" and t > 3000) or (
+                    solver == "column-generation" and t == 3000):
+                continue
+            m, wall, cpu = fit(X, T, solver=solver, max_time=budget)
+            if solver == "interior-point" and m.converged_:
+                ref = ("interior point", m.objective_)
+            add(row("vs t", X, T, "paper", m, wall, cpu, budget,
+                    ref if solver != "interior-point" else None))
+
+
+if __name__ == "__main__":
+    main()

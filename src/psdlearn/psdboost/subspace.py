@@ -1,0 +1,279 @@
+r"""Problem (3) of Shen, Welsh & Wang (2008) for many triplets: a subspace method.
+
+Problem (3) is the saddle point (see :mod:`._bounds`)
+
+.. math::
+
+    \max_{X \succeq 0,\ \operatorname{tr} X = 1} \min_{w \in W} \sum_r w_r \langle A_r, X\rangle
+    = \min_{w \in W} \lambda_{\max}(H(w)), \qquad
+    W = \{0 \le w \le C,\ \textstyle\sum_r w_r = 1\},
+
+whose solution ``X*`` has low rank. The method keeps an orthonormal basis ``Q``
+(``D x k``, ``k`` about the rank plus a few) and alternates:
+
+1. **Master.** Problem (3) restricted to ``X = Q Y Q^T``: the same problem for the
+   projected differences ``Q^T k_r``, ``Q^T j_r`` (``t x k``), solved by the primal-dual
+   interior-point method of :mod:`.ipm`, with the proximal term ``(u / 2) ||w - c||^2``
+   added to its dual ``min_{w in W} lambda_max(Q^T H(w) Q)`` (``c``: the stability
+   center). Its Newton system is solved through its ``k (k + 1) / 2``-dimensional
+   low-rank part, the ``t``-dimensional part entering only through a diagonal (to which
+   the proximal term adds ``u``), so each Newton step costs ``O(t k^4)`` and never
+   ``O(t^2)``. It returns ``Y`` and the master's weights ``w``.
+2. **Certificate.** ``X = Q Y Q^T`` (made PSD with trace one) gives the lower bound
+   ``value(X) = min_{w in W} sum_r w_r <A_r, X>`` (weight ``C`` on the smallest margins);
+   the master's ``w``, projected onto ``W``, gives the upper bound
+   ``lambda_max(H(w))``, computed by Lanczos on the matrix-free
+   ``H(w) u = D_k^T (w * D_k u) - D_j^T (w * D_j u)``. Stop when the best upper bound
+   minus the best lower bound is below ``eps``. Both bounds hold however inexact the
+   master: they are evaluated on the full problem.
+3. **Bundle step.** If ``lambda_max(H(w))`` fell below that of the center by at least a
+   tenth of the fall that the model predicted, ``w`` becomes the center (serious step);
+   otherwise the center stays (null step) and only the model improves.
+4. **Expansion.** The leading eigenvectors of ``H(w)`` whose Rayleigh quotient exceeds
+   the master value (the directions in which ``Q`` underestimates the dual function)
+   join ``Q``; when ``k`` would exceed ``max_dim``, ``Q`` is first compressed to the
+   leading eigenvectors of ``Y`` (the range of the current solution).
+
+This is the spectral bundle method of Helmberg & Rendl (2000) for this constant-trace
+SDP, with two differences: the subspace master is solved exactly by an interior-point
+method rather than by their quadratic program over ``(alpha, V)``, with the capped simplex
+handled inside it, and there is no aggregate matrix (``Q`` is compressed to the range of
+``Y`` instead). With ``proximal=False`` it is the subspace method for eigenvalue
+optimization of Kangal, Meerbergen, Mengi & Michiels (2018). Memory is
+``O(t k + n D + D k)`` besides the data (``n``: samples in a triplet); time per
+iteration is that of the master's Newton steps plus one Lanczos run.
+
+References
+----------
+Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
+for positive semidefinite matrices learning. NIPS.
+
+Kangal, F., Meerbergen, K., Mengi, E. & Michiels, W. (2018). A subspace method for
+large-scale eigenvalue optimization. SIAM Journal on Matrix Analysis and Applications
+39(1).
+
+Helmberg, C. & Rendl, F. (2000). A spectral bundle method for semidefinite programming.
+SIAM Journal on Optimization 10(3).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from psdlearn.psdboost._bounds import factor_psd, primal_value, project_capped_simplex
+from psdlearn.psdboost._pricing import DENSE_MAX_FEATURES, TripletOperator
+from psdlearn.psdboost.ipm import path_following
+
+__all__ = ["SubspaceResult", "solve_subspace"]
+
+#: Newton steps allowed to one master solve.
+_MASTER_MAX_ITER = 60
+#: Masters with at most this many triplets use the dense ``t x t`` Newton system, which
+#: reaches a relative gap of 1e-8 where the low-rank one stops near 1e-6.
+_DENSE_MASTER_MAX_T = 1000
+#: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
+_SERIOUS = 0.1
+
+
+@dataclass
+class SubspaceResult:
+    """Solution of problem (3) by :func:`solve_subspace`, with its certificate.
+
+    Attributes
+    ----------
+    metric : ndarray of shape (D, D)
+        The best primal point found, symmetric PSD, trace one.
+    components : ndarray of shape (rank, D)
+        ``L`` with ``metric = L^T L``.
+    objective : float
+        ``value(metric)``, a lower bound on the optimum.
+    upper_bound : float
+        Smallest ``lambda_max(H(w))`` over the certified dual points.
+    rho : float
+    slacks : ndarray of shape (t,)
+    dual_weights : ndarray of shape (t,)
+        The ``w in W`` attaining ``upper_bound``.
+    status : str
+        ``"optimal"`` (gap below ``eps``), ``"max_iter"`` or ``"max_time"``.
+    n_iter : int
+        Master solves.
+    objective_history, upper_bound_history, time_history : list of float
+        After each master solve: the best lower bound, the best upper bound, seconds.
+    dim_history : list of int
+        Subspace dimension ``k`` of each master.
+    n_matvec : int
+        Products with ``H`` in Lanczos.
+    eps : float
+        Absolute stopping threshold.
+    """
+
+    metric: np.ndarray
+    components: np.ndarray
+    objective: float
+    upper_bound: float
+    rho: float
+    slacks: np.ndarray
+    dual_weights: np.ndarray
+    status: str
+    n_iter: int
+    eps: float
+    objective_history: list = field(default_factory=list)
+    upper_bound_history: list = field(default_factory=list)
+    time_history: list = field(default_factory=list)
+    dim_history: list = field(default_factory=list)
+    n_matvec: int = 0
+
+
+def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=16,
+                   max_dim=None, proximal=True, eigen_solver="auto", random_state=None,
+                   callback=None):
+    """Solve problem (3) by the subspace method of the module docstring.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, D)
+    triplets : ndarray of shape (t, 3)
+        Valid rows ``(i, j, k)`` meaning ``d(i, j) < d(i, k)``.
+    C : float
+        Slack price, ``C t >= 1``.
+    tol : float, default=1e-5
+        Stop when ``upper_bound - objective <= eps = tol * s``, ``s`` the mean margin
+        scale ``mean_r (||a_i - a_j||^2 + ||a_i - a_k||^2) / D``.
+    max_iter : int, default=100
+        Master solves.
+    max_time : float or None, default=None
+        Seconds after which the best certified pair found so far is returned
+        (``status="max_time"``); a master solve in progress is cut short.
+    n_vectors : int, default=16
+        Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``).
+    max_dim : int or None, default=None
+        Largest subspace dimension ``k``. The low-rank master's Newton step costs
+        ``O(t k^4)``; the dense one (``t <= 1000``) ``O(t^3 + t^2 k)``. None: 60 for a
+        dense master, 30 otherwise (at ``D = 784``, ``t = 1000``, where the optimum has
+        rank 14, 16 vectors and ``k <= 60`` reach a certified ``2e-3`` in 14 masters,
+        8 vectors and ``k <= 30`` stay at ``2e-1`` after 22).
+    proximal : bool, default=True
+        Add the proximal term ``(u / 2) ||w - c||^2`` to the master (the spectral bundle
+        method of Helmberg & Rendl 2000): ``c`` is the stability center, moved to the
+        master's ``w`` when ``lambda_max(H(w))`` drops by at least a tenth of the drop
+        the model predicted (a serious step), and ``u`` is halved after a serious step
+        that achieved more than half of the prediction and doubled after a null step.
+        ``False``: the master minimizes the model alone (a cutting-plane method).
+    eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
+        As in :class:`psdlearn.PSDBoost`.
+    random_state : int, RandomState instance or None
+        Seeds the first Lanczos start vector.
+    callback : callable or None
+        Called as ``callback(iteration, objective, upper_bound, k)`` after each master.
+
+    Returns
+    -------
+    SubspaceResult
+    """
+    start = time.perf_counter()
+    deadline = None if max_time is None else start + max_time
+    triplets = np.asarray(triplets, dtype=np.int64)
+    op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
+    t, D = len(triplets), op.n_features
+    nj, nk, _ = op.difference_stats()
+    scale = float(np.mean(nj + nk)) / D
+    scale = scale if scale > 0 else 1.0
+    eps = tol * scale
+    method = eigen_solver
+    if method == "auto":
+        method = "dense" if D <= DENSE_MAX_FEATURES else "lanczos"
+    p = min(n_vectors, D)
+    if max_dim is None:
+        max_dim = 60 if t <= _DENSE_MASTER_MAX_T else 30
+    max_dim = max(min(max_dim, D), p + 1)
+    rng = check_random_state(random_state)
+
+    w = np.full(t, 1.0 / t)
+    vals, vecs, n_matvec = op.top_eigenpairs(w, p, method, v0=rng.standard_normal(D))
+    upper, best_w = float(vals[0]), w
+    Q = np.empty((D, 0))
+    Pk, Pj = np.empty((t, 0)), np.empty((t, 0))
+    Q, Pk, Pj = _expand(op, Q, Pk, Pj, vecs)
+    lower, best = -np.inf, None
+    history_lo, history_up, times, dims = [], [], [], []
+    status = "max_iter"
+    master_tol = 1e-3
+    center, center_value = w, upper / scale
+    # (u / 2) ||w - c||^2 with ||w - c||^2 <= 2 C: a tenth of the unit margin scale.
+    u = 0.1 / C
+    for _ in range(max_iter):
+        k = Q.shape[1]
+        dims.append(k)
+        root = np.sqrt(scale)
+        Y, _, _, pi, w_master, _, _ = path_following(
+            Pk / root, Pj / root, C, master_tol, _MASTER_MAX_ITER, deadline,
+            low_rank=t > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < t // 2,
+            prox=(u, center) if proximal else None)
+        vals_y, vecs_y = np.linalg.eigh((Y + Y.T) / 2.0)
+        vals_y = np.clip(vals_y, 0.0, None)
+        vals_y /= vals_y.sum()
+        R = vecs_y * np.sqrt(vals_y)  # Y = R R^T
+        margins = np.sum((Pk @ R) ** 2, axis=1) - np.sum((Pj @ R) ** 2, axis=1)
+        value = primal_value(margins, C)[0]
+        if value > lower:
+            lower, best = value, Q @ R
+        w_cert = project_capped_simplex(w_master, C)
+        vals, vecs, count = op.top_eigenpairs(w_cert, p, method, v0=vecs[:, 0])
+        n_matvec += count
+        if vals[0] < upper:
+            upper, best_w = float(vals[0]), w_cert
+        # Proximal bundle step (scaled units): serious if lambda_max fell by a tenth of
+        # the fall predicted by the model value pi at the master's w.
+        predicted = center_value - pi
+        achieved = center_value - vals[0] / scale
+        if achieved >= _SERIOUS * predicted:
+            center, center_value = w_cert, vals[0] / scale
+            if achieved >= 0.5 * predicted:
+                u /= 2.0
+        else:
+            u *= 2.0
+        history_lo.append(lower)
+        history_up.append(upper)
+        times.append(time.perf_counter() - start)
+        if callback is not None:
+            callback(len(times), lower, upper, k)
+        if upper - lower <= eps:
+            status = "optimal"
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            status = "max_time"
+            break
+        # Masters need only be as accurate as the outer gap is small.
+        master_tol = float(np.clip(0.05 * (upper - lower) / scale, 1e-8, 1e-3))
+        # Directions where the model lambda_max(Q^T H Q) underestimates lambda_max(H).
+        new = vecs[:, vals > pi * scale]
+        if new.shape[1] == 0:
+            new = vecs[:, :1]
+        if k + new.shape[1] > max_dim:
+            keep = max_dim - new.shape[1]
+            V = vecs_y[:, ::-1][:, :keep]
+            Q, Pk, Pj = Q @ V, Pk @ V, Pj @ V
+        Q, Pk, Pj = _expand(op, Q, Pk, Pj, new)
+
+    metric, components = factor_psd(best @ best.T)
+    margins = op.margins(components)
+    objective, rho, slacks = primal_value(margins, C)
+    return SubspaceResult(
+        metric=metric, components=components, objective=objective, upper_bound=upper,
+        rho=rho, slacks=slacks, dual_weights=best_w, status=status, n_iter=len(times),
+        eps=eps, objective_history=history_lo, upper_bound_history=history_up,
+        time_history=times, dim_history=dims, n_matvec=n_matvec)
+
+
+def _expand(op, Q, Pk, Pj, new):
+    """Append the part of ``new`` (D, m) orthogonal to ``Q``, with its projections."""
+    for _ in range(2):  # twice is enough (Kahan, Parlett)
+        new = new - Q @ (Q.T @ new)
+    U, s, _ = np.linalg.svd(new, full_matrices=False)
+    U = U[:, s > 1e-8 * max(1.0, s.max(initial=0.0))]
+    XU = op.X @ U
+    return (np.hstack([Q, U]), np.hstack([Pk, op.Bk @ XU]), np.hstack([Pj, op.Bj @ XU]))
