@@ -18,6 +18,8 @@ REPRODUCTIONS = {
     "bcd-out-of-sample": ("bcd_out_of_sample", "Hu & Kwok 2015, Fig. 5: out-of-sample accuracy"),
     "bcd-convergence": ("bcd_convergence", "Hu & Kwok 2015, Figs. 2-3: objective vs sweeps/time"),
     "admm-table2": ("admm_table2", "Hu & Kwok 2013, Table 2 and Figs. 1-2 (+ ADMM start study)"),
+    "gamma-cv": ("gamma_cv", "gamma by constraint cross-validation (NPKLCV) beside gamma = 1, "
+                 "ADMM pcp and BCD"),
     "admm-scaling": ("admm_scaling", "Hu & Kwok 2013, Figs. 3-4: time vs n and vs constraints"),
     "nystrom-table1": ("nystrom_table1", "Lan et al. 2017, Table 1 (+ Table A1): single kernel"),
     "nystrom-table2": ("nystrom_table2", "Lan et al. 2017, Table 2: multiple kernels"),

@@ -740,8 +740,9 @@ class NPKL(TransformerMixin, BaseEstimator):
             ``graph="precomputed"`` (``X`` a Laplacian, no out-of-sample extension) and
             ``graph="precomputed_nearest_neighbors"``, a square ``X`` with the training
             size is taken to be the training graph.
-        y : PairwiseConstraints or array-like of shape (m, 3)
-            Pairs to score, with both signs present.
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            Pairs to score, with both signs present, or labels (``-1`` = unlabelled):
+            every pair of labelled points, as in :meth:`fit`.
 
         Returns
         -------
@@ -751,7 +752,7 @@ class NPKL(TransformerMixin, BaseEstimator):
 
         check_is_fitted(self, "embedding_")
         E = self.embedding_ if self._is_training_data(X) else self.transform(X)
-        C = check_side_info(y, len(E), accept=("pairs",)).constraints
+        C = as_constraints(y, len(E))
         if C.n_must == 0 or C.n_cannot == 0:
             raise ValueError("score needs must-links and cannot-links in y (the AUC of one "
                              "class is undefined).")
