@@ -13,7 +13,7 @@ Writes ``benchmarks/results/npkl_gamma_auto.{md,json}``.
   ``K_ii`` = 0.
 
 ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is optimal
-(:mod:`psdlearn.npkl._gamma`); its time is the LOBPCG solve (dense below n = 1500).
+(:mod:`psdlearn.npkl._gamma`); its time is the LOBPCG solve (a dense one up to n = 400).
 """
 
 from __future__ import annotations

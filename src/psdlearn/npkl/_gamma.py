@@ -42,8 +42,9 @@ __all__ = ["AUTO_GAMMA_FACTOR", "critical_gamma", "loss_gradient_matrix"]
 #: ``gamma="auto"`` is this multiple of :func:`critical_gamma` (see
 #: ``benchmarks/results/npkl_gamma_auto.md`` for the measurements behind it).
 AUTO_GAMMA_FACTOR = 30.0
-#: Largest ``n`` solved by a dense generalized eigendecomposition.
-_DENSE_MAX = 1500
+#: Largest ``n`` solved by a dense generalized eigendecomposition (on a1a, n = 1605, the
+#: dense solve took 0.94 s and LOBPCG 0.09 s).
+_DENSE_MAX = 400
 #: ``|l'(0)|`` of each margin loss.
 _SLOPE = {"hinge": 1.0, "linear": 1.0, "squared_hinge": 2.0, "square": 2.0}
 
@@ -90,7 +91,7 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0):
     pairs, signs, loss
         See :func:`loss_gradient_matrix`.
     random_state : int
-        Seeds the start block of LOBPCG (``n`` above 1500; about 1 s at ``n = 5e4``).
+        Seeds the start block of LOBPCG (``n`` above 400; about 1 s at ``n = 5e4``).
 
     Returns
     -------
