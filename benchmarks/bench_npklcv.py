@@ -105,7 +105,7 @@ def main():
     write_results("npklcv", COLUMNS, rows, [
         "a1a (n = 1605, k = 50), one draw of 963 + 963 pairs; CPU seconds of fit "
         "(graph built once beforehand, numba compiled beforehand), medians; NPKLCV CPU "
-        "includes gamma_0 (a dense generalized eigenproblem at this n) and the scoring.",
+        "includes gamma_0 and the scoring.",
         "Target of issue #17: NPKLCV (8 gammas x 3 folds) <= 10x a single fit.",
         "sweeps or iterations: BCD sweeps (all smoothing stages) or ADMM iterations, summed "
         "over the fold fits and the refit.",
