@@ -69,12 +69,12 @@ def main():
             "CV better on": f"{int(np.sum(c < a))}/{args.reps} draws",
         })
         print(rows[-1], flush=True)
-    write_results("nystroem_lambda_cv", COLUMNS, rows, [
-        "Error % on the unlabelled points (lower is better), mean ± std over the draws "
-        "(seeds 0 .. reps-1, the same draws for both columns); beta by eq. (8) "
-        "(the reproduction's PAPER_SETTINGS).",
-        load_note(start_load),
-    ])
+        write_results("nystroem_lambda_cv", COLUMNS, rows, [  # after every set
+            "Error % on the unlabelled points (lower is better), mean ± std over the draws "
+            "(seeds 0 .. reps-1, the same draws for both columns); beta by eq. (8) "
+            "(the reproduction's PAPER_SETTINGS).",
+            load_note(start_load),
+        ])
 
 
 if __name__ == "__main__":
