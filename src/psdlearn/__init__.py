@@ -1,6 +1,6 @@
 """psdlearn: learn positive semidefinite kernels and metrics from side information."""
 
-from psdlearn import datasets, graph, metrics
+from psdlearn import datasets, graph, metrics, model_selection
 from psdlearn._version import __version__
 from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import (
@@ -10,12 +10,15 @@ from psdlearn.constraints import (
     triplets_from_labels,
 )
 from psdlearn.kml import RCA, KernelMetricLearner
+from psdlearn.model_selection import NPKLCV, ConstraintKFold
 from psdlearn.npkl import NPKL
 from psdlearn.nystroem import GeneralizedNystroem
 from psdlearn.psdboost import PSDBoost
 
 __all__ = [
+    "NPKLCV",
     "RCA",
+    "ConstraintKFold",
     "GeneralizedNystroem",
     "KernelMetricLearner",
     "NPKL",
@@ -27,6 +30,7 @@ __all__ = [
     "graph",
     "kernel_kmeans",
     "metrics",
+    "model_selection",
     "triplets_from_constraints",
     "triplets_from_labels",
 ]

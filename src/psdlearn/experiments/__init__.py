@@ -22,6 +22,8 @@ REPRODUCTIONS = {
                   "size of U"),
     "admm-chessboard": ("admm_chessboard", "Hu & Kwok 2013, chessboard: generator designs "
                         "against the papers' numbers"),
+    "gamma-cv": ("gamma_cv", "gamma by constraint cross-validation (NPKLCV) beside gamma = 1, "
+                 "ADMM pcp and BCD"),
     "admm-scaling": ("admm_scaling", "Hu & Kwok 2013, Figs. 3-4: time vs n and vs constraints"),
     "nystrom-table1": ("nystrom_table1", "Lan et al. 2017, Table 1 (+ Table A1): single kernel"),
     "nystrom-table2": ("nystrom_table2", "Lan et al. 2017, Table 2: multiple kernels"),

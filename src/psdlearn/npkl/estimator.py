@@ -148,12 +148,22 @@ class NPKL(TransformerMixin, BaseEstimator):
         (``certificate_ = None``): it costs a few Lanczos runs on the sparse dual matrix
         (products ``O(nnz(L) + m)``; ``benchmarks/results/npkl_certificate.md`` has the
         fit times with it). Not allowed with ``rank="adaptive"``.
-    gamma : float, default=1.0
-        Weight of the loss. Not given in Hu & Kwok 2015. With the normalized Laplacian
-        (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``, independent of ``n``) the
+    gamma : float or "auto", default=1.0
+        Weight of the loss. Not given in Hu & Kwok 2015. ``"auto"``: ``30 gamma_0``, where
+        ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is
+        optimal (``G``: minus the gradient of the loss term at ``K = 0`` per unit of
+        ``gamma``; see :mod:`psdlearn.npkl._gamma`); it follows ``n``, ``m`` and how well
+        the constraints agree with the graph, and costs one LOBPCG solve (about 1 s at
+        ``n = 5e4``). ``gamma_`` holds the value used. On ``gamma = 1``: with the
+        normalized Laplacian (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``,
+        independent of ``n``) the
         per-sample problem (18) balances ``L_ii / 2 ||v||^2`` against ``gamma / 2`` per
         violated pair, so ``gamma = 1`` weighs one unit of smoothness against one unit of
         loss for any ``n``; SimpleNPKL (JMLR 2011) also uses ``C = 1`` on the adult sets.
+        But a few pairs among many points each pay the graph term of the rows they move
+        alone: with 1000 pairs among 1e6 points ``gamma_0 > 1`` and ``gamma = 1`` gives
+        ``K = 0``. To choose ``gamma`` from the constraints, see
+        :class:`psdlearn.model_selection.NPKLCV`.
     n_neighbors : int, default=5
         ``k`` of the kNN graph (the papers: 5, and 50 for the adult sets). At least
         ``n_samples`` is capped to ``n_samples - 1`` with a warning.
@@ -224,6 +234,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``"auto"``: ``100`` for ``n <= 1000`` and ``100 n`` above (Hu & Kwok 2015 IV-A.2: 100 on
         its small sets, n <= 270, and 100 n on the adult sets, n >= 1605), ``100 n`` for
         ``loss="pcp"`` (Hu & Kwok 2013 footnote 3); see :func:`psdlearn.npkl.simplenpkl.default_B`.
+    warm_start : bool, default=False
+        Start from ``embedding_`` of the previous fit when it has the shape of this one and
+        is not zero (``bcd`` and ``admm``); otherwise from a random ``E``. Used by
+        :class:`psdlearn.model_selection.NPKLCV` along its path of ``gamma`` values.
     random_state : int, RandomState instance or None, default=None
         Seeds the random initial ``E`` and the sample order of each sweep.
     verbose : int, default=0
@@ -245,6 +259,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         Over-relaxation factor used (``bcd`` only).
     smoothing_stages_ : list of (float, int)
         ``(mu, sweeps)`` of each BCD stage, ``mu = 0`` for the exact one (``bcd`` only).
+    gamma_ : float
+        Loss weight used (``gamma``, or its value for ``gamma="auto"``).
     n_iter_ : int
         Sweeps (BCD, all stages), iterations (ADMM) or steps (SimpleNPKL, MFPC) run; 1 for the
         SDP.
@@ -343,7 +359,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                  Interval(numbers.Integral, 1, None, closed="left")],
         "rank_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "certificate_tol": [Interval(numbers.Real, 0, None, closed="left"), None],
-        "gamma": [Interval(numbers.Real, 0, None, closed="neither")],
+        "gamma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "sigma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
         "delta": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -362,6 +378,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         "rho": [Interval(numbers.Real, 0, None, closed="neither")],
         "init": [StrOptions({"random", "bcd"})],
         "B": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -392,6 +409,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         rho=100.0,
         init="random",
         B="auto",
+        warm_start=False,
         random_state=None,
         verbose=0,
     ):
@@ -418,6 +436,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.rho = rho
         self.init = init
         self.B = B
+        self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
 
@@ -538,8 +557,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         self._rank_cap = max(rule, rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
+        self.gamma_ = self._resolve_gamma(L, C)
         problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
-                              float(self.gamma), float(self.b))
+                              self.gamma_, float(self.b))
         rng = check_random_state(self.random_state)
         self._stopped_in_certificate = False
         start = time.perf_counter()
@@ -557,6 +577,29 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.laplacian_ = L
         self.constraints_ = C
         return self
+
+    def _resolve_gamma(self, L, C):
+        if self.gamma != "auto":
+            return float(self.gamma)
+        from psdlearn.npkl._gamma import AUTO_GAMMA_FACTOR, critical_gamma
+
+        gamma0 = critical_gamma(L, C.pairs, C.signs, self.loss)
+        if not np.isfinite(gamma0):
+            raise ValueError("gamma='auto': no nonzero kernel lowers the loss of these "
+                             "constraints (lambda_max(G, L) <= 0); pass a float gamma.")
+        return AUTO_GAMMA_FACTOR * gamma0
+
+    def _start(self, n, rank, rng, max_norm=None):
+        """Initial ``E`` and whether it is the previous ``embedding_`` (``warm_start``)."""
+        from psdlearn.npkl.bcd import VANISHED, initial_embedding
+
+        E0 = initial_embedding(n, rank, rng, max_norm=max_norm)  # same draws either way
+        prev = getattr(self, "embedding_", None) if self.warm_start else None
+        # a vanished embedding is a fixed point of every row update: never start there
+        if (prev is not None and prev.shape == (n, rank)
+                and np.einsum("ij,ij->", prev, prev) > VANISHED * n):
+            return np.array(prev, dtype=np.float64, order="C"), True
+        return E0, False
 
     def _finish(self, res, name, unit, what, hint="increase max_iter or tol"):
         """``converged_`` and the warnings of a solver result."""
@@ -649,10 +692,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         return E_new
 
     def _fit_bcd(self, problem, rank, rng):
-        from psdlearn.npkl.bcd import VANISHED, initial_embedding, parallel_split, solve_bcd
+        from psdlearn.npkl.bcd import VANISHED, parallel_split, solve_bcd
 
-        E = initial_embedding(problem.n_samples, rank, rng,
-                              max_norm=self.b if self.loss == "linear" else None)
+        E, _ = self._start(problem.n_samples, rank, rng,
+                           max_norm=self.b if self.loss == "linear" else None)
         schedule = self._smoothing_schedule()
         omega = self._relaxation(problem.laplacian)
         # samples in reverse Cuthill-McKee order: a sweep then reads E from cache
@@ -701,16 +744,19 @@ class NPKL(TransformerMixin, BaseEstimator):
                 E = E_new
                 # warm restart: the smoothed hinge from mu = 1e-3 (that of the escalation)
                 schedule = schedule[-3:]
-        self.embedding_ = E[inverse]
+        vanished = np.einsum("ij,ij->", E, E) <= VANISHED * len(E)
+        # a vanished E is K = 0 up to rounding, but its directions are noise: return 0
+        self.embedding_ = np.zeros_like(E) if vanished else E[inverse]
         self.objective_history_ = history
         self.time_history_ = times
         self.smoothing_stages_ = stages
         self.n_iter_ = n_iter
         self.rank_ = E.shape[1]
-        if np.einsum("ij,ij->", E, E) <= VANISHED * len(E):
+        if vanished:
             warnings.warn(
                 "The learned kernel is zero (K = 0 is optimal here): the loss weight "
-                f"gamma={self.gamma} is too small against the graph term; increase gamma.",
+                f"gamma={self.gamma_:.4g} is too small against the graph term; increase "
+                "gamma (or use gamma='auto').",
                 UserWarning,
                 stacklevel=3,
             )
@@ -718,10 +764,10 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     def _fit_admm(self, problem, rank, rng):
         from psdlearn.npkl.admm import solve_admm
-        from psdlearn.npkl.bcd import initial_embedding, solve_bcd
+        from psdlearn.npkl.bcd import solve_bcd
 
-        V0 = initial_embedding(problem.n_samples, rank, rng)
-        if self.init == "bcd":
+        V0, warm = self._start(problem.n_samples, rank, rng)
+        if self.init == "bcd" and not warm:
             # warm start: BCD on the square loss of Hu & Kwok 2015 (targets +-1, no diagonal)
             square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
                                  problem.gamma)
@@ -839,8 +885,68 @@ class NPKL(TransformerMixin, BaseEstimator):
         check_is_fitted(self, "embedding_")
         problem = NPKLProblem(self.laplacian_, self.constraints_.pairs,
                               self.constraints_.signs.astype(np.float64), self.loss,
-                              float(self.gamma), float(self.b))
+                              self.gamma_, float(self.b))
         return problem.objective(self.embedding_ if E is None else E)
+
+    def score(self, X, y):
+        """How well the kernel separates must-links from cannot-links: ROC AUC of the cosine.
+
+        With ``K`` the learned kernel, each pair ``(i, j)`` of ``y`` gets the normalized
+        similarity ``c_ij = K_ij / sqrt(K_ii K_jj)`` (the cosine of the angle between
+        ``e_i`` and ``e_j``; 0 where a row is zero), and the score is the area under the
+        ROC curve of ``c`` against the signs: the probability that a random must-link is
+        more similar than a random cannot-link, ties counted half. It needs no threshold
+        and is invariant to the scale of ``K`` (which ``gamma`` changes); 1 is perfect,
+        0.5 is chance, 0 is every sign reversed. Higher is better.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or None
+            The training data (the ``X`` of :meth:`fit`, or ``None``): the pairs are scored on
+            ``embedding_``, the transductive kernel (this is how held-out constraints between
+            training points are scored, e.g. by :class:`psdlearn.model_selection.NPKLCV`).
+            A training set is recognized by identity or by equal values. Any other ``X``
+            is embedded by :meth:`transform` and ``y`` indexes its rows. With
+            ``graph="precomputed"`` (``X`` a Laplacian, no out-of-sample extension) and
+            ``graph="precomputed_nearest_neighbors"``, a square ``X`` with the training
+            size is taken to be the training graph.
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            Pairs to score, with both signs present, or labels (``-1`` = unlabelled):
+            every pair of labelled points, as in :meth:`fit`.
+
+        Returns
+        -------
+        float in [0, 1]
+        """
+        from sklearn.metrics import roc_auc_score
+
+        check_is_fitted(self, "embedding_")
+        E = self.embedding_ if self._is_training_data(X) else self.transform(X)
+        C = as_constraints(y, len(E))
+        if C.n_must == 0 or C.n_cannot == 0:
+            raise ValueError("score needs must-links and cannot-links in y (the AUC of one "
+                             "class is undefined).")
+        norms = np.sqrt(np.einsum("ij,ij->i", E, E))
+        i, j = C.pairs[:, 0], C.pairs[:, 1]
+        dot = np.einsum("ij,ij->i", E[i], E[j])
+        denom = norms[i] * norms[j]
+        cosine = np.divide(dot, denom, out=np.zeros_like(dot), where=denom > 0)
+        return float(roc_auc_score(C.signs > 0, cosine))
+
+    def _is_training_data(self, X):
+        if X is None:
+            return True
+        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+        if self.graph != "knn":
+            return shape == (len(self.embedding_),) * 2
+        A = self.X_fit_
+        if X is A:
+            return True
+        if shape != A.shape:
+            return False
+        if sp.issparse(X) or sp.issparse(A):
+            return sp.issparse(X) and sp.issparse(A) and (X != A).nnz == 0
+        return bool(np.array_equal(np.asarray(X, dtype=np.float64), A))
 
     # ------------------------------------------------------------ transform
     def transform(self, X):

@@ -147,7 +147,13 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
     lambdas : array-like of positive floats, default=(1e-5, 1e-4, ..., 1e5)
         Candidates for the trade-off ``lambda`` of (7) (the paper's grid); the one that
         maximizes the paper's criterion (15), ``rho[S, S_0] * rho[E_l S E_l^T, K^*_l]``
-        (centered alignments, eq. 14), is kept.
+        (centered alignments, eq. 14), is kept, or the best by ``lambda_selection="cv"``.
+    lambda_selection : {"alignment", "cv"}, default="alignment"
+        How ``lambda`` is chosen among ``lambdas``. ``"alignment"``: criterion (15) of the
+        paper, on the points that fit ``S``. ``"cv"``: stratified 3-fold cross-validation
+        on the labelled points: ``S`` is fit on two folds, a ``LinearSVC(C=1)`` on their
+        features, and the accuracy on the third is averaged (single kernel and class
+        labels only; ``lambda_scores_`` then holds these accuracies).
     beta : {"least_squares", "heuristic", "iterative"} or float, default="least_squares"
         Scale of the prior ``S_0 = beta W^+``. ``"least_squares"``: the ``beta`` at which
         the prior kernel ``beta E_l W^+ E_l^T`` fits the ideal kernel best
@@ -274,6 +280,7 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         "lambdas": ["array-like"],
         "beta": [StrOptions({"least_squares", "heuristic", "iterative"}),
                  Interval(numbers.Real, 0, None, closed="neither")],
+        "lambda_selection": [StrOptions({"alignment", "cv"})],
         "tau": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
@@ -284,7 +291,7 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
     def __init__(self, *, n_landmarks=0.1, landmarks="kmeans", kernel="rbf",
                  kernel_gamma="auto", kernel_gammas=None, kernel_params=None,
                  lambdas=DEFAULT_LAMBDAS, beta="least_squares", tau=3.0, max_iter=100,
-                 tol=1e-5, random_state=None, verbose=0):
+                 tol=1e-5, random_state=None, verbose=0, lambda_selection="alignment"):
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.kernel = kernel
@@ -292,6 +299,7 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         self.kernel_gammas = kernel_gammas
         self.kernel_params = kernel_params
         self.lambdas = lambdas
+        self.lambda_selection = lambda_selection
         self.beta = beta
         self.tau = tau
         self.max_iter = max_iter
@@ -555,12 +563,49 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
                 return (centered_alignment(res.S, W_pinv, factors=False)
                         * centered_alignment(E_l @ F, side.Y, factors=True))
 
+            if self.lambda_selection == "cv":
+                solve, score = self._cv_search(solve, E_l, side, beta0 * W_pinv, rng)
             lam, (res, beta, F), interrupted = self._search(lambdas, side, solve, score)
         self.lambda_, self.beta_ = float(lam), float(beta)
         self.prior_ = self.beta_ * W_pinv
         self.dictionary_, self.feature_map_ = res.S, F
         self.n_iter_, self.objective_history_ = res.n_iter, list(res.objective_history)
         self._finish(res.converged, interrupted, "projected-gradient iterations")
+
+    def _cv_search(self, solve, E_l, side, prior, rng):
+        """``(solve, score)`` of ``lambda_selection="cv"``: the score of a candidate is the
+        held-out accuracy of a linear SVM on the features of ``S`` fit without the fold."""
+        from sklearn.model_selection import StratifiedKFold
+        from sklearn.svm import LinearSVC
+
+        if side.kind != "labels":
+            raise ValueError("lambda_selection='cv' needs class labels as y.")
+        counts = np.bincount(side.codes)
+        if counts.min() < 3:
+            raise ValueError("lambda_selection='cv' needs at least 3 labelled points of "
+                             "every class (3 folds).")
+        folds = list(StratifiedKFold(3, shuffle=True, random_state=rng.randint(2**31 - 1))
+                     .split(E_l, side.codes))
+
+        current = []
+
+        def solve_and_remember(lam):
+            current[:] = [lam]
+            return solve(lam)
+
+        def score(out):
+            lam = current[0]
+            accuracy = []
+            for train, test in folds:
+                data = _data_term(E_l[train], side.Y[train], "labels")
+                S = solve_dictionary(prior, lam, data, max_iter=self.max_iter,
+                                     tol=self.tol).S
+                F = psd_factor(S)
+                clf = LinearSVC(C=1.0).fit(E_l[train] @ F, side.codes[train])
+                accuracy.append(clf.score(E_l[test] @ F, side.codes[test]))
+            return float(np.mean(accuracy))
+
+        return solve_and_remember, score
 
     def _fit_multiple(self, X, side, lambdas, factors, m, rng, bar):
         M = factors.size

@@ -1,0 +1,146 @@
+"""gamma="auto" (30 gamma_0) against gamma = 1: protocol sets, and few pairs among many points.
+
+Run: ``python benchmarks/bench_gamma_auto.py [--quick] [--graph-cache DIR] [--max-n N]
+[--skip-protocol | --skip-gaussians]``. Writes ``benchmarks/results/npkl_gamma_auto.{md,json}``
+(protocol sets) and ``npkl_gamma_auto_large.{md,json}`` (Gaussians), after every row.
+
+- Protocol sets (Hu & Kwok 2015: 0.6n + 0.6n pairs, k = 5, 50 on adult), NPKL-BCD with the
+  hinge loss, 3 constraint draws: ``gamma_0``, the ``gamma`` used, the fraction of the
+  training constraints on the right side (``T_ij K_ij > 0``) and with margin
+  (``T_ij K_ij >= 0.9``), the mean ``K_ii``, and the Rand index of kernel k-means (reported,
+  never used to choose anything).
+- 10-d two Gaussians N(+1, I) / N(-1, I), k = 10, n = 5e4 and 1e6 (the graph of
+  ``bench_npkl_bcd.py``), 300 and 1000 pairs: the same columns; K = 0 shows as mean
+  ``K_ii`` = 0.
+
+``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is optimal
+(:mod:`psdlearn.npkl._gamma`); its time is the LOBPCG solve (a dense one up to n = 400).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from _common import load_note, write_results
+
+import psdlearn as pl
+from psdlearn.cluster import kernel_kmeans
+from psdlearn.experiments._protocol import ADULT_SETS, SMALL_SETS, load_set_with_graph
+from psdlearn.graph import knn_laplacian
+from psdlearn.metrics import pairwise_accuracy
+from psdlearn.npkl._gamma import critical_gamma
+
+COLUMNS = ["data", "n", "m", "gamma", "gamma_0", "gamma used", "gamma_0 s", "fit s",
+           "sweeps", "mean K_ii", "right side %", "margin >= 0.9 %", "rand %", "draws"]
+
+
+def one_fit(L, y, C, gamma, seed, n_init=20):
+    c0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pl.NPKL(graph="precomputed", gamma=gamma, random_state=seed,
+                        max_iter=800).fit(L, C)
+    cpu = time.process_time() - c0
+    E = model.embedding_
+    margins = C.signs * np.einsum("ij,ij->i", E[C.pairs[:, 0]], E[C.pairs[:, 1]])
+    labels = kernel_kmeans(E, len(np.unique(y)), n_init=n_init, random_state=seed)
+    return {"gamma_used": model.gamma_, "fit_s": cpu, "sweeps": model.n_iter_,
+            "kii": float(np.mean(np.einsum("ij,ij->i", E, E))),
+            "right": float(np.mean(margins > 0)), "margin": float(np.mean(margins >= 0.9)),
+            "rand": pairwise_accuracy(y, labels)}
+
+
+def rows_for(name, L, y, draws, n_pairs=None, n_init=20):
+    out = []
+    recs = {g: [] for g in (1.0, "auto")}
+    g0s, g0_time = [], []
+    for seed in range(draws):
+        if n_pairs is None:
+            C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=seed)
+        else:
+            C = pl.PairwiseConstraints.from_labels(y, n_pairs // 2, n_pairs // 2,
+                                                   random_state=seed)
+        t0 = time.process_time()
+        g0s.append(critical_gamma(L, C.pairs, C.signs, "hinge"))
+        g0_time.append(time.process_time() - t0)
+        for g in recs:
+            recs[g].append(one_fit(L, y, C, g, seed, n_init))
+    for g, rs in recs.items():
+        def mean(key, rs=rs):
+            return float(np.mean([r[key] for r in rs]))
+        out.append({
+            "data": name, "n": len(y), "m": C.n_pairs, "gamma": str(g),
+            "gamma_0": f"{np.mean(g0s):.4g}", "gamma used": f"{mean('gamma_used'):.4g}",
+            "gamma_0 s": f"{np.mean(g0_time):.2f}", "fit s": f"{mean('fit_s'):.2f}",
+            "sweeps": f"{mean('sweeps'):.0f}", "mean K_ii": f"{mean('kii'):.3g}",
+            "right side %": f"{100 * mean('right'):.1f}",
+            "margin >= 0.9 %": f"{100 * mean('margin'):.1f}",
+            "rand %": f"{100 * mean('rand'):.1f} ± {100 * np.std([r['rand'] for r in rs]):.1f}",
+            "draws": draws,
+        })
+        print(out[-1], flush=True)
+    return out
+
+
+def gaussian(n, cache):
+    path = None if cache is None else Path(cache) / f"gauss10_{n}.npz"
+    _, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
+    if path is not None and path.exists():
+        return sp.load_npz(path).tocsr(), y
+    X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
+    L = knn_laplacian(X, n_neighbors=10, n_jobs=-1, random_state=0)
+    if path is not None:
+        sp.save_npz(path, L)
+    return L, y
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--graph-cache", default=None)
+    parser.add_argument("--max-n", type=int, default=1_000_000)
+    parser.add_argument("--skip-protocol", action="store_true")
+    parser.add_argument("--skip-gaussians", action="store_true")
+    parser.add_argument("--min-n", type=int, default=0)
+    parser.add_argument("--large-name", default="npkl_gamma_auto_large")
+    args = parser.parse_args()
+    start_load = os.getloadavg()[0]
+    if not args.skip_protocol:
+        rows = []
+        sets = ("iris", "sonar", "a1a") if args.quick else SMALL_SETS + ADULT_SETS[:3]
+        for name in sets:
+            loaded = load_set_with_graph(name)
+            if loaded is not None:
+                rows += rows_for(name, loaded[3], loaded[1], 1 if args.quick else 3)
+                write(rows, "npkl_gamma_auto", start_load)
+    if not args.skip_gaussians:
+        rows = []
+        for n in (1_000_000, 50_000):  # the slow, decisive case first
+            if not args.min_n <= n <= args.max_n:
+                continue
+            L, y = gaussian(n, args.graph_cache)
+            for m in ((300,) if args.quick else (1000, 300)):
+                rows += rows_for("gauss10", L, y, 1, n_pairs=m, n_init=3)
+                write(rows, args.large_name, start_load)
+
+
+def write(rows, name, start_load):
+    write_results(name, COLUMNS, rows, [
+        "NPKL-BCD, hinge loss, at most 800 sweeps per stage, tol 1e-5; gamma='auto' is "
+        "30 gamma_0 (psdlearn.npkl._gamma.AUTO_GAMMA_FACTOR). right side: T_ij K_ij > 0 on "
+        "the training pairs; margin: T_ij K_ij >= 0.9. rand: kernel k-means with the true "
+        "number of classes (20 restarts; 3 on the Gaussians), reported only.",
+        "gauss10: 10-d N(+1, I) / N(-1, I), k = 10, approximate kNN graph (HNSW), pairs "
+        "drawn at random (half must-link); one draw. CPU seconds, graph excluded.",
+        load_note(start_load),
+    ])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The scale of ``gamma``: the smallest loss weight at which the learned kernel is not zero.
+
+For every loss of :mod:`psdlearn.npkl._problem` the objective is convex in ``K``, and
+``K = 0`` is optimal exactly when ``tr(L K) - gamma <G, K> >= 0`` for every ``K >= 0``,
+where ``-gamma G`` is the gradient of the loss term at ``K = 0``: for the margin losses
+``G_ij = G_ji = |l'(0)| T_ij / 2`` on the constrained pairs (``|l'(0)| = 1`` for hinge and
+linear, 2 for squared hinge and square), for ``pcp`` ``G_ij = G_ji = 1`` on the
+must-links (and ``G_ii = 1``, see below). That is ``L - gamma G >= 0``, i.e.
+
+.. math::
+
+    \\gamma \\le \\gamma_0 = \\frac{1}{\\lambda_{\\max}(G, L)}, \\qquad
+    \\lambda_{\\max}(G, L) = \\max_{K \\succeq 0} \\frac{\\langle G, K \\rangle}
+                                                    {\\operatorname{tr}(L K)} .
+
+``lambda_max(G, L)`` is the exchange rate between the two terms of the objective: the
+largest loss decrease bought by one unit of graph term. It carries all the dependence on
+``n`` and ``m``: many constraints that agree with smooth functions of the graph make it
+large (``gamma_0`` about 0.01-0.07 on the protocol sets of Hu & Kwok, with ``m = 1.2 n``),
+a few pairs scattered among many points make it small (each pair then has to pay the graph
+term of the rows it moves on its own: ``gamma_0`` is of order 1, and ``gamma = 1`` gives
+``K = 0``). ``gamma="auto"`` of :class:`psdlearn.NPKL` is a fixed multiple of ``gamma_0``.
+
+For ``pcp`` the diagonal targets ``K_ii = 1`` alone make ``K = 0`` suboptimal as soon as
+``gamma > delta`` (``G`` contains ``I``), whatever the pairs: that threshold says nothing
+about the balance of the pairs against the graph, so ``gamma_0`` of ``pcp`` is computed
+from its pair term (the must-links; its cannot-link targets are 0 and have no gradient at
+``K = 0``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.linalg as sl
+import scipy.sparse as sp
+from scipy.sparse.linalg import lobpcg
+
+__all__ = ["AUTO_GAMMA_FACTOR", "critical_gamma", "loss_gradient_matrix"]
+
+#: ``gamma="auto"`` is this multiple of :func:`critical_gamma` (see
+#: ``benchmarks/results/npkl_gamma_auto.md`` for the measurements behind it).
+AUTO_GAMMA_FACTOR = 30.0
+#: Largest ``n`` solved by a dense generalized eigendecomposition (on a1a, n = 1605, the
+#: dense solve took 0.94 s and LOBPCG 0.09 s).
+_DENSE_MAX = 400
+#: ``|l'(0)|`` of each margin loss.
+_SLOPE = {"hinge": 1.0, "linear": 1.0, "squared_hinge": 2.0, "square": 2.0}
+
+
+def loss_gradient_matrix(n_samples, pairs, signs, loss):
+    """``G``: minus the gradient of the loss term at ``K = 0``, divided by ``gamma``.
+
+    Parameters
+    ----------
+    n_samples : int
+    pairs : ndarray of shape (m, 2)
+    signs : ndarray of shape (m,)
+        ``+1`` must-link, ``-1`` cannot-link.
+    loss : str
+
+    Returns
+    -------
+    G : scipy.sparse.csr_matrix of shape (n_samples, n_samples), symmetric
+        ``<G, K> = -d(loss term) / d K`` at 0, per unit of ``gamma`` (for ``pcp``, of its
+        pair term).
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    signs = np.asarray(signs, dtype=np.float64)
+    if loss == "pcp":
+        must = pairs[signs > 0]  # the pair term only: see the module docstring
+        rows = np.concatenate([must[:, 0], must[:, 1]])
+        cols = np.concatenate([must[:, 1], must[:, 0]])
+        vals = np.ones(len(rows))
+    else:
+        half = 0.5 * _SLOPE[loss] * signs
+        rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        vals = np.concatenate([half, half])
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n_samples, n_samples))
+
+
+def critical_gamma(laplacian, pairs, signs, loss, random_state=0):
+    """``gamma_0 = 1 / lambda_max(G, L)``: ``K = 0`` is optimal for every ``gamma <= gamma_0``.
+
+    Parameters
+    ----------
+    laplacian : sparse matrix of shape (n, n)
+        Positive definite graph Laplacian ``L``.
+    pairs, signs, loss
+        See :func:`loss_gradient_matrix`.
+    random_state : int
+        Seeds the start block of LOBPCG (``n`` above 400; about 1 s at ``n = 5e4``).
+
+    Returns
+    -------
+    float
+        ``inf`` when ``lambda_max(G, L) <= 0`` (no constraint can be met by a nonzero
+        ``K``: then ``K = 0`` is optimal for every ``gamma``).
+    """
+    L = sp.csr_matrix(laplacian, dtype=np.float64)
+    n = L.shape[0]
+    G = loss_gradient_matrix(n, pairs, signs, loss)
+    if n <= _DENSE_MAX:
+        lam = sl.eigh(G.toarray(), L.toarray(), eigvals_only=True,
+                      subset_by_index=[n - 1, n - 1])[0]
+    else:
+        # gamma_0 only sets a scale: a residual of 1e-2 gives lambda to about 1e-3
+        # (Rayleigh quotient); a block of 2 took 1.2 s at n = 5e4, a block of 4 ten times that
+        rng = np.random.default_rng(random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            vals, _ = lobpcg(G, rng.standard_normal((n, 2)), B=L, largest=True, tol=1e-2,
+                             maxiter=300)
+        lam = float(np.max(vals))
+    return 1.0 / lam if lam > 0 else np.inf

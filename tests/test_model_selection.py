@@ -1,0 +1,307 @@
+"""Choosing gamma from constraints: NPKL.score, gamma="auto", ConstraintKFold, NPKLCV,
+and GridSearchCV over the supervised transformers."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.svm import LinearSVC
+
+import psdlearn as pl
+from psdlearn.graph import knn_laplacian
+from psdlearn.model_selection import NPKLCV, ConstraintKFold, must_link_groups
+from psdlearn.npkl import _gamma
+from psdlearn.npkl._gamma import critical_gamma, loss_gradient_matrix
+
+
+def _blobs(n=90, n_classes=3, d=3, seed=0, scale=2.5):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=scale, size=(n_classes, d))
+    y = np.arange(n) % n_classes
+    return centers[y] + rng.normal(size=(n, d)), y
+
+
+def _fit_quiet(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(X, y)
+
+
+# ------------------------------------------------------------------ ConstraintKFold
+@pytest.mark.parametrize("groups", ["pairs", "components"])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_folds_are_disjoint_cover_everything_and_stratified(groups, shuffle):
+    _, y = _blobs(120)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    splits = list(ConstraintKFold(4, shuffle=shuffle, random_state=0,
+                                  groups=groups).split(C))
+    assert len(splits) == 4
+    tests = np.concatenate([te for _, te in splits])
+    assert np.array_equal(np.sort(tests), np.arange(C.n_pairs))  # disjoint and covering
+    for train, test in splits:
+        assert np.intersect1d(train, test).size == 0
+        assert np.array_equal(np.union1d(train, test), np.arange(C.n_pairs))
+        signs = C.signs[test]
+        assert (signs == 1).any() and (signs == -1).any()
+        if groups == "pairs":  # stratified: each fold holds its share of each sign
+            assert abs(np.sum(signs == 1) - C.n_must / 4) <= 1
+            assert abs(np.sum(signs == -1) - C.n_cannot / 4) <= 1
+
+
+def test_component_folds_hold_out_nothing_the_training_pairs_imply():
+    _, y = _blobs(150)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=1)
+    leaks = {"pairs": 0, "components": 0}
+    for groups in leaks:
+        for train, test in ConstraintKFold(5, groups=groups).split(C):
+            implied = pl.PairwiseConstraints(C.pairs[train], C.signs[train],
+                                             C.n_samples).closure()
+            known = {tuple(p) for p in implied.pairs.tolist()}
+            leaks[groups] += sum(tuple(p) in known for p in C.pairs[test].tolist())
+    assert leaks["components"] == 0
+    assert leaks["pairs"] > 0  # the leak the option exists for is real on this protocol
+
+
+def test_must_link_groups_keep_components_together():
+    C = pl.PairwiseConstraints([[0, 1], [1, 2], [3, 4], [0, 3], [2, 4], [5, 6]],
+                               [1, 1, 1, -1, -1, -1], n_samples=7)
+    g = dict(zip(map(tuple, C.pairs.tolist()), must_link_groups(C), strict=True))
+    assert g[(0, 1)] == g[(1, 2)] != g[(3, 4)]
+    assert g[(0, 3)] == g[(2, 4)]  # both cannot-links join components {0,1,2} and {3,4}
+    assert len({g[(0, 1)], g[(3, 4)], g[(0, 3)], g[(5, 6)]}) == 4
+
+
+def test_split_of_an_array_indexes_its_rows():
+    arr = np.array([[5, 6, -1], [0, 1, 1], [3, 2, 1], [0, 4, -1], [1, 2, 1], [3, 6, -1]])
+    for train, test in ConstraintKFold(3).split(arr):
+        # indices are rows of arr (not of its sorted copy): one pair of each sign per fold
+        assert sorted(arr[test, 2].tolist()) == [-1, 1]
+        assert np.intersect1d(train, test).size == 0
+    with pytest.raises(ValueError, match="4 folds need at least 4"):
+        list(ConstraintKFold(4).split(arr))
+
+
+# ------------------------------------------------------------------------- score
+def test_score_properties():
+    X, y = _blobs(90)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    held = pl.PairwiseConstraints.from_labels(y, 200, 200, random_state=5)
+    model = _fit_quiet(pl.NPKL(random_state=0), X, C)
+    s = model.score(X, held)
+    assert 0.9 < s <= 1.0
+    flipped = pl.PairwiseConstraints(held.pairs, -held.signs, held.n_samples)
+    # AUC of the reversed labels is exactly 1 - AUC (ties count half either way)
+    assert model.score(X, flipped) == pytest.approx(1.0 - s, abs=1e-12)
+    assert model.score(None, held) == s and model.score(X.copy(), held) == s
+    # invariant to the scale of K, which gamma changes
+    E = model.embedding_
+    model.embedding_ = 7.0 * E
+    assert model.score(X, held) == pytest.approx(s, abs=1e-12)
+    # a random embedding separates nothing
+    rng = np.random.default_rng(0)
+    model.embedding_ = rng.normal(size=E.shape)
+    many = pl.PairwiseConstraints.from_labels(y, 1200, 1200, random_state=2)
+    assert abs(model.score(X, many) - 0.5) < 0.05
+    # a zero kernel scores chance exactly (all cosines 0: one tie)
+    model.embedding_ = np.zeros_like(E)
+    assert model.score(X, held) == 0.5
+    with pytest.raises(ValueError, match="must-links and cannot-links"):
+        model.score(X, pl.PairwiseConstraints(held.must_link, np.ones(held.n_must), 90))
+
+
+def test_score_on_new_points_uses_transform():
+    X, y = _blobs(120)
+    C = pl.PairwiseConstraints.from_labels(y[:90], 0.6, 0.6, random_state=0)
+    model = _fit_quiet(pl.NPKL(random_state=0), X[:90], C)
+    held = pl.PairwiseConstraints.from_labels(y[90:], 40, 40, random_state=1)
+    Z = model.transform(X[90:])
+    i, j = held.pairs.T
+    cos = np.einsum("ij,ij->i", Z[i], Z[j]) / np.linalg.norm(Z[i], axis=1) / np.linalg.norm(
+        Z[j], axis=1)
+    from sklearn.metrics import roc_auc_score
+    assert model.score(X[90:], held) == pytest.approx(roc_auc_score(held.signs > 0, cos))
+
+
+def test_score_with_a_precomputed_laplacian_is_transductive():
+    X, y = _blobs(60)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    held = pl.PairwiseConstraints.from_labels(y, 50, 50, random_state=3)
+    model = _fit_quiet(pl.NPKL(graph="precomputed", random_state=0), L, C)
+    ref = _fit_quiet(pl.NPKL(random_state=0), X, C)
+    assert model.score(L, held) == pytest.approx(ref.score(X, held))
+    with pytest.raises(ValueError, match="precomputed"):
+        model.score(X, held)
+
+
+# ---------------------------------------------------------------- gamma = "auto"
+@pytest.mark.parametrize("loss", ["hinge", "square", "pcp"])
+def test_critical_gamma_is_where_L_minus_gamma_G_stops_being_psd(loss):
+    X, y = _blobs(60)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    g0 = critical_gamma(L, C.pairs, C.signs, loss)
+    G = loss_gradient_matrix(60, C.pairs, C.signs, loss).toarray()
+    assert np.allclose(G, G.T)
+    lo = sl.eigvalsh(L.toarray() - 0.999 * g0 * G)[0]
+    hi = sl.eigvalsh(L.toarray() - 1.001 * g0 * G)[0]
+    assert lo > 0 > hi
+
+
+def test_critical_gamma_by_lobpcg_matches_the_dense_pencil(monkeypatch):
+    X, y = _blobs(400, d=2)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=0)
+    dense = critical_gamma(L, C.pairs, C.signs, "hinge")
+    monkeypatch.setattr(_gamma, "_DENSE_MAX", 100)
+    assert critical_gamma(L, C.pairs, C.signs, "hinge") == pytest.approx(dense, rel=1e-3)
+
+
+def test_zero_kernel_below_critical_gamma_by_the_exact_sdp():
+    pytest.importorskip("cvxpy")
+    X, y = _blobs(30)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 15, 15, random_state=0)
+    g0 = critical_gamma(L, C.pairs, C.signs, "hinge")
+    traces = {}
+    for f in (0.8, 1.25):
+        m = _fit_quiet(pl.NPKL(solver="sdp", graph="precomputed", gamma=f * g0), L, C)
+        traces[f] = np.sum(m.embedding_**2)
+    assert traces[0.8] < 1e-5 and traces[1.25] > 1e-2
+
+
+def test_auto_gamma_is_nonzero_where_a_small_gamma_gives_k_zero():
+    # a few pairs among many points: the regime of the 1e6-point benchmark, scaled down
+    X, y = pl.datasets.make_two_gaussians(1200, n_features=3, random_state=0)
+    L = knn_laplacian(X, n_neighbors=10)
+    C = pl.PairwiseConstraints.from_labels(y, 8, 8, random_state=0)
+    g0 = critical_gamma(L, C.pairs, C.signs, "hinge")
+    with pytest.warns(UserWarning, match="kernel is zero"):
+        pl.NPKL(graph="precomputed", gamma=0.5 * g0, random_state=0).fit(L, C)
+    model = _fit_quiet(pl.NPKL(graph="precomputed", gamma="auto", random_state=0), L, C)
+    assert model.gamma_ == pytest.approx(_gamma.AUTO_GAMMA_FACTOR * g0)
+    E = model.embedding_
+    assert np.mean(np.sum(E**2, axis=1)) > 0
+    margins = C.signs * np.einsum("ij,ij->i", E[C.pairs[:, 0]], E[C.pairs[:, 1]])
+    assert np.mean(margins > 0) >= 0.9
+    assert pl.NPKL(gamma=1.0).get_params()["gamma"] == 1.0  # a float stays reachable
+
+
+# ------------------------------------------------------------------- warm_start
+def test_warm_start_reaches_the_same_optimum_in_fewer_sweeps():
+    X, y = _blobs(90)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    cold = _fit_quiet(pl.NPKL(loss="square", gamma=2.0, random_state=0, tol=1e-7), X, C)
+    warm = _fit_quiet(pl.NPKL(loss="square", gamma=1.0, random_state=1, tol=1e-7,
+                              warm_start=True), X, C)
+    _fit_quiet(warm.set_params(gamma=2.0), X, C)
+    assert warm.objective_history_[0] < cold.objective_history_[0]  # it started near
+    # the square loss is convex in K: both reach one optimum
+    assert warm.objective() == pytest.approx(cold.objective(), rel=1e-4)
+    Kw, Kc = warm.embedding_ @ warm.embedding_.T, cold.embedding_ @ cold.embedding_.T
+    assert np.linalg.norm(Kw - Kc) <= 1e-2 * np.linalg.norm(Kc)
+    again = warm.n_iter_
+    _fit_quiet(warm, X, C)  # same gamma: starts at the optimum
+    assert warm.n_iter_ < again
+
+
+def test_warm_start_never_starts_from_a_zero_kernel():
+    X, y = _blobs(90)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    model = _fit_quiet(pl.NPKL(gamma=1e-4, warm_start=True, random_state=0), X, C)
+    assert np.sum(model.embedding_**2) < 1e-8
+    _fit_quiet(model.set_params(gamma=1.0), X, C)
+    assert np.mean(np.sum(model.embedding_**2, axis=1)) > 0.1
+
+
+# ------------------------------------------------------------------------- NPKLCV
+def test_npklcv_params_follow_npkl_and_clone():
+    cv = NPKLCV(gammas=3, cv=2, loss="square", n_neighbors=7)
+    params = cv.get_params()
+    assert params["loss"] == "square" and params["n_neighbors"] == 7 and params["gammas"] == 3
+    assert "gamma" not in params and "warm_start" not in params
+    assert clone(cv).get_params() == params
+    with pytest.raises(TypeError, match="unexpected"):
+        NPKLCV(gamma=1.0)
+
+
+def test_npklcv_picks_the_gamma_that_learns_something():
+    X, y = _blobs(90)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    g0 = critical_gamma(L, C.pairs, C.signs, "hinge")
+    folds = list(ConstraintKFold(3).split(C))
+    # below the gamma_0 of every training fold K = 0 is optimal: it predicts nothing
+    low = 0.5 * min(critical_gamma(L, C.pairs[tr], C.signs[tr], "hinge") for tr, _ in folds)
+    grid = [low, 30 * g0]
+    # (solved to the end: an unfinished fit there is small, not zero, and its directions
+    # still rank pairs)
+    cv = _fit_quiet(NPKLCV(gammas=grid, cv=folds, graph="precomputed", cv_tol=1e-9,
+                           random_state=0), L, C)
+    assert cv.scores_.shape == (2, 3)
+    assert np.allclose(cv.scores_[0], 0.5)
+    assert np.all(cv.scores_[1] > 0.8)
+    assert cv.gamma_ == pytest.approx(30 * g0)
+    assert np.array_equal(cv.gammas_, np.sort(grid))
+    # the refit is NPKL on every constraint with the chosen gamma
+    ref = _fit_quiet(pl.NPKL(graph="precomputed", gamma=cv.gamma_, random_state=0), L, C)
+    assert cv.objective() == pytest.approx(ref.objective(), rel=1e-3)
+    assert cv.constraints_.n_pairs == C.n_pairs and cv.embedding_.shape == (90, cv.rank_)
+
+
+def test_npklcv_default_grid_and_transform():
+    X, y = _blobs(90)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    cv = _fit_quiet(NPKLCV(gammas=4, cv=ConstraintKFold(3, groups="components"),
+                           random_state=0), X, C)
+    assert np.allclose(cv.gammas_ / cv.gamma0_, np.logspace(0.5, 3.5, 4))
+    assert cv.cv_n_iter_.shape == (4, 3) and cv.gamma_ in cv.gammas_
+    assert cv.transform(X[:5]).shape == (5, cv.rank_)
+    assert cv.score(X, C) > 0.9
+
+
+# ------------------------------------------------- GridSearchCV over the transformers
+def test_gridsearch_over_psdboost_pipeline():
+    X, y = _blobs(60, d=4, scale=1.5)
+    pipe = Pipeline([("metric", pl.PSDBoost(max_iter=30)),
+                     ("knn", KNeighborsClassifier(3))])
+    search = _fit_quiet(GridSearchCV(pipe, {"metric__C": [0.01, 1.0]}, cv=3), X, y)
+    assert search.cv_results_["mean_test_score"].shape == (2,)
+    assert search.best_params_["metric__C"] in (0.01, 1.0)
+    assert search.score(X, y) > 0.5
+
+
+def test_gridsearch_over_kernel_metric_learner_pipeline():
+    X, y = _blobs(60, d=4, scale=1.5)
+    pipe = Pipeline([("kml", pl.KernelMetricLearner(random_state=0)),
+                     ("knn", KNeighborsClassifier(3))])
+    grid = {"kml__kernel_gamma": [0.05, 0.5], "kml__n_components": [2, 5]}
+    search = _fit_quiet(GridSearchCV(pipe, grid, cv=3), X, y)
+    assert search.cv_results_["mean_test_score"].shape == (4,)
+    assert search.score(X, y) > 0.5
+
+
+def test_gridsearch_over_nystroem_pipeline_and_lambda_by_cv():
+    X, y = _blobs(90, d=4, scale=1.5)
+    pipe = Pipeline([("ny", pl.GeneralizedNystroem(n_landmarks=15, random_state=0,
+                                                   max_iter=20)),
+                     ("svm", LinearSVC())])
+    search = _fit_quiet(GridSearchCV(pipe, {"ny__lambdas": [(1e-3,), (1e2,)]},
+                                     cv=StratifiedKFold(3)), X, y)
+    assert search.cv_results_["mean_test_score"].shape == (2,)
+    ny = _fit_quiet(pl.GeneralizedNystroem(n_landmarks=15, lambdas=(1e-4, 1e0, 1e4),
+                                           lambda_selection="cv", random_state=0,
+                                           max_iter=20), X, y)
+    assert ny.lambda_ in (1e-4, 1e0, 1e4)
+    scores = ny.lambda_scores_
+    assert np.all((scores >= 0) & (scores <= 1))  # accuracies
+    assert ny.lambda_ == (1e-4, 1e0, 1e4)[int(np.argmax(scores))]
+    partial = np.full(90, -1)
+    partial[:6] = y[:6]  # two labelled points per class: no 3 folds
+    with pytest.raises(ValueError, match="at least 3 labelled"):
+        pl.GeneralizedNystroem(n_landmarks=15, lambda_selection="cv").fit(X, partial)
