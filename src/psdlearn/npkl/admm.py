@@ -99,6 +99,27 @@ def update_rho(rho, primal, dual):
     return rho
 
 
+def end_of_iteration(primal, dual, rho, size, tol, adaptive_rho, stop):
+    """Stopping test and penalty update that close every ADMM iteration.
+
+    Stop when ``max(||V - U||_F, ||V - V_prev||_F) <= tol sqrt(size)`` (residuals (14) of
+    Hu & Kwok 2013, ``dual = rho ||V - V_prev||_F``) or when the callback asked to;
+    otherwise apply schedule (15) if ``adaptive_rho``. Shared by the single-machine and the
+    distributed solver so that both run the same iteration.
+
+    Returns
+    -------
+    converged, done : bool
+    rho : float
+        The penalty of the next iteration.
+    """
+    if max(primal, dual / rho) <= tol * np.sqrt(size):
+        return True, True, rho
+    if stop:
+        return False, True, rho
+    return False, False, update_rho(rho, primal, dual) if adaptive_rho else rho
+
+
 def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adaptive_rho=True,
                reorder=True, callback=None):
     """Minimize the pcp or square NPKL objective by ADMM (Hu & Kwok 2013 Algorithm 1).
@@ -176,13 +197,10 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
             objective.append(smooth + 0.5 * gamma * fit)
             times.append(time.perf_counter() - start)
             stop = callback is not None and callback(k, V, objective[-1]) is True
-            if max(primal, dual / rho) <= tol * np.sqrt(size):
-                converged = True
+            converged, done, rho = end_of_iteration(primal, dual, rho, size, tol,
+                                                    adaptive_rho, stop)
+            if done:
                 break
-            if stop:
-                break
-            if adaptive_rho:
-                rho = update_rho(rho, primal, dual)
     except KeyboardInterrupt:
         # the compiled half-steps finish before Python sees the signal: V is complete
         interrupted, converged = True, False

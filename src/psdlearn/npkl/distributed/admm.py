@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from psdlearn.npkl._admm_kernels import _update_rows
-from psdlearn.npkl.admm import update_rho
+from psdlearn.npkl.admm import end_of_iteration
 
 from ._runtime import CommRecord
 from .layout import stack
@@ -152,13 +152,10 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
             compute_s=max(s[5] for s in v_stats) + max(s[5] for s in u_stats),
             compute_sum_s=sum(s[5] for s in v_stats + u_stats)).as_dict())
         stop = callback is not None and callback(k, None, history[-1]) is True
-        if max(primal, dual / rho) <= tol * np.sqrt(size):
-            converged = True
+        converged, done, rho = end_of_iteration(primal, dual, rho, size, tol, adaptive_rho,
+                                                stop)
+        if done:
             break
-        if stop:
-            break
-        if adaptive_rho:
-            rho = update_rho(rho, primal, dual)
     embedding = [rt.submit(q, operator.itemgetter(0), state[q]) for q in range(B)]
     return DistributedADMMResult(embedding, history, primal_hist, dual_hist, rho_hist, times,
                                  comm, k if max_iter > 0 else 0, converged)
