@@ -1,8 +1,10 @@
 """gamma="auto" (30 gamma_0) against gamma = 1: protocol sets, and few pairs among many points.
 
 Run: ``python benchmarks/bench_gamma_auto.py [--quick] [--graph-cache DIR] [--max-n N]
-[--skip-protocol | --skip-gaussians]``. Writes ``benchmarks/results/npkl_gamma_auto.{md,json}``
-(protocol sets) and ``npkl_gamma_auto_large.{md,json}`` (Gaussians), after every row.
+[--skip-protocol | --skip-gaussians | --only-pcp]``. Writes
+``benchmarks/results/npkl_gamma_auto.{md,json}`` (protocol sets),
+``npkl_gamma_auto_large.{md,json}`` (Gaussians) and ``npkl_gamma_auto_pcp.{md,json}``
+(``--only-pcp``), after every row.
 
 - Protocol sets (Hu & Kwok 2015: 0.6n + 0.6n pairs, k = 5, 50 on adult), NPKL-BCD with the
   hinge loss, 3 constraint draws: ``gamma_0``, the ``gamma`` used, the fraction of the
@@ -12,6 +14,11 @@ Run: ``python benchmarks/bench_gamma_auto.py [--quick] [--graph-cache DIR] [--ma
 - 10-d two Gaussians N(+1, I) / N(-1, I), k = 10, n = 5e4 and 1e6 (the graph of
   ``bench_npkl_bcd.py``), 300 and 1000 pairs: the same columns; K = 0 shows as mean
   ``K_ii`` = 0.
+
+- ``--only-pcp``: NPKL-ADMM with the pcp loss on the Hu & Kwok (2013) Table 2 protocol
+  (the same pairs; at most 500 iterations, 100 on adult), 3 draws: gamma = 1 against
+  ``gamma="auto"`` (``100 max_i L_ii``): the mean ``K_ii`` (target 1), the mean ``K_ij`` over
+  the training must-links (target 1) and cannot-links (target 0), and the Rand index.
 
 ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is optimal
 (:mod:`psdlearn.npkl._gamma`); its time is the LOBPCG solve (a dense one up to n = 400).
@@ -88,6 +95,41 @@ def rows_for(name, L, y, draws, n_pairs=None, n_init=20):
     return out
 
 
+PCP_COLUMNS = ["data", "n", "gamma", "gamma used", "mean K_ii", "must-link K_ij",
+               "cannot-link K_ij", "rand %", "fit s", "iterations", "draws"]
+
+
+def pcp_rows(name, L, y, draws, max_iter):
+    out = []
+    for g in (1.0, "auto"):
+        recs = []
+        for seed in range(draws):
+            C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=seed)
+            c0 = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = pl.NPKL(graph="precomputed", loss="pcp", solver="admm", gamma=g,
+                                max_iter=max_iter, random_state=seed).fit(L, C)
+            cpu = time.process_time() - c0
+            E = model.embedding_
+            kij = np.einsum("ij,ij->i", E[C.pairs[:, 0]], E[C.pairs[:, 1]])
+            labels = kernel_kmeans(E, len(np.unique(y)), n_init=20, random_state=seed)
+            recs.append({"g": model.gamma_, "kii": np.mean(np.einsum("ij,ij->i", E, E)),
+                         "must": np.mean(kij[C.signs > 0]), "cannot": np.mean(kij[C.signs < 0]),
+                         "rand": pairwise_accuracy(y, labels), "cpu": cpu,
+                         "it": model.n_iter_})
+        mean = {k: float(np.mean([r[k] for r in recs])) for k in recs[0]}
+        out.append({
+            "data": name, "n": len(y), "gamma": str(g), "gamma used": f"{mean['g']:.4g}",
+            "mean K_ii": f"{mean['kii']:.3f}", "must-link K_ij": f"{mean['must']:.3f}",
+            "cannot-link K_ij": f"{mean['cannot']:.3f}",
+            "rand %": f"{100 * mean['rand']:.1f} ± {100 * np.std([r['rand'] for r in recs]):.1f}",
+            "fit s": f"{mean['cpu']:.2f}", "iterations": f"{mean['it']:.0f}", "draws": draws,
+        })
+        print(out[-1], flush=True)
+    return out
+
+
 def gaussian(n, cache):
     path = None if cache is None else Path(cache) / f"gauss10_{n}.npz"
     _, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
@@ -109,8 +151,27 @@ def main():
     parser.add_argument("--skip-gaussians", action="store_true")
     parser.add_argument("--min-n", type=int, default=0)
     parser.add_argument("--large-name", default="npkl_gamma_auto_large")
+    parser.add_argument("--only-pcp", action="store_true")
     args = parser.parse_args()
     start_load = os.getloadavg()[0]
+    if args.only_pcp:
+        rows = []
+        for name in ("iris", "a1a") if args.quick else SMALL_SETS + ADULT_SETS:
+            loaded = load_set_with_graph(name)
+            if loaded is not None:
+                adult = name in ADULT_SETS
+                rows += pcp_rows(name, loaded[3], loaded[1], 1 if args.quick else 3,
+                                 100 if adult else 500)
+                write_results("npkl_gamma_auto_pcp", PCP_COLUMNS, rows, [
+                    "NPKL-ADMM, pcp loss (Hu & Kwok 2013 eq. 1: targets K_ij = 1 on "
+                    "must-links, 0 on cannot-links, K_ii = 1), the Table 2 protocol (0.6n + "
+                    "0.6n pairs, k = 5, 50 on adult; at most 500 iterations, 100 on adult); "
+                    "gamma='auto' is 100 max_i L_ii (psdlearn.npkl._gamma.PCP_AUTO_FACTOR). "
+                    "K_ij: means over the training pairs. rand: kernel k-means, 20 "
+                    "restarts, reported only (never used to choose anything). CPU seconds "
+                    "of the fit, graph excluded.",
+                    load_note(start_load)])
+        return
     if not args.skip_protocol:
         rows = []
         sets = ("iris", "sonar", "a1a") if args.quick else SMALL_SETS + ADULT_SETS[:3]

@@ -150,6 +150,34 @@ def test_residuals_vanish_and_kkt_hold(loss):
     assert len(res.rho_history) == res.n_iter
 
 
+def test_restart_at_a_converged_state_stays_there():
+    """A converged (V, U, Lambda, rho) is a fixed point of the iteration: restarted from it
+    (U0, lam0 and the final rho) ADMM stops at once where it was."""
+    problem, _, _ = _problem(n=40, seed=3)
+    V0 = initial_embedding(problem.n_samples, _rank(problem), 0)
+    ref = solve_admm(problem, V0, max_iter=4000, tol=1e-9)
+    assert ref.converged
+    warm = solve_admm(problem, ref.embedding, ref.U, ref.multipliers,
+                      rho=float(ref.rho_history[-1]), max_iter=50, tol=1e-8)
+    assert warm.converged and warm.n_iter <= 2
+    assert np.linalg.norm(warm.embedding - ref.embedding) <= 1e-7 * np.linalg.norm(
+        ref.embedding)
+    with pytest.raises(ValueError, match="lam0"):
+        solve_admm(problem, V0, lam0=np.zeros((3, 2)))
+
+
+def test_estimator_warm_start_keeps_the_admm_state():
+    problem, X, C = _problem(n=40, seed=3)
+    model = pl.NPKL(loss="pcp", solver="admm", gamma=1.0, max_iter=4000, tol=1e-7,
+                    warm_start=True, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, C)
+        first = model.n_iter_
+        model.fit(X, C)
+    assert model.converged_ and model.n_iter_ <= 2 < first
+
+
 def test_reordering_does_not_change_the_iterates():
     problem, _, _ = _problem(n=50, seed=4)
     V0 = initial_embedding(problem.n_samples, _rank(problem), 1)

@@ -63,7 +63,9 @@ def test_transform_kept_index_equals_rebuilt_closed_form():
     X, y = _blobs(120, seed=1)
     C = pl.PairwiseConstraints.from_labels(y[:90], random_state=1)
     model = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X[:90], C)
-    dist, ind = NearestNeighbors(n_neighbors=5).fit(X[:90]).kneighbors(X[90:])
+    k = model.n_neighbors_transform_
+    assert k in (5, 10, 15, 20)
+    dist, ind = NearestNeighbors(n_neighbors=k).fit(X[:90]).kneighbors(X[90:])
     s = np.exp(-dist**2 / (2 * model.sigma_**2))
     expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), model.embedding_[ind])
     assert np.allclose(model.transform(X[90:]), expected, rtol=1e-12, atol=1e-14)
@@ -77,7 +79,7 @@ def test_transform_minimizes_its_graph_term_and_reproduces_constants():
         X[:90], pl.PairwiseConstraints.from_labels(y[:90], random_state=0))
     Xn = X[90:]
     E_new = model.transform(Xn)
-    dist, ind = model.neighbor_index_.kneighbors(Xn, n_neighbors=model.n_neighbors_)
+    dist, ind = model.neighbor_index_.kneighbors(Xn, n_neighbors=model.n_neighbors_transform_)
     s = np.exp(-dist**2 / (2 * model.sigma_**2))
     diff = E_new[:, None, :] - model.embedding_[ind]
     grad = 2 * np.einsum("bk,bkr->br", s, diff)
@@ -88,6 +90,49 @@ def test_transform_minimizes_its_graph_term_and_reproduces_constants():
     assert np.all(f_step > f)
     model.embedding_ = np.tile([[0.3, -1.2]], (90, 1))
     assert np.allclose(model.transform(Xn), [0.3, -1.2], rtol=0, atol=1e-14)
+
+
+def _loo_errors_by_brute_force(X, E, sigma, sizes):
+    """Relative leave-one-out error of the weighted neighbour mean, every training point."""
+    nn = NearestNeighbors(n_neighbors=max(sizes) + 1).fit(X)
+    dist, ind = nn.kneighbors(X)
+    errors = []
+    for s in sizes:
+        d, i = dist[:, 1:s + 1], ind[:, 1:s + 1]  # without the point itself
+        w = np.exp(-d**2 / (2 * sigma**2))
+        pred = np.einsum("bk,bkr->br", w / w.sum(1, keepdims=True), E[i])
+        errors.append(((pred - E) ** 2).sum() / ((E - E.mean(0)) ** 2).sum())
+    return np.array(errors)
+
+
+def test_transform_neighbourhood_minimizes_the_leave_one_out_error():
+    """n_neighbors_transform_ is the size (k, 2k, 3k, 4k) whose rule best predicts the
+    training rows left out one at a time: recomputed here by brute force."""
+    X, y = _blobs(120, seed=7)
+    model = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(
+        X, pl.PairwiseConstraints.from_labels(y, random_state=0))
+    sizes = [5, 10, 15, 20]
+    errors = _loo_errors_by_brute_force(X, model.embedding_, model.sigma_, sizes)
+    assert model.n_neighbors_transform_ == sizes[int(np.argmin(errors))]
+
+
+def test_transform_neighbourhood_follows_the_embedding_not_the_labels():
+    """Noisy rows are predicted best by a wide neighbourhood, a smooth noise-free
+    function of X by the narrowest (the weighted mean then only adds bias)."""
+    from psdlearn.graph import NeighborIndex
+    from psdlearn.npkl._out_of_sample import select_n_neighbors
+
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(400, 2))
+    index = NeighborIndex(method="exact").fit(X)
+    smooth = np.column_stack([np.sin(6 * X[:, 0]), np.cos(6 * X[:, 1])])
+    noisy = X[:, :1] + 0.5 * rng.normal(size=(400, 1))
+    sigma = 0.05
+    assert select_n_neighbors(index, X, smooth, sigma, 5) == 5
+    assert select_n_neighbors(index, X, noisy, sigma, 5) == 20
+    for E in (smooth, noisy):
+        errors = _loo_errors_by_brute_force(X, E, sigma, [5, 10, 15, 20])
+        assert select_n_neighbors(index, X, E, sigma, 5) == 5 * (1 + int(np.argmin(errors)))
 
 
 def test_transform_joint_depends_on_batch_and_transform_does_not():

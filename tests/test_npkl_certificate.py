@@ -67,7 +67,8 @@ def _fit(problem, rank, seed=0, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pl.NPKL(loss=problem.loss, solver=solver, rank=rank, graph="precomputed",
-                       tol=1e-8, max_iter=5000, random_state=seed, **kw).fit(problem.laplacian, y)
+                       tol=1e-8, max_iter=5000, random_state=seed,
+                       **{"gamma": problem.gamma, **kw}).fit(problem.laplacian, y)
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -132,7 +133,7 @@ def test_adaptive_with_admm_square(problems):
     problem, f_star = problems["square"]
     y = np.column_stack([problem.pairs, problem.signs.astype(int)])
     model = pl.NPKL(loss="square", solver="admm", rank="adaptive", rank_init=1,
-                    graph="precomputed", tol=1e-8, max_iter=5000, random_state=0)
+                    graph="precomputed", gamma=1.0, tol=1e-8, max_iter=5000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(problem.laplacian, y)

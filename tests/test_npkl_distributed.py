@@ -17,7 +17,7 @@ da = pytest.importorskip("dask.array")
 
 # delta = 1 keeps the Laplacian part well conditioned, so both solvers converge in tens of
 # sweeps (hundreds of ADMM iterations) and the tests stay short
-SETUP = dict(delta=1.0, random_state=0)
+SETUP = dict(delta=1.0, gamma=1.0, random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +120,19 @@ def test_transform_of_a_dask_array_is_the_weighted_neighbour_average(client, dat
     s = np.exp(-dist**2 / (2 * model.sigma_**2))
     expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), E[ind])
     np.testing.assert_allclose(Z.compute(), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_gamma_auto_on_dask(client, data):
+    """pcp: 100 max L_ii = 100 (1 + delta), as in memory; a margin loss: gamma_0 is not
+    computed blockwise, so 1 with a warning."""
+    X, C, Xd = data
+    kw = dict(delta=1.0, random_state=0, max_iter=3, tol=0.0)
+    pcp = pl.NPKL(loss="pcp", solver="admm", **kw).fit(Xd, C)
+    local = pl.NPKL(loss="pcp", solver="admm", **kw).fit(X, C)
+    assert pcp.gamma_ == local.gamma_ == pytest.approx(200.0)
+    with pytest.warns(UserWarning, match="gamma = 1 is used"):
+        square = pl.NPKL(loss="square", solver="bcd", **kw).fit(Xd, C)
+    assert square.gamma_ == 1.0
 
 
 def test_unsupported_settings_are_rejected(client, data):

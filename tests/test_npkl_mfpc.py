@@ -89,7 +89,8 @@ def test_full_basis_reaches_the_sdp_optimum():
     pytest.importorskip("cvxpy")
     problem, C = _problem(n=30)
     res = solve_mfpc(problem, 30, max_iter=20000, tol=1e-10, random_state=0)
-    sdp = pl.NPKL(loss="pcp", solver="sdp", graph="precomputed").fit(problem.laplacian, C)
+    sdp = pl.NPKL(loss="pcp", solver="sdp", graph="precomputed",
+                  gamma=problem.gamma).fit(problem.laplacian, C)
     assert res.objective_history[-1] == pytest.approx(sdp.objective_history_[-1], rel=1e-6)
 
 
@@ -124,7 +125,7 @@ _TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of
 
 
 @parametrize_with_checks(
-    [pl.NPKL(solver="mfpc", loss="pcp", max_iter=50)],
+    [pl.NPKL(solver="mfpc", loss="pcp", gamma=1.0, max_iter=50)],
     expected_failed_checks=lambda est: {"check_transformer_general": _TRANSDUCTIVE,
                                         "check_transformer_data_not_an_array": _TRANSDUCTIVE},
 )

@@ -124,6 +124,7 @@ def _cmd_fit(args):
         "time_s": elapsed,
         "solver": args.solver,
         "loss": args.loss,
+        "gamma": model.gamma_,
         "n_samples": int(X.shape[0]),
         "n_constraints": C.n_pairs,
         "graph": model.graph_info_,
@@ -179,7 +180,9 @@ def _parser():
                    type=lambda v: v if v in ("auto", "adaptive") else int(v),
                    help="int, 'auto' (the r(r+1)/2 <= m rule) or 'adaptive' (grown until "
                    "the duality certificate holds)")
-    s.add_argument("--gamma", type=float, default=1.0)
+    s.add_argument("--gamma", default="auto", type=lambda v: v if v == "auto" else float(v),
+                   help="loss weight: a float, or 'auto' (scaled to the graph and the "
+                   "constraints; see NPKL's gamma)")
     s.add_argument("--n-neighbors", type=int, default=5)
     s.add_argument("--knn-method", choices=("auto", "exact", "approximate"), default="auto",
                    help="neighbour search of the kNN graph (default: exact up to 20,000 "

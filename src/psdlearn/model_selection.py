@@ -196,10 +196,10 @@ class NPKLCV(NPKL):
     Parameters
     ----------
     gammas : int or array-like of float, default=None
-        The grid. An int ``k``: ``k`` values log-spaced from ``10^0.5 gamma_0`` to
-        ``10^3.5 gamma_0`` (3 to 3000 times ``gamma_0``), with
-        ``gamma_0 = 1 / lambda_max(G, L)`` the largest ``gamma`` at which ``K = 0`` is
-        optimal (computed on all constraints; see
+        The grid. An int ``k``: ``k`` values log-spaced from a tenth to 100 times the
+        value of ``NPKL(gamma="auto")`` on all constraints (for the margin losses 3 to 3000
+        times ``gamma_0 = 1 / lambda_max(G, L)``, the largest ``gamma`` at which ``K = 0``
+        is optimal; for ``pcp`` 10 to 10^4 times ``max_i L_ii``; see
         :mod:`psdlearn.npkl._gamma`); ``None``: 8 such values. An array: those values.
     cv : int, cross-validation splitter or iterable, default=5
         An int ``k`` is ``ConstraintKFold(k)``; a splitter has ``split(constraints)``;
@@ -227,7 +227,8 @@ class NPKLCV(NPKL):
     cv_n_iter_ : ndarray of shape (n_gammas, n_folds)
         Sweeps / iterations of each fold fit (small along the warm-started path).
     gamma0_ : float or None
-        ``gamma_0`` of the full constraint set when the grid is relative to it.
+        ``gamma_0`` of the full constraint set when the grid is relative to it (margin
+        losses; None for ``pcp`` and for a given grid).
     (every fitted attribute of NPKL)
         Of the refit on all constraints with ``gamma_``: ``embedding_``,
         ``objective_history_``, ``n_iter_``, ``rank_``, ``laplacian_``, ...
@@ -286,7 +287,7 @@ class NPKLCV(NPKL):
         -------
         self
         """
-        from psdlearn.npkl._gamma import critical_gamma
+        from psdlearn.npkl._gamma import auto_gamma
 
         self._validate_params()
         base = self._npkl()
@@ -301,12 +302,12 @@ class NPKLCV(NPKL):
             rank = min(auto_rank(m), n)
         self.gamma0_ = None
         if self.gammas is None or isinstance(self.gammas, numbers.Integral):
-            self.gamma0_ = critical_gamma(L, C.pairs, C.signs, self.loss)
-            if not np.isfinite(self.gamma0_):
+            centre, self.gamma0_ = auto_gamma(L, C.pairs, C.signs, self.loss)
+            if not np.isfinite(centre):
                 raise ValueError("no nonzero kernel lowers the loss of these constraints; "
                                  "pass an explicit grid of gammas.")
             k = 8 if self.gammas is None else int(self.gammas)
-            grid = self.gamma0_ * (np.logspace(0.5, 3.5, k) if k > 1 else np.array([30.0]))
+            grid = centre * (np.logspace(-1.0, 2.0, k) if k > 1 else np.ones(1))
         else:
             grid = np.sort(np.asarray(self.gammas, dtype=np.float64).ravel())
             if grid.size == 0 or not np.all(grid > 0):

@@ -69,7 +69,9 @@ def run_repetitions(X, y, *, n_neighbors, reps, seed0=0, laplacian=None, **npkl_
     laplacian : sparse matrix, optional
         Precomputed Laplacian (built once otherwise).
     **npkl_params
-        Passed to :class:`NPKL` (loss, solver, gamma, max_iter, ...).
+        Passed to :class:`NPKL` (loss, solver, gamma, max_iter, ...). ``gamma`` defaults
+        to 1 here, the protocols' choice (the papers do not give it), not the
+        estimator's ``"auto"``.
 
     Returns
     -------
@@ -82,7 +84,7 @@ def run_repetitions(X, y, *, n_neighbors, reps, seed0=0, laplacian=None, **npkl_
     for t in range(reps):
         seed = seed0 + t
         C = PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=seed)
-        model = NPKL(graph="precomputed", random_state=seed, **npkl_params)
+        model = NPKL(graph="precomputed", random_state=seed, **{"gamma": 1.0, **npkl_params})
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             c0, w0 = time.process_time(), time.perf_counter()
@@ -121,7 +123,7 @@ def sdp_records(y, laplacian, loss, reps):
     out = []
     for seed in range(reps):
         C = PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=seed)
-        model = NPKL(loss=loss, solver="sdp", graph="precomputed").fit(laplacian, C)
+        model = NPKL(loss=loss, solver="sdp", graph="precomputed", gamma=1.0).fit(laplacian, C)
         labels = kernel_kmeans(model.embedding_, len(np.unique(y)), random_state=seed)
         out.append({"rand": pairwise_accuracy(y, labels), "cpu_s": model.fit_time_,
                     "objective": model.objective_history_[-1]})

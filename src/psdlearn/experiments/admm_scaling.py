@@ -61,7 +61,7 @@ def _time_fit(L, C, solver, loss, rank, reps):
     runs = []
     for rep in range(reps):
         model = NPKL(loss=loss, solver=solver, graph="precomputed", rank=rank, max_iter=500,
-                     random_state=rep)
+                     gamma=1.0, random_state=rep)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             c0 = time.process_time()

@@ -235,7 +235,7 @@ def _figures(out_dir, quick, log, have_sdp):
         X, y, k, L = load_set_with_graph(name)
         C = PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=0)
         t0 = time.process_time()
-        model = NPKL(loss="pcp", solver="admm", graph="precomputed", max_iter=500,
+        model = NPKL(loss="pcp", solver="admm", graph="precomputed", max_iter=500, gamma=1.0,
                      tol=0.0, random_state=0).fit(L, C)
         cpu = time.process_time() - t0
         its = np.arange(len(model.objective_history_))
@@ -245,7 +245,8 @@ def _figures(out_dir, quick, log, have_sdp):
                "SDP optimum": "not run"}
         hlines = {}
         if have_sdp:
-            sdp = NPKL(loss="pcp", solver="sdp", graph="precomputed", sdp_force=True).fit(L, C)
+            sdp = NPKL(loss="pcp", solver="sdp", graph="precomputed", sdp_force=True,
+                       gamma=1.0).fit(L, C)
             opt = sdp.objective_history_[-1]
             hlines = {"SDP optimum (cvxpy)": opt}
             row["SDP optimum"] = float(opt)

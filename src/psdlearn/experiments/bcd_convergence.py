@@ -27,12 +27,12 @@ def run(out_dir, quick=False, log=print):
         X, y, k, L = loaded
         C = PairwiseConstraints.from_labels(y, random_state=0)
         for loss in LOSSES:
-            model = NPKL(loss=loss, graph="precomputed", random_state=0,
+            model = NPKL(loss=loss, graph="precomputed", random_state=0, gamma=1.0,
                          max_iter=800 if name == "a1a" else 1000).fit(L, C)
             sdp = None
             if len(y) <= 100:
                 try:
-                    sdp = NPKL(loss=loss, solver="sdp", graph="precomputed").fit(L, C)
+                    sdp = NPKL(loss=loss, solver="sdp", graph="precomputed", gamma=1.0).fit(L, C)
                 except ImportError:
                     sdp = None
             histories[f"{name}/{loss}"] = {

@@ -50,7 +50,7 @@ def _accuracies(name, losses, reps):
                                                 n_cannot=total - total // 2,
                                                 random_state=rep)
             for loss in losses:
-                model = NPKL(loss=loss, random_state=rep).fit(X[tr], C)
+                model = NPKL(loss=loss, gamma=1.0, random_state=rep).fit(X[tr], C)
                 for ext in EXTENSIONS:
                     labels = kernel_kmeans(getattr(model, ext)(X[te]), k, random_state=rep)
                     acc[loss, ext][f].append(100 * pairwise_accuracy(y[te], labels))

@@ -82,7 +82,8 @@ def run(out_dir, quick=False, log=print):
         for loss in LOSSES:
             runs = []
             for rep in range(reps):
-                model = NPKL(loss=loss, graph="precomputed", max_iter=800, random_state=rep)
+                model = NPKL(loss=loss, graph="precomputed", gamma=1.0, max_iter=800,
+                             random_state=rep)
                 c0 = time.process_time()
                 model.fit(L, C)
                 runs.append((time.process_time() - c0, model.n_iter_))

@@ -120,8 +120,8 @@ def end_of_iteration(primal, dual, rho, size, tol, adaptive_rho, stop):
     return False, False, update_rho(rho, primal, dual) if adaptive_rho else rho
 
 
-def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adaptive_rho=True,
-               reorder=True, callback=None):
+def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=1e-4,
+               adaptive_rho=True, reorder=True, callback=None):
     """Minimize the pcp or square NPKL objective by ADMM (Hu & Kwok 2013 Algorithm 1).
 
     Parameters
@@ -131,7 +131,9 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
     V0 : ndarray of shape (n_samples, rank)
         Starting ``V``.
     U0 : ndarray of shape (n_samples, rank), optional
-        Starting ``U``; defaults to ``V0``. ``Lambda`` starts at zero.
+        Starting ``U``; defaults to ``V0``.
+    lam0 : ndarray of shape (n_samples, rank), optional
+        Starting ``Lambda`` (e.g. of a previous solve, to warm start); defaults to zero.
     rho : float, default=100.0
         Initial penalty (Hu & Kwok 2013 footnote 2: 100).
     max_iter : int, default=500
@@ -160,19 +162,21 @@ def solve_admm(problem, V0, U0=None, *, rho=100.0, max_iter=500, tol=1e-4, adapt
     n = problem.n_samples
     V = np.array(V0, dtype=np.float64, order="C", copy=True)
     U = V.copy() if U0 is None else np.array(U0, dtype=np.float64, order="C", copy=True)
-    if V.ndim != 2 or V.shape[0] != n or U.shape != V.shape:
-        raise ValueError(f"V0 and U0 must have shape ({n}, rank); got {V.shape} and {U.shape}.")
+    lam = np.zeros_like(V) if lam0 is None else np.array(lam0, dtype=np.float64, order="C",
+                                                         copy=True)
+    if V.ndim != 2 or V.shape[0] != n or U.shape != V.shape or lam.shape != V.shape:
+        raise ValueError(f"V0, U0 and lam0 must have shape ({n}, rank); got {V.shape}, "
+                         f"{U.shape} and {lam.shape}.")
     perm = inv = None
     work = problem
     if reorder and n > 1:
         perm, inv, work = problem.renumbered()
-        V, U = V[perm], U[perm]
+        V, U, lam = V[perm], U[perm], lam[perm]
     L = work.laplacian
     Lp, Li, Lx = (np.ascontiguousarray(a) for a in (L.indptr.astype(np.int64),
                                                      L.indices.astype(np.int64), L.data))
     Tp, Ti, Tt = work.ordered_targets()
     gamma = float(problem.gamma)
-    lam = np.zeros_like(V)
     work_size = (len(Li) + len(Ti)) * V.shape[1]
     step = K.half_step if work_size >= K.PARALLEL_MIN_WORK else K.half_step_serial
 

@@ -43,6 +43,7 @@ from psdlearn.graph import (
     neighbors_from_distance_graph,
     normalized_laplacian,
 )
+from psdlearn.npkl._out_of_sample import harmonic_rows, select_n_neighbors
 from psdlearn.npkl._problem import LOSSES, NPKLProblem
 from psdlearn.npkl.distributed.fit import is_dask_array
 
@@ -148,13 +149,17 @@ class NPKL(TransformerMixin, BaseEstimator):
         (``certificate_ = None``): it costs a few Lanczos runs on the sparse dual matrix
         (products ``O(nnz(L) + m)``; ``benchmarks/results/npkl_certificate.md`` has the
         fit times with it). Not allowed with ``rank="adaptive"``.
-    gamma : float or "auto", default=1.0
-        Weight of the loss. Not given in Hu & Kwok 2015. ``"auto"``: ``30 gamma_0``, where
-        ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is
-        optimal (``G``: minus the gradient of the loss term at ``K = 0`` per unit of
-        ``gamma``; see :mod:`psdlearn.npkl._gamma`); it follows ``n``, ``m`` and how well
-        the constraints agree with the graph, and costs one LOBPCG solve (about 1 s at
-        ``n = 5e4``). ``gamma_`` holds the value used. On ``gamma = 1``: with the
+    gamma : float or "auto", default="auto"
+        Weight of the loss. Not given in Hu & Kwok 2013 or 2015. ``"auto"``, margin losses:
+        ``30 gamma_0``, where ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at
+        which ``K = 0`` is optimal (``G``: minus the gradient of the loss term at ``K = 0``
+        per unit of ``gamma``; see :mod:`psdlearn.npkl._gamma`); it follows ``n``, ``m`` and
+        how well the constraints agree with the graph, and costs one LOBPCG solve (about
+        1 s at ``n = 1e5``). ``"auto"``, ``pcp``: ``100 max_i L_ii``, which bounds the graph
+        term's pull on every target (``K_ii = 1``, ``K_ij = 1`` or 0) by 1-2 %.
+        ``benchmarks/results/npkl_gamma_auto.md`` and ``npkl_gamma_auto_pcp.md`` compare
+        both with ``gamma = 1`` on the protocol sets. ``gamma_`` holds the value used. On
+        ``gamma = 1`` (the default before; the reproductions keep it): with the
         normalized Laplacian (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``,
         independent of ``n``) the
         per-sample problem (18) balances ``L_ii / 2 ||v||^2`` against ``gamma / 2`` per
@@ -290,6 +295,11 @@ class NPKL(TransformerMixin, BaseEstimator):
     neighbor_index_ : psdlearn.graph.NeighborIndex or None
         The search index over the training points (``graph="knn"``), kept so that
         :meth:`transform` queries new points only.
+    n_neighbors_transform_ : int or None
+        Training neighbours of each new point in :meth:`transform`: with ``graph="knn"``
+        the size among ``k, 2k, 3k, 4k`` that best predicts the training rows left out
+        one at a time (from the embedding alone, see
+        :mod:`psdlearn.npkl._out_of_sample`); ``n_neighbors_`` otherwise (and on Dask).
     graph_info_ : dict or None
         ``method`` ("exact" / "approximate"), ``backend`` ("kd_tree", "brute", "hnsw"),
         ``n_neighbors`` and ``recall`` (estimated recall@k of the search on 256 sampled
@@ -391,7 +401,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         rank="auto",
         rank_init=8,
         certificate_tol=1e-4,
-        gamma=1.0,
+        gamma="auto",
         n_neighbors=5,
         sigma="auto",
         delta=DEFAULT_DELTA,
@@ -574,6 +584,11 @@ class NPKL(TransformerMixin, BaseEstimator):
         else:
             self._fit_bcd(problem, rank, rng)
         self.fit_time_ = time.perf_counter() - start
+        self.n_neighbors_transform_ = self.n_neighbors_
+        if self.neighbor_index_ is not None:
+            self.n_neighbors_transform_ = select_n_neighbors(
+                self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
+                self.n_neighbors_, self.random_state)
         self.laplacian_ = L
         self.constraints_ = C
         return self
@@ -581,13 +596,15 @@ class NPKL(TransformerMixin, BaseEstimator):
     def _resolve_gamma(self, L, C):
         if self.gamma != "auto":
             return float(self.gamma)
-        from psdlearn.npkl._gamma import AUTO_GAMMA_FACTOR, critical_gamma
+        from psdlearn.npkl._gamma import auto_gamma
 
-        gamma0 = critical_gamma(L, C.pairs, C.signs, self.loss)
-        if not np.isfinite(gamma0):
-            raise ValueError("gamma='auto': no nonzero kernel lowers the loss of these "
-                             "constraints (lambda_max(G, L) <= 0); pass a float gamma.")
-        return AUTO_GAMMA_FACTOR * gamma0
+        gamma, _ = auto_gamma(L, C.pairs, C.signs, self.loss)
+        if not np.isfinite(gamma):
+            warnings.warn("gamma='auto': no nonzero kernel lowers the loss of these "
+                          "constraints (lambda_max(G, L) <= 0), so K = 0 is optimal for "
+                          "every gamma; gamma = 1 is used.", UserWarning, stacklevel=3)
+            return 1.0
+        return gamma
 
     def _start(self, n, rank, rng, max_norm=None):
         """Initial ``E`` and whether it is the previous ``embedding_`` (``warm_start``)."""
@@ -767,6 +784,11 @@ class NPKL(TransformerMixin, BaseEstimator):
         from psdlearn.npkl.bcd import solve_bcd
 
         V0, warm = self._start(problem.n_samples, rank, rng)
+        # warm_start: the previous fit's U, Lambda and penalty too (a path of gamma values
+        # then restarts near the ADMM iterate, not at Lambda = 0 and the initial rho)
+        state = getattr(self, "_admm_state", None) if warm else None
+        U0, lam0, rho0 = state if state is not None and state[0].shape == V0.shape else (
+            None, None, float(self.rho))
         if self.init == "bcd" and not warm:
             # warm start: BCD on the square loss of Hu & Kwok 2015 (targets +-1, no diagonal)
             square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
@@ -784,8 +806,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         history, times, primal, dual, rhos, n_iter = [], [], [], [], [], 0
         with bar:
             while True:
-                res = solve_admm(problem, V0, rho=float(self.rho), max_iter=self.max_iter,
+                res = solve_admm(problem, V0, U0, lam0, rho=rho0, max_iter=self.max_iter,
                                  tol=self.tol, callback=callback)
+                U0, lam0, rho0 = None, None, float(self.rho)  # escalated: a new problem
                 skip = 1 if history else 0
                 offset = times[-1] if times else 0.0
                 history += list(res.objective_history[skip:])
@@ -809,6 +832,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.primal_residual_history_ = primal
         self.dual_residual_history_ = dual
         self.rho_history_ = rhos
+        self._admm_state = ((res.U, res.multipliers, float(rhos[-1]))
+                            if self.warm_start and rhos else None)
         self.n_iter_ = n_iter
         self.rank_ = res.embedding.shape[1]
         self._finish(res, "admm", "iterations", f"the residuals fell below tol={self.tol} "
@@ -952,8 +977,9 @@ class NPKL(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Out-of-sample embedding of new points, each on its own (Hu & Kwok 2015, III-E).
 
-        The training embedding ``E`` stays fixed. A new point ``x`` is linked to its ``k``
-        nearest training points ``j`` (found with the index kept from :meth:`fit`) by the
+        The training embedding ``E`` stays fixed. A new point ``x`` is linked to its ``k'``
+        nearest training points ``j`` (``n_neighbors_transform_``, chosen at fit time from
+        the embedding alone; found with the index kept from :meth:`fit`) by the
         training Gaussian weights ``s_j = exp(-||x - x_j||^2 / (2 sigma^2))``, and its row
         minimizes its graph term ``sum_j s_j ||e - e_j||^2`` (the unconstrained update of
         Hu & Kwok's section III-E for one new point, with the random-walk weights
@@ -1010,21 +1036,9 @@ class NPKL(TransformerMixin, BaseEstimator):
             dist, ind = neighbors_from_distance_graph(X, n_neighbors=self.n_neighbors_)
         else:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            dist, ind = self.neighbor_index_.kneighbors(X, n_neighbors=self.n_neighbors_)
-        return self._embed_from_neighbors(dist, ind)
-
-    def _embed_from_neighbors(self, dist, ind):
-        """Rows ``e = sum_j s_j e_j / sum_j s_j`` (see :meth:`transform`)."""
-        s = np.exp(-(dist**2) / (2.0 * self.sigma_**2))
-        total = s.sum(axis=1, keepdims=True)
-        coef = np.divide(s, total, out=np.zeros_like(s), where=total > 0)
-        E = self.embedding_
-        out = np.empty((len(ind), E.shape[1]))
-        step = max(1, 2**22 // max(ind.shape[1] * E.shape[1], 1))  # E[ind] is (b, k, r)
-        for start in range(0, len(ind), step):
-            sl = slice(start, start + step)
-            out[sl] = np.einsum("bk,bkr->br", coef[sl], E[ind[sl]])
-        return out
+            dist, ind = self.neighbor_index_.kneighbors(
+                X, n_neighbors=self.n_neighbors_transform_)
+        return harmonic_rows(dist, ind, self.embedding_, self.sigma_)
 
     def transform_joint(self, X):
         """Joint out-of-sample embedding of a batch (Hu & Kwok 2015, III-E, as a system).

@@ -124,6 +124,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
         raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
     rng = check_random_state(est.random_state)
     seed = int(rng.randint(0, 2**31 - 1))
+    est.gamma_ = gamma = _dask_gamma(est)
 
     client = get_client()
     threads = client.nthreads()
@@ -170,7 +171,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
         del laplacian  # the workers free the global-id rows once the blocks are built
         with bar:
             res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
-                                         gamma=float(est.gamma), rho=float(est.rho),
+                                         gamma=gamma, rho=float(est.rho),
                                          max_iter=est.max_iter, tol=est.tol,
                                          callback=callback)
         slab_E = res.embedding
@@ -192,7 +193,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
         est.omega_ = _omega(est)
         with bar:
             res = solve_bcd_distributed(rt, static, sizes, send, colors, start_E, rank=rank,
-                                        loss=est.loss, gamma=float(est.gamma), b=float(est.b),
+                                        loss=est.loss, gamma=gamma, b=float(est.b),
                                         seed=seed, omega=est.omega_, max_iter=est.max_iter,
                                         tol=est.tol, callback=callback)
         cut = np.searchsorted(special, offsets)
@@ -221,7 +222,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     est.converged_ = bool(res.converged)
     est.rank_ = rank
     est.sigma_ = sigma
-    est.n_neighbors_ = k
+    est.n_neighbors_ = est.n_neighbors_transform_ = k
     est.n_features_in_ = d
     est.constraints_ = C
     est.degrees_ = est.laplacian_ = est.neighbor_index_ = est.X_fit_ = None
@@ -240,6 +241,26 @@ def fit_dask(est, X, y, *, n_blocks=None):
                       "max_iter or tol.", ConvergenceWarning, stacklevel=3)
     return est
 
+
+
+def _dask_gamma(est):
+    """``gamma`` of a fit on a dask array.
+
+    ``"auto"`` of ``pcp`` is ``PCP_AUTO_FACTOR (1 + delta)`` (``max_i L_ii`` of the built
+    normalized Laplacian); that of the margin losses needs ``gamma_0``, an eigenvalue of
+    the whole graph, which the blockwise path does not compute: it uses 1, with a warning.
+    """
+    from psdlearn.npkl._gamma import PCP_AUTO_FACTOR
+
+    if est.gamma != "auto":
+        return float(est.gamma)
+    if est.loss == "pcp":
+        return PCP_AUTO_FACTOR * (1.0 + float(est.delta))
+    warnings.warn(f"gamma='auto' of the {est.loss} loss needs gamma_0 of the whole graph, "
+                  "which a fit on a dask array does not compute: gamma = 1 is used; pass a "
+                  "float gamma.",
+                  UserWarning, stacklevel=3)
+    return 1.0
 
 def _transform_part(index, E, X, k):
     dist, ind = index.kneighbors(X, n_neighbors=min(k, index.n_samples_fit_))
