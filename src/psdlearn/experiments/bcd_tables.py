@@ -20,6 +20,8 @@ the iterative losses are not run on the sets with more than
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from psdlearn.experiments import bcd_convergence
@@ -64,7 +66,8 @@ _JMLR_SIMPLENPKL = {"linear": 3, "squared_hinge": 4}
 
 
 def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps=None,
-        simplenpkl_reps=None, companions=True, cv_reps=None):
+        simplenpkl_reps=None, companions=True, cv_reps=None, adult_cv_reps=None,
+        simplenpkl_max_n=None):
     """Run the tables; write ``bcd_tables.{md,json}`` (and the gamma table) in ``out_dir``.
 
     ``reps``, ``adult_reps``, ``sdp_reps`` and ``simplenpkl_reps`` override the protocol's
@@ -72,18 +75,75 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
     for a shorter run: SDP and SimpleNPKL then run on the first draws only, and the notes
     of the table say so. ``companions=False`` skips the gamma table and the convergence
     figures. ``cv_reps``: draws of the "gamma by constraint CV" column (default 5, 3 on
-    adult, 1 with ``quick``; :mod:`psdlearn.experiments.gamma_cv`).
+    adult, 1 with ``quick``; :mod:`psdlearn.experiments.gamma_cv`); ``adult_cv_reps`` (an
+    int, or a mapping set -> int; 0 skips the cell) overrides it on the adult sets only.
+    ``simplenpkl_max_n``: largest n for SimpleNPKL's iterative losses (default
+    :data:`SIMPLENPKL_MAX_N`; a smaller value is named a reduced run).
     """
-    from psdlearn.experiments.gamma_cv import cv_cell, cv_records
+    from psdlearn.experiments.gamma_cv import cv_cell, cv_count, cv_records, cv_reduced_note
 
     have_sdp = cvxpy_available()
     sets = ("iris", "soybean", "wine") if quick else SMALL_SETS + ADULT_SETS
     full = (3, 3, 1) if quick else (20, 3, 3)
-    reduced = any(v is not None for v in (reps, adult_reps, sdp_reps, simplenpkl_reps))
+    max_n = SIMPLENPKL_MAX_N if simplenpkl_max_n is None else int(simplenpkl_max_n)
+    reduced = (any(v is not None for v in (reps, adult_reps, sdp_reps, simplenpkl_reps))
+               or max_n < SIMPLENPKL_MAX_N)
     reps = full[0] if reps is None else int(reps)
     adult_reps = min(reps, full[1]) if adult_reps is None else int(adult_reps)
     sdp_reps = full[2] if sdp_reps is None else int(sdp_reps)
-    rows, raw, missing = [], {}, []
+    rows, raw, missing, cv_counts = [], {}, [], {}
+    load_start = os.getloadavg()[1]
+
+    def write(partial_after=None):
+        """The table so far; ``partial_after``: the last set done, the run not finished."""
+        notes = [
+            f"Repetitions: {reps} on the small sets, {adult_reps} on adult; SDP (cvxpy + "
+            f"Clarabel) on the first {sdp_reps} constraint draws where n <= 200 (size guard)"
+            + (f"; SimpleNPKL on the first {simplenpkl_reps} draws (BCD obj beside it on the "
+               "same draws)" if simplenpkl_reps is not None else "") + "."
+            + (f" Reduced run (the protocol: {full[0]}, {full[1]} and {full[2]}, SimpleNPKL on "
+               "every draw), for the time left on a 2-core machine." if reduced else ""),
+            "BCD-SDP obj gap: (BCD objective - SDP optimum) / |SDP optimum| on the same draws.",
+            "certified gap: the largest over the draws of the duality bound on (objective - "
+            "convex optimum) / |objective| (certificate_.relative_gap, psdlearn.npkl."
+            "certificate), and how many draws it certifies at 1e-4; it needs no SDP solve.",
+            "protein (Hu & Kwok 2015 Table II) is not available anywhere to this project; a5a "
+            "and a7a neither." + (f" Missing here: {', '.join(missing)}." if missing else ""),
+            "SimpleNPKL: p = 2, B = 100 (small sets) / 100 n (adult), Hu & Kwok 2015 IV-A.2; "
+            "obj = mean objective (10) of the returned kernel, BCD's beside it (SimpleNPKL's "
+            "kernel is confined to tr K^2 <= B; for the linear loss it ignores ||v_i|| <= b, hence "
+            "lower values there). Iterative losses not run above n = "
+            f"{max_n} (n/a (time): about 1.7 s CPU per step on a4a, hundreds of "
+            "steps per fit, beyond the budget of this run"
+            + ("" if max_n >= SIMPLENPKL_MAX_N else f"; the protocol of this table runs them up "
+               f"to n = {SIMPLENPKL_MAX_N}, lowered for the time of this run") + ").",
+            "SimpleNPKL fits stopped at the iteration cap (draws of the cell): "
+            + (", ".join(f"{key.rsplit('/', 1)[0]} ({sum(not r['converged'] for r in recs)}/"
+                         f"{len(recs)})" for key, recs in raw.items()
+                         if key.endswith("/simplenpkl")
+                         and not all(r["converged"] for r in recs))
+               or "none") + ".",
+            "JMLR ref: SimpleNPKL JMLR 2011 Table 2 (different constraint protocol: pairs until "
+            "~70% n components; C tuned in (0, 1]); a reference, not a target.",
+            "gamma = 1 throughout (the paper does not give it); see bcd_gamma.md for its effect."
+            " gamma by constraint CV: NPKLCV on each draw's training constraints only (3 folds,"
+            " 8 gammas from 3 to 3000 gamma_0), the chosen gamma's median in brackets, on the "
+            "first draws (count in the cell; see gamma_cv.md)."
+            + cv_reduced_note(cv_counts, quick),
+        ]
+        if not companions:
+            notes.append("Companions skipped for time (companions=False): bcd_gamma.md and the "
+                         "bcd_convergence figures are not regenerated by this run.")
+        notes.append(f"Machine load (5-minute average) at the start and end of the table: "
+                     f"{load_start:.1f}, {os.getloadavg()[1]:.1f} on 2 cores; CPU times are "
+                     "inflated by other jobs.")
+        if partial_after is not None:
+            notes.append(f"Partial table, written after {partial_after}: the run was stopped "
+                         "before the remaining sets.")
+        return write_results(out_dir, "bcd_tables", list(rows[0].keys()) if rows else [], rows,
+                             notes, title="Hu & Kwok 2015 Tables III-VI: NPKL-BCD clustering "
+                             "accuracy and CPU time", extra={"raw": raw})
+
     for name in sets:
         loaded = load_set_with_graph(name)
         if loaded is None:
@@ -106,7 +166,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
                 "sweeps": f"{s['iters_mean']:.0f}",
                 "certified gap": certified_gap_cell(recs),
                 **_simplenpkl_cells(X, y, protocol, recs, raw, f"{name}/{loss}",
-                                    simplenpkl_reps),
+                                    simplenpkl_reps, max_n),
                 "JMLR SimpleNPKL %": ("-" if ref is None or loss not in _JMLR_SIMPLENPKL
                                       else f"{ref[_JMLR_SIMPLENPKL[loss]]:.1f}"),
                 "SDP rand %": "not run", "SDP CPU s": "-",
@@ -114,11 +174,14 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
                 "JMLR column": col_name if ref is not None else "-",
             }
             raw[f"{name}/{loss}/bcd"] = recs
-            n_cv = cv_reps or (1 if quick else 3 if adult else 5)
-            cv_recs = cv_records(y, L, n_cv, loss=loss, max_iter=protocol["max_iter"],
-                                 tol=1e-5)
-            row["gamma by constraint CV %"] = f"{cv_cell(cv_recs)} ({n_cv} reps)"
-            raw[f"{name}/{loss}/bcd-gamma-cv"] = cv_recs
+            n_cv = cv_count(name, cv_reps, adult_cv_reps, quick)
+            cv_counts[name] = n_cv
+            row["gamma by constraint CV %"] = "not run (time)"
+            if n_cv > 0:
+                cv_recs = cv_records(y, L, n_cv, loss=loss, max_iter=protocol["max_iter"],
+                                     tol=1e-5)
+                row["gamma by constraint CV %"] = f"{cv_cell(cv_recs)} ({n_cv} reps)"
+                raw[f"{name}/{loss}/bcd-gamma-cv"] = cv_recs
             if have_sdp and len(y) <= 200:
                 srecs = sdp_records(y, L, loss, sdp_reps)
                 ss = summarize(srecs)
@@ -132,41 +195,10 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
                 row["SDP rand %"] = "too large"
             rows.append(row)
             log(f"{name:14s} {loss:14s} rand {row['BCD rand %']:>14s}  cpu {row['BCD CPU s']}"
-                f"  simplenpkl {row['SimpleNPKL rand %']}  sdp {row['SDP rand %']}")
-    notes = [
-        f"Repetitions: {reps} on the small sets, {adult_reps} on adult; SDP (cvxpy + "
-        f"Clarabel) on the first {sdp_reps} constraint draws where n <= 200 (size guard)"
-        + (f"; SimpleNPKL on the first {simplenpkl_reps} draws (BCD obj beside it on the "
-           "same draws)" if simplenpkl_reps is not None else "") + "."
-        + (f" Reduced run (the protocol: {full[0]}, {full[1]} and {full[2]}, SimpleNPKL on "
-           "every draw), for the time left on a 2-core machine." if reduced else ""),
-        "BCD-SDP obj gap: (BCD objective - SDP optimum) / |SDP optimum| on the same draws.",
-        "certified gap: the largest over the draws of the duality bound on (objective - "
-        "convex optimum) / |objective| (certificate_.relative_gap, psdlearn.npkl."
-        "certificate), and how many draws it certifies at 1e-4; it needs no SDP solve.",
-        "protein (Hu & Kwok 2015 Table II) is not available anywhere to this project; a5a and a7a "
-        "neither." + (f" Missing here: {', '.join(missing)}." if missing else ""),
-        "SimpleNPKL: p = 2, B = 100 (small sets) / 100 n (adult), Hu & Kwok 2015 IV-A.2; obj = "
-        "mean objective (10) of the returned kernel, BCD's beside it (SimpleNPKL's kernel "
-        "is confined to tr K^2 <= B; for the linear loss it ignores ||v_i|| <= b, hence "
-        "lower values there). Iterative losses not run above n = "
-        f"{SIMPLENPKL_MAX_N} (n/a (time): about 1.7 s CPU per step on a4a, hundreds of "
-        "steps per fit, beyond the budget of this run).",
-        "SimpleNPKL fits stopped at the iteration cap (draws of the cell): "
-        + (", ".join(f"{key.rsplit('/', 1)[0]} ({sum(not r['converged'] for r in recs)}/"
-                     f"{len(recs)})" for key, recs in raw.items()
-                     if key.endswith("/simplenpkl") and not all(r["converged"] for r in recs))
-           or "none") + ".",
-        "JMLR ref: SimpleNPKL JMLR 2011 Table 2 (different constraint protocol: pairs until "
-        "~70% n components; C tuned in (0, 1]); a reference, not a target.",
-        "gamma = 1 throughout (the paper does not give it); see bcd_gamma.md for its effect."
-        " gamma by constraint CV: NPKLCV on each draw's training constraints only (3 folds,"
-        " 8 gammas from 3 to 3000 gamma_0), the chosen gamma's median in brackets, first "
-        "draws only (see gamma_cv.md).",
-    ]
-    text = write_results(out_dir, "bcd_tables", list(rows[0].keys()) if rows else [], rows,
-                         notes, title="Hu & Kwok 2015 Tables III-VI: NPKL-BCD clustering accuracy "
-                         "and CPU time", extra={"raw": raw})
+                f"  simplenpkl {row['SimpleNPKL rand %']}  sdp {row['SDP rand %']}"
+                f"  cv {row['gamma by constraint CV %']}  cert {row['certified gap']}")
+        write(partial_after=name)  # partial results survive an interruption
+    text = write()
     log(text)
     if companions:
         _gamma_table(out_dir, quick, log)
@@ -174,10 +206,11 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
     return rows
 
 
-def _simplenpkl_cells(X, y, protocol, bcd_records, raw, key, max_reps=None):
+def _simplenpkl_cells(X, y, protocol, bcd_records, raw, key, max_reps=None,
+                      max_n=SIMPLENPKL_MAX_N):
     """SimpleNPKL on the protocol's constraint draws (the first ``max_reps``): rand, CPU,
     objectives beside BCD's on the same draws."""
-    if protocol["loss"] != "linear" and len(y) > SIMPLENPKL_MAX_N:
+    if protocol["loss"] != "linear" and len(y) > max_n:
         return {"SimpleNPKL rand %": "n/a (time)", "SimpleNPKL CPU s": "-",
                 "SimpleNPKL obj": "-", "BCD obj": "-"}
     if max_reps is not None:

@@ -35,7 +35,7 @@ from psdlearn.experiments._report import write_results
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.model_selection import NPKLCV, ConstraintKFold
 
-__all__ = ["cv_cell", "cv_records", "run"]
+__all__ = ["cv_cell", "cv_count", "cv_records", "cv_reduced_note", "run"]
 
 
 def cv_records(y, laplacian, reps, *, folds=3, groups="pairs", **npkl_params):
@@ -65,6 +65,33 @@ def cv_cell(records):
     s = summarize(records)
     return (f"{s['rand_mean']:.2f} ± {s['rand_std']:.2f} "
             f"(gamma {np.median([r['gamma'] for r in records]):.3g})")
+
+
+def cv_count(name, cv_reps, adult_cv_reps, quick):
+    """Draws of the CV column on set ``name``: 5 (3 on adult, 1 with ``quick``) unless
+    overridden; ``adult_cv_reps`` (an int, or a mapping set -> int) overrides the adult
+    sets only; 0: the cell is not run."""
+    adult = name in ADULT_SETS
+    if adult and adult_cv_reps is not None:
+        if isinstance(adult_cv_reps, dict):
+            if name in adult_cv_reps:
+                return int(adult_cv_reps[name])
+        else:
+            return int(adult_cv_reps)
+    return int(cv_reps) if cv_reps else (1 if quick else 3 if adult else 5)
+
+
+def cv_reduced_note(cv_counts, quick):
+    """' Reduced run: ...' when a set's CV column has fewer draws than the protocol's 5 / 3."""
+    if quick:
+        return ""
+    short = [f"{name} {n}" for name, n in cv_counts.items()
+             if n < (3 if name in ADULT_SETS else 5)]
+    if not short:
+        return ""
+    return (" Reduced run, for the time on a shared 2-core machine: CV draws "
+            + ", ".join(short) + " (0: not run; the protocol of this column: 5 on the small "
+            "sets, 3 on adult).")
 
 
 def _table(name, sets, reps, params, paper, log, adult_params=None, groups="pairs"):
