@@ -196,7 +196,8 @@ def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
         "protein and a5a are not available to this project (no data file)."
         + (f" Missing here: {', '.join(missing)}." if missing else ""),
         "gamma = 1 (the paper does not give it). gamma by constraint CV: NPKLCV on each "
-        "draw's training constraints only (3 folds, 8 gammas from 3 to 3000 gamma_0), the "
+        "draw's training constraints only (3 folds, 8 gammas from a tenth to 100 times "
+        "gamma='auto'), the "
         "chosen gamma's median in brackets, on the first draws (count in the cell; see "
         "gamma_cv.md)." + cv_reduced_note(cv_counts, quick),
         f"Machine load (5-minute average) at the start and end of the table: {load_start:.1f}"

@@ -127,7 +127,8 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
             "~70% n components; C tuned in (0, 1]); a reference, not a target.",
             "gamma = 1 throughout (the paper does not give it); see bcd_gamma.md for its effect."
             " gamma by constraint CV: NPKLCV on each draw's training constraints only (3 folds,"
-            " 8 gammas from 3 to 3000 gamma_0), the chosen gamma's median in brackets, on the "
+            " 8 gammas from 3 to 3000 gamma_0, i.e. a tenth to 100 times gamma='auto'), the "
+            "chosen gamma's median in brackets, on the "
             "first draws (count in the cell; see gamma_cv.md)."
             + cv_reduced_note(cv_counts, quick),
         ]

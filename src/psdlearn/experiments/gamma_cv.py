@@ -5,7 +5,8 @@ protocol (:mod:`psdlearn.experiments._protocol`: 0.6n must-link + 0.6n cannot-li
 from the labels, seed = repetition), :class:`psdlearn.model_selection.NPKLCV` chooses
 ``gamma`` from those training constraints alone (3 folds of
 :class:`~psdlearn.model_selection.ConstraintKFold`, shuffled with the draw's seed; the
-default grid of 8 values, 3 to 3000 times ``gamma_0``; score: held-out ROC AUC of the
+default grid of 8 values, a tenth to 100 times ``gamma='auto'`` (3 to 3000 ``gamma_0`` for
+the margin losses, 10 to 10^4 ``max L_ii`` for pcp); score: held-out ROC AUC of the
 cosine), refits on all of them, and the kernel is clustered and scored by the Rand index
 like the ``gamma = 1`` column on the same draws. The labels are used for the Rand index
 only.
