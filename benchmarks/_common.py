@@ -14,12 +14,15 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import numpy as np
+
 from psdlearn.experiments._report import scaling_exponent
 from psdlearn.experiments._report import write_results as _write
 
 __all__ = [
     "RESULTS",
     "load_note",
+    "defaults_verdict",
     "median_time",
     "median_wall_cpu",
     "peak_memory",
@@ -35,6 +38,24 @@ def load_note(start_load):
     return (f"1-minute load average at the start / end of the run: {start_load:.1f} / "
             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (above about 1, other jobs "
             "shared the machine and the times are inflated).")
+
+
+def defaults_verdict(diff, target, oracle=None):
+    """Verdict of a defaults table (issue 22, item 8) from per-seed differences to the
+    baseline: ``"met"`` (mean >= ``target``), ``"below within noise"`` (short of it by at
+    most two standard errors over the seeds), else ``"default misses (oracle meets)"`` or
+    ``"method loses (oracle also misses)"`` by ``oracle``, the mean difference of the best
+    setting of a grid chosen with the test labels (diagnosis only)."""
+    mean = float(np.mean(diff))
+    if mean >= target:
+        return "met"
+    if len(diff) > 1 and target - mean <= 2.0 * np.std(diff, ddof=1) / np.sqrt(len(diff)):
+        return "below within noise"
+    if oracle is None:
+        return "default misses"
+    if oracle >= target:
+        return "default misses (oracle meets)"
+    return "method loses (oracle also misses)"
 
 
 def median_time(fn, repeats=5):

@@ -12,9 +12,15 @@ median-heuristic width, ``n_components="auto"``) is fitted with ``fit(X, S)``; k
 (``n_clusters`` = number of classes, 10 restarts, ``random_state=seed``) runs on
 ``embedding_`` and, for the baseline, on ``X``; the score is
 ``sklearn.metrics.rand_score`` against the true labels, which are used for nothing else.
-Beside the defaults: the paper's choice of every positive eigenvalue
-(``n_components=None``, the former default; full run only) and ``RCA()`` on the same pairs.
+Beside the defaults: the former default width (``kernel_gamma`` twice the default, the
+inverse median squared distance), the paper's choice of every positive eigenvalue
+(``n_components=None``, an earlier default; full run only) and ``RCA()`` on the same pairs.
 Seeds 0-4 (0-2 with ``--quick``).
+
+Oracle (diagnosis only, full run, on the sets where the defaults miss the target): the
+best mean Rand index over the grid ``kernel_gamma`` = 1/4 ... 8 times the default's times
+``n_components`` in {"auto", 3, 10}, chosen with the true labels. If even it misses, the
+method itself loses on that set.
 
 Sets. scikit-learn's iris, wine, breast_cancer and digits, as loaded (unscaled: both
 sides see the same ``X``); the protocol sets of the Yeung et al. reproductions: XOR
@@ -31,7 +37,7 @@ import os
 import time
 
 import numpy as np
-from _common import RESULTS, load_note
+from _common import RESULTS, defaults_verdict, load_note
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 from sklearn.metrics import rand_score
@@ -39,13 +45,16 @@ from sklearn.metrics import rand_score
 import psdlearn as pl
 from psdlearn.experiments._report import write_results
 
-COLUMNS = ["set", "n", "d", "classes", "kmeans_X", "kml_default", "difference", "std_diff",
-           "target_met", "verdict", "q_auto", "kml_every_eigenvalue", "q_every", "rca", "fit_s",
-           "seeds"]
+COLUMNS = ["set", "n", "d", "classes", "kmeans_X", "kml_default", "kml_former_width",
+           "difference", "std_diff", "target_met", "oracle_diff", "oracle_setting", "verdict",
+           "q_auto", "kml_every_eigenvalue", "q_every", "rca", "fit_s", "seeds"]
 QUICK_SETS = ["iris", "wine", "breast_cancer", "digits", "xor", "mnist-17", "mnist-3456"]
 FULL_SETS = [*QUICK_SETS, "glass", "heart", "sonar"]
 N_PAIRS = 50
 MNIST_PER_DIGIT = 300
+#: Oracle grid: factors of the default kernel_gamma_ and n_components.
+ORACLE_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+ORACLE_COMPONENTS = ("auto", 3, 10)
 
 
 def load(name):
@@ -82,8 +91,12 @@ def run_set(name, seeds, every):
         t0 = time.perf_counter()
         model = pl.KernelMetricLearner(random_state=seed).fit(X, S)
         seconds = time.perf_counter() - t0
+        former = pl.KernelMetricLearner(kernel_gamma=2.0 * model.kernel_gamma_,
+                                        random_state=seed).fit(X, S)
         record = {"seed": seed, "kmeans_X": kmeans_rand(X, y, seed),
                   "kml_default": kmeans_rand(model.embedding_, y, seed),
+                  "kml_former_width": kmeans_rand(former.embedding_, y, seed),
+                  "kernel_gamma": model.kernel_gamma_,
                   "q_auto": model.n_components_, "fit_s": seconds,
                   "rca": kmeans_rand(pl.RCA().fit_transform(X, S), y, seed)}
         if every:
@@ -97,20 +110,43 @@ def run_set(name, seeds, every):
         return float(np.mean(values)) if values else None
 
     diff = np.array([r["kml_default"] - r["kmeans_X"] for r in per_seed])
-    # two standard errors of the mean difference over the seeds
-    noise = 2.0 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0
-    verdict = ("met" if diff.mean() >= 0 else
-               "below, within noise" if -diff.mean() <= noise else "loses")
+    oracle = oracle_setting = None
+    if every and diff.mean() < 0:
+        oracle, oracle_setting = run_oracle(X, y, per_seed)
     row = {"set": name, "n": len(X), "d": X.shape[1], "classes": len(np.unique(y)),
            "kmeans_X": mean("kmeans_X"), "kml_default": mean("kml_default"),
+           "kml_former_width": mean("kml_former_width"),
            "difference": float(diff.mean()), "std_diff": float(diff.std()),
-           "target_met": bool(diff.mean() >= 0.0), "verdict": verdict,
+           "target_met": bool(diff.mean() >= 0.0), "oracle_diff": oracle,
+           "oracle_setting": oracle_setting,
+           "verdict": defaults_verdict(diff, 0.0, oracle),
+           "former_verdict": defaults_verdict(
+               np.array([r["kml_former_width"] - r["kmeans_X"] for r in per_seed]), 0.0),
            "q_auto": mean("q_auto"),
            "kml_every_eigenvalue": mean("kml_every_eigenvalue"), "q_every": mean("q_every"),
            "rca": mean("rca"), "fit_s": float(np.median([r["fit_s"] for r in per_seed])),
            "seeds": len(per_seed)}
     print(row, flush=True)
     return row, per_seed
+
+
+def run_oracle(X, y, per_seed):
+    """Best mean difference to k-means on X over the oracle grid (true labels: diagnosis
+    only), and its setting."""
+    best = None
+    for factor in ORACLE_FACTORS:
+        for q in ORACLE_COMPONENTS:
+            diffs = []
+            for r in per_seed:
+                S = pl.PairwiseConstraints.from_labels(y, n_must=N_PAIRS, n_cannot=0,
+                                                       random_state=r["seed"])
+                model = pl.KernelMetricLearner(kernel_gamma=factor * r["kernel_gamma"],
+                                               n_components=q, random_state=r["seed"])
+                Z = model.fit(X, S).embedding_
+                diffs.append(kmeans_rand(Z, y, r["seed"]) - r["kmeans_X"])
+            if best is None or np.mean(diffs) > best[0]:
+                best = (float(np.mean(diffs)), f"{factor:g} x kernel_gamma, q={q}")
+    return best
 
 
 def main():
@@ -126,34 +162,53 @@ def main():
         row, per_seed = run_set(name, seeds, every=not args.quick)
         rows.append(row)
         per_set[name] = per_seed
-    met = [r["set"] for r in rows if r["target_met"]]
-    noisy = [r["set"] for r in rows if r["verdict"] == "below, within noise"]
-    lost = [f"{r['set']} ({r['difference']:+.1f} ± {r['std_diff']:.1f})" for r in rows
-            if r["verdict"] == "loses"]
+    def sets(key, value):
+        return [r["set"] for r in rows if r[key] == value]
+
+    def listing(names):
+        return ", ".join(names) or "none"
+
+    former_met = sets("former_verdict", "met")
     notes = [
         "Columns: Rand index in %, means over seeds; difference = KernelMetricLearner "
-        "defaults - k-means on X (std over seeds); target_met: difference >= 0; verdict: "
-        "'below, within noise' when the mean difference is negative but within two "
-        "standard errors over the seeds, 'loses' beyond; q_auto / q_every: eigenpairs "
-        "kept by n_components='auto' (participation ratio) / None (every positive "
-        "eigenvalue, the paper's choice and the former default); rca: RCA() on the same "
-        "pairs, then k-means; fit_s: median seconds of the default fit.",
-        f"Target met on {len(met)} of {len(rows)} sets ({', '.join(met)})"
-        + (f"; below within seed noise on {', '.join(noisy)}" if noisy else "")
-        + (f"; lost on {', '.join(lost)}." if lost else "."),
-        "Why the former default lost: beta_r = c / D_rr / sum(1 / D) ignores lambda_r, so "
+        "defaults - k-means on X (std over seeds); target_met: difference >= 0; "
+        "kml_former_width: the same with the former default width, kernel_gamma = "
+        "1 / median squared distance (twice the default); oracle_diff / oracle_setting: "
+        "best mean difference over kernel_gamma = 1/4 ... 8 times the default's and "
+        "n_components in {auto, 3, 10}, chosen WITH the true labels (diagnosis only, on "
+        "the sets that miss); verdict: 'met', 'below within noise' (mean difference "
+        "negative but within two standard errors over the seeds), 'default misses "
+        "(oracle meets)' or 'method loses (oracle also misses)'; q_auto / q_every: "
+        "eigenpairs kept by n_components='auto' (participation ratio) / None (every "
+        "positive eigenvalue, the paper's choice); rca: RCA() on the same pairs, then "
+        "k-means; fit_s: median seconds of the default fit.",
+        f"Defaults: target met on {len(sets('verdict', 'met'))} of {len(rows)} sets "
+        f"({listing(sets('verdict', 'met'))}); below within noise on "
+        f"{listing(sets('verdict', 'below within noise'))}; default misses (oracle meets) "
+        f"on {listing(sets('verdict', 'default misses (oracle meets)'))}; method loses "
+        f"on {listing(sets('verdict', 'method loses (oracle also misses)'))}.",
+        f"Former width (1 / median squared distance): met on {len(former_met)} of "
+        f"{len(rows)} ({listing(former_met)}); below within noise on "
+        f"{listing(sets('former_verdict', 'below within noise'))}. The default width "
+        "1 / (2 sigma^2), sigma the median distance (the usual form of the median "
+        "heuristic), was chosen over 1/8 ... 4 times the former width and the eigenvalue "
+        "cut-offs 'auto', 90/95/99% of the trace, every eigenvalue and 1 ... 50 "
+        "eigenpairs, by the rule of issue 22 (more sets met, no set that passed lost), "
+        "using the benchmark's Rand index but no label inside the estimator: it is the "
+        "only candidate that met the target on more sets without losing one (1/8 of the "
+        "former width met iris but lost mnist-17; 'auto' stayed the best cut-off).",
+        "Why an earlier default lost: beta_r = c / D_rr / sum(1 / D) ignores lambda_r, so "
         "with every eigenvector kept the many near-null ones that vary little over the 50 "
-        "pairs take much of the weight (digits, seed 0: 74% of sum beta^2 on eigenvalues "
-        "below 1e-3 lambda_max) and the embedding is noise (kml_every_eigenvalue). "
-        "Keeping the participation ratio ceil((sum lambda)^2 / sum lambda^2) of the "
-        "spectrum removes them; no label is used. The RBF width is not the cause: on "
-        "iris (1/4 to 8 times the median-heuristic kernel_gamma) and heart (1/4 to 4) no "
-        "width, and no number of eigenvectors, brings the method to k-means on X.",
-        "Where the method itself loses: its only term shrinks the directions that vary "
+        "pairs take much of the weight and the embedding is noise "
+        "(kml_every_eigenvalue); n_components='auto' removes them.",
+        "Where the defaults miss: the method's only term shrinks the directions that vary "
         "over the similar pairs; with no term for the separation of classes, a direction "
         "that separates two overlapping classes but also varies within them is shrunk "
-        "(iris: versicolor against virginica). RCA, on the same pairs, leads on iris and "
-        "wine.",
+        "(iris: versicolor against virginica; heart). Where the oracle meets the target a "
+        "wider (iris) or narrower (digits) kernel would, but no rule from the data alone "
+        "was found that picks it (the ratio of similar-pair to all-pair distances in the "
+        "embedding, the method's own criterion, does not track the Rand index across "
+        "widths). RCA, on the same pairs, leads on iris and wine.",
         load_note(start_load),
     ]
     print(write_results(RESULTS, "defaults_kml", COLUMNS, rows, notes,

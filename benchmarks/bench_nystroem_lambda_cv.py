@@ -55,7 +55,8 @@ def main():
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     g = GeneralizedNystroem(n_landmarks=m, random_state=seed,
-                                            lambda_selection=how, **PAPER_SETTINGS).fit(X, yp)
+                                            **{**PAPER_SETTINGS, "lambda_selection": how}
+                                            ).fit(X, yp)
                 err[how].append(svm_error(g.transform(X), y, yp))
                 lam[how].append(g.lambda_)
         a, c = np.array(err["alignment"]), np.array(err["cv"])

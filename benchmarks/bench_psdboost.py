@@ -46,6 +46,7 @@ from _common import load_note, write_results
 from sklearn.decomposition import PCA
 
 import psdlearn as pl
+from psdlearn.psdboost.estimator import LPBOOST_NU
 
 COLUMNS = ["study", "D", "t", "method", "fit_s", "iterations", "bases", "master_rows",
            "objective", "cert_gap", "reference", "rel_gap_sdp", "time_to_1e-4_s", "sdp_s",
@@ -68,6 +69,8 @@ def fit(X, T, **kw):
         t0 = time.perf_counter()
         # Column generation (Algorithm 1) explicitly: the default solver is "auto" now
         # (benchmarks/bench_psdboost_solvers.py compares the solvers).
+        # C of the committed tables: the former C="auto", nu = 0.1
+        kw = {"C": 1.0 / (LPBOOST_NU * len(T)), **kw}
         m = pl.PSDBoost(random_state=0, solver="column-generation", **kw).fit_triplets(X, T)
         elapsed = time.perf_counter() - t0
     converged = not any("max_iter" in str(w.message) for w in caught)
@@ -165,7 +168,7 @@ def main():
         if args.quick and D in (256, 784):
             continue
         X, T = data(1000, D)
-        C = pl.PSDBoost()._resolve_C(len(T))
+        C = 1.0 / (LPBOOST_NU * len(T))
         runs = [solve_ipm(X, T, C) for _ in range(3 if D <= 64 else 1)]
         if D <= 64:
             sdps[D] = solve_sdp(X, T, C)

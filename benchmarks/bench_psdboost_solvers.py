@@ -38,6 +38,7 @@ from _common import load_note, write_results
 from sklearn.decomposition import PCA
 
 import psdlearn as pl
+from psdlearn.psdboost.estimator import LPBOOST_NU
 
 COLUMNS = ["study", "D", "t", "triplets", "solver", "max_time_s", "wall_s", "cpu_s",
            "iterations", "objective", "upper_bound", "gap", "cpu_to_1e-3_s", "rank",
@@ -66,6 +67,8 @@ def fit(X, T, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0, c0 = time.perf_counter(), time.process_time()
+        # C of the committed tables: the former C="auto", nu = 0.1
+        kw = {"C": 1.0 / (LPBOOST_NU * len(T)), **kw}
         m = pl.PSDBoost(random_state=0, **kw).fit_triplets(X, T)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return m, wall, cpu

@@ -139,6 +139,28 @@ def test_triplets_from_labels_are_nearest_neighbours():
     assert len(triplets_from_labels(X, y, n_triplets=7, random_state=0)) == 7
 
 
+def test_triplets_from_labels_with_several_same_class_neighbours():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 3))
+    y = np.r_[np.zeros(27, int), np.ones(3, int)]
+    y[-1] = -1  # unlabelled: class 1 has 2 labelled points, so 1 neighbour each
+    T = triplets_from_labels(X, y, n_neighbors=3)
+    D = np.linalg.norm(X[:, None] - X[None], axis=2)
+    np.fill_diagonal(D, np.inf)
+    lab = y != -1
+    assert len(T) == 27 * 3 + 2 and np.all(np.diff(T[:, 0]) >= 0)
+    for i in np.flatnonzero(lab):
+        rows = T[T[:, 0] == i]
+        same = np.flatnonzero(lab & (y == y[i]))
+        expected = same[np.argsort(D[i, same])][:len(rows)]
+        assert np.array_equal(rows[:, 1], expected)
+        other = np.flatnonzero(lab & (y != y[i]))
+        assert np.all(rows[:, 2] == other[np.argmin(D[i, other])])
+    assert np.array_equal(triplets_from_labels(X, y, n_neighbors=1), triplets_from_labels(X, y))
+    with pytest.raises(ValueError, match="n_neighbors"):
+        triplets_from_labels(X, y, n_neighbors=0)
+
+
 def test_triplets_from_constraints():
     C = PairwiseConstraints([[0, 1], [0, 2], [0, 3], [1, 4]], [1, -1, -1, -1])
     T = triplets_from_constraints(C)

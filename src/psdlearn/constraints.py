@@ -401,13 +401,15 @@ def _sample_pairs(codes, count, same, rng):
     return np.column_stack([chosen // n, chosen % n])
 
 
-def triplets_from_labels(X, y, n_triplets=None, random_state=None):
-    """Triplets of Shen et al. 2008 section 6 from labels.
+def triplets_from_labels(X, y, n_triplets=None, random_state=None, n_neighbors=1):
+    """Triplets of Shen et al. 2008 section 6 from labels, or more per point.
 
     For each labelled point ``i``: ``j`` = its nearest neighbour in the same class and
     ``k`` = its nearest neighbour in a different class (Euclidean), giving ``(i, j, k)``
-    with the intended relation ``d(i, j) < d(i, k)``; then ``n_triplets`` of them are
-    drawn at random without replacement.
+    with the intended relation ``d(i, j) < d(i, k)``; with ``n_neighbors = q > 1``, one
+    triplet ``(i, j_a, k)`` for each of the ``q`` nearest same-class neighbours ``j_a``
+    (the target neighbours of large-margin nearest neighbours), ``k`` the same. Then
+    ``n_triplets`` of them are drawn at random without replacement.
 
     Parameters
     ----------
@@ -417,32 +419,42 @@ def triplets_from_labels(X, y, n_triplets=None, random_state=None):
     n_triplets : int, optional
         Subsample size; all triplets when None.
     random_state : int, RandomState instance or None
+    n_neighbors : int, default=1
+        Same-class neighbours per point (fewer in a class of at most ``n_neighbors``
+        labelled points); 1 is the paper's rule.
 
     Returns
     -------
     triplets : ndarray of shape (t, 3), int64
+        Ordered by ``i``, then by the rank of ``j``.
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     if X.ndim != 2 or len(X) != len(y):
         raise ValueError(f"X (n, d) and y (n,) disagree: {X.shape} vs {y.shape}.")
+    if int(n_neighbors) < 1:
+        raise ValueError(f"n_neighbors must be at least 1, got {n_neighbors}.")
     rng = check_random_state(random_state)
     labelled = np.flatnonzero(y != -1)
     classes = np.unique(y[labelled])
     if len(classes) < 2:
         raise ValueError("triplets need labelled points from at least 2 classes.")
-    nearest_same = np.full(len(y), -1, dtype=np.int64)
+    q = int(n_neighbors)
+    nearest_same = np.full((len(y), q), -1, dtype=np.int64)
     nearest_diff = np.full(len(y), -1, dtype=np.int64)
     for c in classes:
         inside = labelled[y[labelled] == c]
         outside = labelled[y[labelled] != c]
-        if len(inside) > 1:
-            _, idx = NeighborIndex("exact").fit(X[inside]).kneighbors(n_neighbors=1)
-            nearest_same[inside] = inside[idx[:, 0]]
+        k = min(q, len(inside) - 1)
+        if k >= 1:
+            _, idx = NeighborIndex("exact").fit(X[inside]).kneighbors(n_neighbors=k)
+            nearest_same[inside, :k] = inside[idx]
         _, idx = NeighborIndex("exact").fit(X[outside]).kneighbors(X[inside], n_neighbors=1)
         nearest_diff[inside] = outside[idx[:, 0]]
-    ok = labelled[nearest_same[labelled] >= 0]
-    triplets = np.column_stack([ok, nearest_same[ok], nearest_diff[ok]]).astype(np.int64)
+    i = np.repeat(labelled, q)
+    j = nearest_same[labelled].ravel()
+    ok = j >= 0
+    triplets = np.column_stack([i[ok], j[ok], nearest_diff[i[ok]]]).astype(np.int64)
     return _subsample(triplets, n_triplets, rng)
 
 

@@ -29,6 +29,7 @@ from psdlearn.constraints import triplets_from_labels
 from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments._report import write_results
 from psdlearn.psdboost import PSDBoost
+from psdlearn.psdboost.estimator import LPBOOST_NU
 
 __all__ = ["run"]
 
@@ -75,10 +76,11 @@ def run(out_dir, quick=False, log=print):
         rng = np.random.default_rng(rep)
         tr, te = _draw(X, y, rng)
         T = triplets_from_labels(X[tr], y[tr], random_state=rep)
+        C = 1.0 / (LPBOOST_NU * len(T))  # the C of the committed tables
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()
-            m = PSDBoost(random_state=rep).fit_triplets(X[tr], T)
+            m = PSDBoost(C=C, random_state=rep).fit_triplets(X[tr], T)
             boost_s = time.perf_counter() - t0
         errors["PSDBoost"].append(_error(m.transform(X[tr]), y[tr], m.transform(X[te]), y[te]))
         errors["Euclidean"].append(_error(X[tr], y[tr], X[te], y[te]))
@@ -114,7 +116,7 @@ def run(out_dir, quick=False, log=print):
             # Fig. 1 (right) is the dual objective per column-generation iteration.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                h = PSDBoost(solver="column-generation", random_state=rep).fit_triplets(
+                h = PSDBoost(C=C, solver="column-generation", random_state=rep).fit_triplets(
                     X[tr], T).objective_history_
             plot_lines(out_dir / "psdboost_pendigits.png",
                        {"PSDBoost": (list(range(1, len(h) + 1)), h)}, xlabel="iterations",

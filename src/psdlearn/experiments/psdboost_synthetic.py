@@ -23,6 +23,7 @@ from psdlearn.datasets import make_triplet_synthetic
 from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments._report import write_results
 from psdlearn.psdboost import PSDBoost
+from psdlearn.psdboost.estimator import LPBOOST_NU
 
 __all__ = ["run"]
 
@@ -36,6 +37,7 @@ def run(out_dir, quick=False, log=print):
     load_start = os.getloadavg()[0]
     X, y = make_triplet_synthetic(600, 24, random_state=0)
     T = triplets_from_labels(X, y, n_triplets=550, random_state=0)
+    C = 1.0 / (LPBOOST_NU * len(T))  # the C of the committed tables
     runs = {"PSDBoost (column generation, defaults)": {"solver": "column-generation"},
             "Algorithm 1 (1 column, no smoothing)": {"n_columns": 1, "smoothing": 0.0,
                                                      "max_iter": 150 if quick else 1500,
@@ -46,7 +48,7 @@ def run(out_dir, quick=False, log=print):
     try:
         from psdlearn.psdboost.sdp import solve_sdp
 
-        ref = solve_sdp(X, T, PSDBoost()._resolve_C(len(T)))
+        ref = solve_sdp(X, T, C)
         sdp_value, sdp_time = ref.objective, ref.solve_time
     except ImportError:
         log("cvxpy absent: no SDP reference")
@@ -54,7 +56,7 @@ def run(out_dir, quick=False, log=print):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()
-            m = PSDBoost(random_state=0, **params).fit_triplets(X, T)
+            m = PSDBoost(C=C, random_state=0, **params).fit_triplets(X, T)
             elapsed = time.perf_counter() - t0
         h = m.objective_history_
         generation = m.solver_ == "column-generation"
