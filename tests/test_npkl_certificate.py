@@ -192,6 +192,34 @@ def test_laplacian_lower_bound_is_valid():
     assert laplacian_lower_bound(M) <= np.linalg.eigvalsh(M.toarray())[0] + 1e-12
 
 
+def test_laplacian_lower_bound_is_tight_on_a_slowly_mixing_graph():
+    # two blobs of different spread: 30 power steps leave the Gershgorin bound at 0.4 delta
+    # (on the a9a graph they left it negative, the trace bound infinite and the gap NaN);
+    # the Lanczos Perron vector makes it tight
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(250, 2)), 0.2 * rng.normal(size=(250, 2)) + [3.0, 0.0]])
+    L = knn_laplacian(X, n_neighbors=5, delta=DELTA)
+    bound = laplacian_lower_bound(L)
+    assert bound <= np.linalg.eigvalsh(L.toarray())[0] + 1e-12
+    assert bound >= 0.99 * DELTA
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "square"])
+def test_certificate_without_trace_bound_is_not_nan(problems, loss):
+    # lambda_min(L) <= 0 leaves no trace bound (tau = inf): the bound is -inf where S has a
+    # negative part and finite where it has none, never NaN (inf * 0)
+    problem, f_star = problems[loss]
+    model = _fit(problem, 8)
+    cert = certify(problem, model.embedding_, laplacian_min_eig=0.0)
+    assert not np.isnan(cert.relative_gap)
+    assert not np.isnan(cert.lower_bound)
+    assert cert.lower_bound <= f_star + 1e-7 * abs(f_star)
+    rng = np.random.default_rng(4)
+    cert = certify(problem, rng.standard_normal((problem.n_samples, 2)),
+                   laplacian_min_eig=0.0)
+    assert not np.isnan(cert.relative_gap) and not cert.certified
+
+
 def test_estimator_certificate_and_validation(problems):
     problem, _ = problems["square"]
     y = np.column_stack([problem.pairs, problem.signs.astype(int)])

@@ -572,6 +572,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                               self.gamma_, float(self.b))
         rng = check_random_state(self.random_state)
         self._stopped_in_certificate = False
+        self._laplacian_min_eig = None  # of a precomputed graph, once per fit
         start = time.perf_counter()
         if self.solver == "sdp":
             self._fit_sdp(problem)
@@ -668,14 +669,20 @@ class NPKL(TransformerMixin, BaseEstimator):
         None after a Ctrl-C (in the solver or in the certificate itself): the fit then
         returns at once with its last iterate.
         """
-        from psdlearn.npkl.certificate import certify
+        from psdlearn.npkl.certificate import certify, laplacian_lower_bound
 
         rank = E.shape[1]
         if self.certificate_tol is None or interrupted:
             return None, None
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
-        # the built normalized Laplacian has lambda_min(L) >= delta exactly
-        lmin = None if self.graph == "precomputed" else float(self.delta)
+        # the built normalized Laplacian has lambda_min(L) >= delta exactly; a precomputed
+        # one gets the Gershgorin bound, computed once per fit (a Lanczos run on L)
+        if self.graph != "precomputed":
+            lmin = float(self.delta)
+        else:
+            if self._laplacian_min_eig is None:
+                self._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
+            lmin = self._laplacian_min_eig
         try:
             cert, values, vectors = certify(problem, E, multipliers, tol=self.certificate_tol,
                                             laplacian_min_eig=lmin, n_eig=max(n_eig, 1),
