@@ -53,14 +53,19 @@ NOTES = [
     "cpu_ratio = adaptive_cpu_s / rule_cpu_s (process CPU time, both fits single-threaded, "
     "certificates included); rule_cert_s / adaptive_cert_s: wall seconds of the "
     "certificates and escalations inside the fit (wall times are inflated by the load).",
+    "gamma = 1 (the reproductions' protocol) unless the file name ends in _auto "
+    "(gamma='auto', the estimator's default).",
 ]
+
+
+GAMMA = {"value": 1.0}  # --gamma: 1 (the protocols') or "auto"
 
 
 def fit(L, C, loss, rank, max_iter=800):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pl.NPKL(loss=loss, graph="precomputed", rank=rank, rank_init=8,
-                       max_iter=max_iter, random_state=0).fit(L, C)
+                       gamma=GAMMA["value"], max_iter=max_iter, random_state=0).fit(L, C)
 
 
 def compare(data, L, C, loss, repeats):
@@ -101,10 +106,12 @@ def main():
     ap.add_argument("--losses", default=",".join(LOSSES))
     ap.add_argument("--gauss-n", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--gamma", default="1", help="1 (the protocols', default) or 'auto'")
     ap.add_argument("--name", default="npkl_certificate", help="results file name")
     ap.add_argument("--append", action="store_true",
                     help="keep the rows of the existing results (replacing equal data/loss)")
     args = ap.parse_args()
+    GAMMA["value"] = args.gamma if args.gamma == "auto" else float(args.gamma)
     start_load = os.getloadavg()[0]
     rows, notes = [], list(NOTES)
     if args.append and (RESULTS / f"{args.name}.json").exists():
