@@ -9,9 +9,9 @@ error on the test samples, next to the Euclidean 1-NN error.
 Our choices where the paper is silent: the test split of Pendigits holds only 336-364
 samples per digit, so each repetition draws the 80 + 500 samples per digit without
 overlap from train and test pooled (``split="all"``, LIBSVM ``pendigits.scale``:
-Euclidean and trace-one metrics are scale invariant); ``C = 1 / (0.1 t)`` (the ``"auto"``
-default); 10 random draws (3 with ``quick``). Fig. 1 (right) is the dual objective of the
-first draw.
+Euclidean and trace-one metrics are scale invariant); the paper's one triplet per point
+and ``C = 1 / (0.1 t)`` (the former ``"auto"`` default, ``LPBOOST_NU``); 10 random draws
+(3 with ``quick``). Fig. 1 (right) is the dual objective of the first draw.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@ Protocol of the paper's section 6: 600 points in 24 dimensions, triplets ``(i, j
 ``j`` the nearest neighbour of ``i`` in its class and ``k`` its nearest neighbour in
 another class, subsampled to 550. The paper does not describe its generator; ours is
 :func:`psdlearn.datasets.make_triplet_synthetic` (3 classes whose centres differ in 4 of
-the 24 coordinates, unit Gaussian noise in all 24; random_state=0). ``C = 1 / (0.1 t)`` (the
-``"auto"`` default; the paper gives no ``C``). Runs: PSDBoost with its defaults
-(5 columns per iteration, dual smoothing 0.8) and the paper's Algorithm 1 as written
-(1 column, no smoothing), against the optimum of SDP (3) by cvxpy (dashed line).
+the 24 coordinates, unit Gaussian noise in all 24; random_state=0). ``C = 1 / (0.1 t)``
+(the former ``"auto"`` default, ``LPBOOST_NU``; the paper gives no ``C``). Runs: PSDBoost
+with its solver defaults (5 columns per iteration, dual smoothing 0.8) and the paper's
+Algorithm 1 as written (1 column, no smoothing), against the optimum of SDP (3) by cvxpy
+(dashed line).
 """
 
 from __future__ import annotations
