@@ -574,15 +574,19 @@ def _slow_fit():
 
 def test_sigint_from_a_timer_keeps_the_last_complete_repetition():
     X, C, model = _slow_fit()        # compiled and warm: the timer falls in the repetitions
-    timer = threading.Timer(
-        2.0, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
+    kill = (threading.main_thread().ident, signal.SIGINT)
+    timer = threading.Timer(2.0, signal.pthread_kill, args=kill)
+    # a second signal at 30 s turns a lost first one into a failure below, not a hang
+    watchdog = threading.Timer(30.0, signal.pthread_kill, args=kill)
     start = time.perf_counter()
     timer.start()
+    watchdog.start()
     try:
         with pytest.warns(FitInterruptedWarning, match="complete repetitions"):
             model.fit(X, C)
     finally:
         timer.cancel()
+        watchdog.cancel()
     assert time.perf_counter() - start < 2.0 + 10.0   # it stopped soon after the signal
     assert model.converged_ is False
     assert 0 < model.n_iter_ < model.n_iter
