@@ -16,4 +16,5 @@ def _sigint_raises_keyboard_interrupt():
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
-    signal.signal(signal.SIGINT, previous)
+    if previous is not None:  # None: a handler installed outside Python, left alone
+        signal.signal(signal.SIGINT, previous)
