@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from psdlearn.experiments._report import scaling_exponent
-from psdlearn.experiments._report import write_results as _write
+from psdlearn.experiments.report import scaling_exponent
+from psdlearn.experiments.report import write_results as _write
 
 __all__ = [
     "RESULTS",

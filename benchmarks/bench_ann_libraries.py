@@ -555,7 +555,7 @@ def versions():
 
 
 def write_report(payload, conclusion):
-    from psdlearn.experiments._report import environment
+    from psdlearn.experiments.report import environment
 
     env = environment()
     payload["environment"] = env

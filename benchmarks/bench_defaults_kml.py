@@ -43,7 +43,7 @@ from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wi
 from sklearn.metrics import rand_score
 
 import psdlearn as pl
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 
 COLUMNS = ["set", "n", "d", "classes", "kmeans_X", "kml_default", "kml_former_width",
            "difference", "std_diff", "target_met", "oracle_diff", "oracle_setting", "verdict",

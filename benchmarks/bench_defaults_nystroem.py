@@ -48,8 +48,8 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.svm import LinearSVC
 
 import psdlearn as pl
-from psdlearn.experiments._report import write_results
 from psdlearn.experiments.nystrom_table1 import labelled_split, load_protocol_set
+from psdlearn.experiments.report import write_results
 from psdlearn.nystroem.estimator import DEFAULT_LAMBDAS
 
 METHODS = ("sk_same_gamma", "sk_default_gamma", "gn_defaults", "gn_former", "gn_no_labels")

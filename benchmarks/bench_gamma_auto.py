@@ -21,7 +21,7 @@ Run: ``python benchmarks/bench_gamma_auto.py [--quick] [--graph-cache DIR] [--ma
   the training must-links (target 1) and cannot-links (target 0), and the Rand index.
 
 ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is optimal
-(:mod:`psdlearn.npkl._gamma`); its time is the LOBPCG solve (a dense one up to n = 400).
+(:mod:`psdlearn.npkl.gamma`); its time is the LOBPCG solve (a dense one up to n = 400).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from _common import load_note, write_results
 
 import psdlearn as pl
 from psdlearn.cluster import kernel_kmeans
-from psdlearn.experiments._protocol import ADULT_SETS, SMALL_SETS, load_set_with_graph
+from psdlearn.experiments.protocol import ADULT_SETS, SMALL_SETS, load_set_with_graph
 from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
-from psdlearn.npkl._gamma import critical_gamma
+from psdlearn.npkl.gamma import critical_gamma
 
 COLUMNS = ["data", "n", "m", "gamma", "gamma_0", "gamma used", "gamma_0 s", "fit s",
            "sweeps", "mean K_ii", "right side %", "margin >= 0.9 %", "rand %", "draws"]
@@ -166,7 +166,7 @@ def main():
                     "NPKL-ADMM, pcp loss (Hu & Kwok 2013 eq. 1: targets K_ij = 1 on "
                     "must-links, 0 on cannot-links, K_ii = 1), the Table 2 protocol (0.6n + "
                     "0.6n pairs, k = 5, 50 on adult; at most 500 iterations, 100 on adult); "
-                    "gamma='auto' is 100 max_i L_ii (psdlearn.npkl._gamma.PCP_AUTO_FACTOR). "
+                    "gamma='auto' is 100 max_i L_ii (psdlearn.npkl.gamma.PCP_AUTO_FACTOR). "
                     "K_ij: means over the training pairs. rand: kernel k-means, 20 "
                     "restarts, reported only (never used to choose anything). CPU seconds "
                     "of the fit, graph excluded.",
@@ -194,7 +194,7 @@ def main():
 def write(rows, name, start_load):
     write_results(name, COLUMNS, rows, [
         "NPKL-BCD, hinge loss, at most 800 sweeps per stage, tol 1e-5; gamma='auto' is "
-        "30 gamma_0 (psdlearn.npkl._gamma.AUTO_GAMMA_FACTOR). right side: T_ij K_ij > 0 on "
+        "30 gamma_0 (psdlearn.npkl.gamma.AUTO_GAMMA_FACTOR). right side: T_ij K_ij > 0 on "
         "the training pairs; margin: T_ij K_ij >= 0.9. rand: kernel k-means with the true "
         "number of classes (20 restarts; 3 on the Gaussians), reported only.",
         "gauss10: 10-d N(+1, I) / N(-1, I), k = 10, approximate kNN graph (HNSW), pairs "

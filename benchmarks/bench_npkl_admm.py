@@ -23,9 +23,9 @@ from _common import median_time, peak_memory, scaling_exponent, write_results
 
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
-from psdlearn.npkl._problem import NPKLProblem
 from psdlearn.npkl.admm import solve_admm
 from psdlearn.npkl.bcd import initial_embedding
+from psdlearn.npkl.problem import NPKLProblem
 
 PAPER_S = {"a1a": 54.99, "a6a": 7661.7}
 

@@ -30,7 +30,7 @@ import warnings
 from _common import RESULTS, load_note, median_wall_cpu, write_results
 
 import psdlearn as pl
-from psdlearn.experiments._protocol import SMALL_SETS, load_set_with_graph
+from psdlearn.experiments.protocol import SMALL_SETS, load_set_with_graph
 from psdlearn.graph import knn_laplacian
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")

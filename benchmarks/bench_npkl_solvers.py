@@ -32,7 +32,7 @@ from _common import write_results
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import estimator
-from psdlearn.npkl._problem import LOSSES, NPKLProblem
+from psdlearn.npkl.problem import LOSSES, NPKLProblem
 from psdlearn.npkl.simplenpkl import solve_simplenpkl
 
 SOLVER_LOSSES = {

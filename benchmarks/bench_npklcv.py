@@ -29,7 +29,7 @@ import warnings
 from _common import load_note, write_results
 
 import psdlearn as pl
-from psdlearn.experiments._protocol import load_set_with_graph
+from psdlearn.experiments.protocol import load_set_with_graph
 from psdlearn.model_selection import ConstraintKFold
 
 COLUMNS = ["case", "loss / solver", "CPU s", "ratio to single", "sweeps or iterations",

@@ -15,8 +15,8 @@ from sklearn.svm import LinearSVC
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
 from psdlearn.model_selection import NPKLCV, ConstraintKFold, must_link_groups
-from psdlearn.npkl import _gamma
-from psdlearn.npkl._gamma import critical_gamma, loss_gradient_matrix
+from psdlearn.npkl import gamma as gamma_module
+from psdlearn.npkl.gamma import critical_gamma, loss_gradient_matrix
 
 
 def _blobs(n=90, n_classes=3, d=3, seed=0, scale=2.5):
@@ -158,7 +158,7 @@ def test_critical_gamma_by_lobpcg_matches_the_dense_pencil(monkeypatch):
     L = knn_laplacian(X)
     C = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=0)
     dense = critical_gamma(L, C.pairs, C.signs, "hinge")
-    monkeypatch.setattr(_gamma, "_DENSE_MAX", 100)
+    monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
     assert critical_gamma(L, C.pairs, C.signs, "hinge") == pytest.approx(dense, rel=1e-3)
 
 
@@ -184,7 +184,7 @@ def test_auto_gamma_is_nonzero_where_a_small_gamma_gives_k_zero():
     with pytest.warns(UserWarning, match="kernel is zero"):
         pl.NPKL(graph="precomputed", gamma=0.5 * g0, random_state=0).fit(L, C)
     model = _fit_quiet(pl.NPKL(graph="precomputed", gamma="auto", random_state=0), L, C)
-    assert model.gamma_ == pytest.approx(_gamma.AUTO_GAMMA_FACTOR * g0)
+    assert model.gamma_ == pytest.approx(gamma_module.AUTO_GAMMA_FACTOR * g0)
     E = model.embedding_
     assert np.mean(np.sum(E**2, axis=1)) > 0
     margins = C.signs * np.einsum("ij,ij->i", E[C.pairs[:, 0]], E[C.pairs[:, 1]])
@@ -259,7 +259,8 @@ def test_npklcv_default_grid_and_transform():
     C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
     cv = _fit_quiet(NPKLCV(gammas=4, cv=ConstraintKFold(3, groups="components"),
                            random_state=0), X, C)
-    assert np.allclose(cv.gammas_ / cv.gamma0_, _gamma.AUTO_GAMMA_FACTOR * np.logspace(-1, 2, 4))
+    assert np.allclose(cv.gammas_ / cv.gamma0_,
+                       gamma_module.AUTO_GAMMA_FACTOR * np.logspace(-1, 2, 4))
     assert cv.cv_n_iter_.shape == (4, 3) and cv.gamma_ in cv.gammas_
     assert cv.transform(X[:5]).shape == (5, cv.rank_)
     assert cv.score(X, C) > 0.9

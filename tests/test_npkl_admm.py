@@ -12,10 +12,10 @@ from sklearn.exceptions import ConvergenceWarning
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _admm_kernels as K
-from psdlearn.npkl._problem import NPKLProblem, npkl_objective
 from psdlearn.npkl.admm import RHO_MIN, kkt_residuals, solve_admm, update_rho
 from psdlearn.npkl.bcd import initial_embedding
 from psdlearn.npkl.estimator import auto_rank
+from psdlearn.npkl.problem import NPKLProblem, npkl_objective
 
 
 def _problem(n=45, loss="pcp", gamma=1.0, seed=0, centers=3):

@@ -12,7 +12,6 @@ from sklearn.datasets import make_blobs
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _kernels as K
-from psdlearn.npkl._problem import NPKLProblem
 from psdlearn.npkl._qp import box_qp, box_qp_reference, kkt_residual
 from psdlearn.npkl.bcd import (
     _update_sample_reference,
@@ -21,6 +20,7 @@ from psdlearn.npkl.bcd import (
     parallel_split,
     solve_bcd,
 )
+from psdlearn.npkl.problem import NPKLProblem
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
 

@@ -18,13 +18,13 @@ pytest.importorskip("cvxpy")
 
 import psdlearn as pl  # noqa: E402
 from psdlearn.graph import knn_laplacian  # noqa: E402
-from psdlearn.npkl._problem import LOSSES, NPKLProblem  # noqa: E402
 from psdlearn.npkl.certificate import (  # noqa: E402
     certify,
     dual_matrix,
     escalate,
     laplacian_lower_bound,
 )
+from psdlearn.npkl.problem import LOSSES, NPKLProblem  # noqa: E402
 from psdlearn.npkl.sdp import solve_sdp  # noqa: E402
 
 pytestmark = pytest.mark.sdp
@@ -248,7 +248,7 @@ def test_certificate_can_be_skipped(problems):
 
 def test_protocol_records_certified_gap():
     """The reproductions' repetitions carry the certificate (the 'certified gap' column)."""
-    from psdlearn.experiments._protocol import certified_gap_cell, run_repetitions
+    from psdlearn.experiments.protocol import certified_gap_cell, run_repetitions
 
     X, y = pl.datasets.load("soybean")
     recs = run_repetitions(X, y, n_neighbors=5, reps=2, loss="square", tol=1e-7)

@@ -11,13 +11,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
-from psdlearn.npkl._problem import NPKLProblem
 from psdlearn.npkl.mfpc import (
     _Operator,
     mfpc_gradient,
     solve_mfpc,
     trailing_eigenvectors,
 )
+from psdlearn.npkl.problem import NPKLProblem
 
 
 def _problem(n=40, loss="pcp", gamma=1.0, seed=0):

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 pytest.importorskip("cvxpy")
 
 from psdlearn.graph import knn_laplacian  # noqa: E402
-from psdlearn.npkl._problem import LOSSES, NPKLProblem  # noqa: E402
+from psdlearn.npkl.problem import LOSSES, NPKLProblem  # noqa: E402
 
 #: Losses of seed 000 (functions of the margin alone); pcp has its own closed forms below.
 MARGIN_LOSSES = tuple(loss for loss in LOSSES if loss != "pcp")

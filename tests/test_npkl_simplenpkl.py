@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 import psdlearn as pl
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import simplenpkl as snp
-from psdlearn.npkl._problem import NPKLProblem
+from psdlearn.npkl.problem import NPKLProblem
 from psdlearn.npkl.simplenpkl import default_B, solve_simplenpkl
 
 SADDLE_LOSSES = ("hinge", "squared_hinge", "square", "pcp")

@@ -200,7 +200,7 @@ class NPKLCV(NPKL):
         value of ``NPKL(gamma="auto")`` on all constraints (for the margin losses 3 to 3000
         times ``gamma_0 = 1 / lambda_max(G, L)``, the largest ``gamma`` at which ``K = 0``
         is optimal; for ``pcp`` 10 to 10^4 times ``max_i L_ii``; see
-        :mod:`psdlearn.npkl._gamma`); ``None``: 8 such values. An array: those values.
+        :mod:`psdlearn.npkl.gamma`); ``None``: 8 such values. An array: those values.
     cv : int, cross-validation splitter or iterable, default=5
         An int ``k`` is ``ConstraintKFold(k)``; a splitter has ``split(constraints)``;
         an iterable yields ``(train_idx, test_idx)`` over the constraint rows (of
@@ -287,7 +287,7 @@ class NPKLCV(NPKL):
         -------
         self
         """
-        from psdlearn.npkl._gamma import auto_gamma
+        from psdlearn.npkl.gamma import auto_gamma
 
         self._validate_params()
         base = self._npkl()

@@ -23,8 +23,8 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from psdlearn.datasets import make_chessboard
-from psdlearn.experiments._protocol import run_repetitions, summarize
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.protocol import run_repetitions, summarize
+from psdlearn.experiments.report import write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
 

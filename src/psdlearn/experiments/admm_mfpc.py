@@ -16,14 +16,14 @@ import os
 import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._protocol import (
+from psdlearn.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     load_set_with_graph,
     run_repetitions,
     summarize,
 )
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.npkl.estimator import auto_rank
 
 __all__ = ["MFPC_SETS", "mfpc_cells", "run"]

@@ -27,13 +27,13 @@ from sklearn.exceptions import ConvergenceWarning
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_two_gaussians
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._report import scaling_exponent, write_results
 from psdlearn.experiments.bcd_scaling import (
     NA_TIME,
     SIMPLENPKL_BUDGET_S,
     SIMPLENPKL_REPS,
     time_simplenpkl,
 )
+from psdlearn.experiments.report import scaling_exponent, write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.estimator import NPKL, auto_rank
 

@@ -1,6 +1,6 @@
 """Hu & Kwok 2013 Table 2 and Figs. 1-2: NPKL by ADMM on the pcp objective.
 
-Protocol of Hu & Kwok 2013 section 4 (see :mod:`psdlearn.experiments._protocol`): 0.6n must-link
+Protocol of Hu & Kwok 2013 section 4 (see :mod:`psdlearn.experiments.protocol`): 0.6n must-link
 and 0.6n cannot-link pairs plus the n diagonal pairs of the pcp loss; rank: the largest r
 with r(r+1)/2 <= |T| = 2.4n + n (Table 1 counts the ordered pairs); kNN graph k = 5 (50 on
 adult); kernel k-means with 20 restarts, Rand index; 20 repetitions. ADMM: random start,
@@ -21,7 +21,8 @@ import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._protocol import (
+from psdlearn.experiments.admm_mfpc import MFPC_SETS, mfpc_cells
+from psdlearn.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     certified_gap_cell,
@@ -31,8 +32,7 @@ from psdlearn.experiments._protocol import (
     sdp_records,
     summarize,
 )
-from psdlearn.experiments._report import write_results
-from psdlearn.experiments.admm_mfpc import MFPC_SETS, mfpc_cells
+from psdlearn.experiments.report import write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.estimator import NPKL
 
@@ -81,7 +81,7 @@ def _warm_up():
     """Load (or compile) both ADMM kernels so that no repetition is timed with the JIT."""
     from psdlearn.datasets import make_two_gaussians
     from psdlearn.npkl import _admm_kernels
-    from psdlearn.npkl._problem import NPKLProblem
+    from psdlearn.npkl.problem import NPKLProblem
 
     X, y = make_two_gaussians(60, random_state=0)
     C = PairwiseConstraints.from_labels(y, random_state=0)

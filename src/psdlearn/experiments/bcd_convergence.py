@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._protocol import load_set_with_graph
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.protocol import load_set_with_graph
+from psdlearn.experiments.report import write_results
 from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
 

@@ -24,7 +24,7 @@ from psdlearn import datasets
 from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL

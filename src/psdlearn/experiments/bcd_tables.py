@@ -1,6 +1,6 @@
 """Hu & Kwok 2015 Tables III-VI and Figs. 2-3: NPKL by BCD, clustering accuracy and CPU time.
 
-Protocol of Hu & Kwok 2015 section IV-A (see :mod:`psdlearn.experiments._protocol`): 0.6n
+Protocol of Hu & Kwok 2015 section IV-A (see :mod:`psdlearn.experiments.protocol`): 0.6n
 must-link + 0.6n cannot-link pairs, rank ``r (r + 1) / 2 <= m``, kNN graph k = 5 (50 on
 adult), 20 repetitions, kernel k-means with 20 restarts, Rand index; BCD with at most
 1000 sweeps (800 on adult) and ``tol = 1e-5``, random initialisation, ``b = 1``.
@@ -25,7 +25,7 @@ import os
 import numpy as np
 
 from psdlearn.experiments import bcd_convergence
-from psdlearn.experiments._protocol import (
+from psdlearn.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     certified_gap_cell,
@@ -35,7 +35,7 @@ from psdlearn.experiments._protocol import (
     sdp_records,
     summarize,
 )
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.npkl.bcd import BCD_LOSSES
 
 __all__ = ["JMLR_TABLE2", "SIMPLENPKL_MAX_N", "run"]

@@ -1,7 +1,7 @@
 """gamma chosen by constraint cross-validation, beside gamma = 1 and the papers' numbers.
 
 Neither Hu & Kwok 2013 nor Hu & Kwok 2015 gives ``gamma``. On each constraint draw of the
-protocol (:mod:`psdlearn.experiments._protocol`: 0.6n must-link + 0.6n cannot-link pairs
+protocol (:mod:`psdlearn.experiments.protocol`: 0.6n must-link + 0.6n cannot-link pairs
 from the labels, seed = repetition), :class:`psdlearn.model_selection.NPKLCV` chooses
 ``gamma`` from those training constraints alone (3 folds of
 :class:`~psdlearn.model_selection.ConstraintKFold`, shuffled with the draw's seed; the
@@ -25,14 +25,14 @@ import numpy as np
 
 from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._protocol import (
+from psdlearn.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     load_set_with_graph,
     run_repetitions,
     summarize,
 )
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.model_selection import NPKLCV, ConstraintKFold
 

@@ -39,7 +39,6 @@ from psdlearn.baselines import (
     graph_spectrum,
     spectral_kernel_features,
 )
-from psdlearn.experiments._report import write_results
 from psdlearn.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
@@ -51,6 +50,7 @@ from psdlearn.experiments.nystrom_table1 import (
     timed_fit,
 )
 from psdlearn.experiments.nystrom_table2 import KERNEL_GAMMAS, PAPER_TABLE2, TAU
+from psdlearn.experiments.report import write_results
 from psdlearn.nystroem import GeneralizedNystroem
 
 __all__ = ["C_GRID", "nystroem_blocks", "run", "svm_errors", "table1_baselines",

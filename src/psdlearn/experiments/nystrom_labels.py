@@ -18,7 +18,6 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._report import write_results
 from psdlearn.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
@@ -29,6 +28,7 @@ from psdlearn.experiments.nystrom_table1 import (
     timed_fit,
 )
 from psdlearn.experiments.nystrom_table2 import KERNEL_GAMMAS, TAU
+from psdlearn.experiments.report import write_results
 from psdlearn.nystroem import GeneralizedNystroem
 from psdlearn.nystroem.estimator import DEFAULT_LAMBDAS
 

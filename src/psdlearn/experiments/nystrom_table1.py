@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
 from psdlearn import datasets
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.nystroem import GeneralizedNystroem
 
 __all__ = ["PAPER_SETTINGS", "PAPER_TABLE1", "PAPER_TABLEA1", "SETS", "labelled_split",

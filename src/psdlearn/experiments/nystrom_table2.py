@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from psdlearn.experiments._report import write_results
 from psdlearn.experiments.nystrom_table1 import (
     N_LABELLED,
     N_REPS,
@@ -29,6 +28,7 @@ from psdlearn.experiments.nystrom_table1 import (
     svm_error,
     timed_fit,
 )
+from psdlearn.experiments.report import write_results
 from psdlearn.nystroem import GeneralizedNystroem
 
 __all__ = ["KERNEL_GAMMAS", "PAPER_TABLE2", "run"]

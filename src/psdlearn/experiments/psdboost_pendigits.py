@@ -27,7 +27,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from psdlearn import datasets
 from psdlearn.constraints import triplets_from_labels
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
 

@@ -24,8 +24,8 @@ from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 
 from psdlearn import datasets
 from psdlearn.constraints import Triplets, triplets_from_labels
-from psdlearn.experiments._report import write_results
 from psdlearn.experiments.psdboost_pendigits import DIGITS, N_TEST, N_TRAIN, PAPER_ERROR
+from psdlearn.experiments.report import write_results
 from psdlearn.psdboost import PSDBoost
 
 __all__ = ["knn_triplets", "run"]

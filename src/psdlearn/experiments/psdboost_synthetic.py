@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from psdlearn.constraints import triplets_from_labels
 from psdlearn.datasets import make_triplet_synthetic
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_xor
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.experiments.yeung_xor import N_ITER, PAPER_TABLE1
 from psdlearn.kml import KernelMetricLearner, _beta
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma

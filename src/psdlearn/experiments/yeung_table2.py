@@ -17,7 +17,7 @@ import numpy as np
 
 from psdlearn import datasets
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._report import write_results
+from psdlearn.experiments.report import write_results
 from psdlearn.experiments.yeung_xor import N_ITER, rbf_class_separation
 from psdlearn.kml import RCA, KernelMetricLearner
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma

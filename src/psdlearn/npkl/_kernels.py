@@ -685,7 +685,7 @@ def sample_objective_reference(v, i, E, laplacian, Tp, Ti, Ts, loss, gamma):
     float
         ``1/2 L_ii ||v||^2 + v^T s_i + gamma/2 sum_j l(T_ij v^T e_j)``.
     """
-    from ._problem import loss_values
+    from .problem import loss_values
 
     lii, s = _row_terms(i, E, laplacian)
     sl = slice(Tp[i], Tp[i + 1])

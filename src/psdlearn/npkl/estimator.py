@@ -8,7 +8,7 @@ Problem (Hu & Kwok 2015 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
         + \\gamma \\sum_{(i, j) \\in \\mathcal{T}} \\ell(T_{ij}\\, e_i^T e_j)
 
 over the kNN Laplacian ``L`` of the data and the must-link (``T_ij = +1``) /
-cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl._problem` for the losses, including
+cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl.problem` for the losses, including
 ``pcp`` (Hu & Kwok 2013 eq. 1). Solvers: ``"bcd"`` (Hu & Kwok 2015 Algorithm 1, low
 rank, linear time per sweep), ``"admm"`` (Hu & Kwok 2013 Algorithm 1, for the quadratic
 losses ``pcp`` and ``square``), ``"simplenpkl"`` (the baseline of both papers) and
@@ -44,8 +44,8 @@ from psdlearn.graph import (
     normalized_laplacian,
 )
 from psdlearn.npkl._out_of_sample import harmonic_rows, select_n_neighbors
-from psdlearn.npkl._problem import LOSSES, NPKLProblem
 from psdlearn.npkl.distributed.fit import is_dask_array
+from psdlearn.npkl.problem import LOSSES, NPKLProblem
 
 __all__ = ["NPKL", "auto_rank", "as_constraints"]
 
@@ -153,7 +153,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         Weight of the loss. Not given in Hu & Kwok 2013 or 2015. ``"auto"``, margin losses:
         ``30 gamma_0``, where ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at
         which ``K = 0`` is optimal (``G``: minus the gradient of the loss term at ``K = 0``
-        per unit of ``gamma``; see :mod:`psdlearn.npkl._gamma`); it follows ``n``, ``m`` and
+        per unit of ``gamma``; see :mod:`psdlearn.npkl.gamma`); it follows ``n``, ``m`` and
         how well the constraints agree with the graph, and costs one LOBPCG solve (about
         1 s at ``n = 1e5``). ``"auto"``, ``pcp``: ``100 max_i L_ii``, which bounds the graph
         term's pull on every target (``K_ii = 1``, ``K_ij = 1`` or 0) by 1-2 %.
@@ -597,7 +597,7 @@ class NPKL(TransformerMixin, BaseEstimator):
     def _resolve_gamma(self, L, C):
         if self.gamma != "auto":
             return float(self.gamma)
-        from psdlearn.npkl._gamma import auto_gamma
+        from psdlearn.npkl.gamma import auto_gamma
 
         gamma, _ = auto_gamma(L, C.pairs, C.signs, self.loss)
         if not np.isfinite(gamma):

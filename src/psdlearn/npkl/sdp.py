@@ -85,7 +85,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from psdlearn.npkl._problem import LOSSES
+from psdlearn.npkl.problem import LOSSES
 
 __all__ = ["DEFAULT_EIG_TOL", "DEFAULT_MAX_SAMPLES", "FORMULATIONS", "SDPResult", "solve_sdp"]
 

@@ -8,7 +8,7 @@ Hu & Kwok 2015 eq. (3),
     (P_B) \qquad \min_{K \succeq 0,\ \|K\|_F^2 \le B}\;
         \operatorname{tr}(L K) + \gamma \sum_{k=1}^{m} \ell(T_k K_{i_k j_k}),
 
-each unordered pair ``(i_k, j_k)`` counted once, as in :mod:`psdlearn.npkl._problem`.
+each unordered pair ``(i_k, j_k)`` counted once, as in :mod:`psdlearn.npkl.problem`.
 
 **Closed form** (JMLR Prop. 1, ``p = 2``). For a symmetric ``M``,
 ``max tr(M K)`` over ``K >= 0, ||K||_F^2 <= B`` is attained at
@@ -196,7 +196,7 @@ class _Terms:
             self.j = np.concatenate([pairs[:, 1], diag])
             self.c = np.ones(len(self.i))
             self.t = np.concatenate([(signs > 0).astype(np.float64), np.ones(n)])
-            # weight gamma per unordered pair, gamma / 2 per diagonal entry (_problem)
+            # weight gamma per unordered pair, gamma / 2 per diagonal entry (problem.py)
             self.curv = np.concatenate([np.full(len(pairs), 0.5 / gamma), np.full(n, 1.0 / gamma)])
             self.lo, self.hi = -np.inf, np.inf
         elif loss in ("hinge", "squared_hinge", "square", "linear"):

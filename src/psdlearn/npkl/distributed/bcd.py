@@ -31,8 +31,8 @@ import numpy as np
 
 from psdlearn.npkl import _kernels as K
 from psdlearn.npkl import bcd as _bcd
-from psdlearn.npkl._problem import loss_values
 from psdlearn.npkl.bcd import VANISHED, _project_rows
+from psdlearn.npkl.problem import loss_values
 
 from ._runtime import CommRecord
 from .layout import stack

@@ -250,7 +250,7 @@ def _dask_gamma(est):
     normalized Laplacian); that of the margin losses needs ``gamma_0``, an eigenvalue of
     the whole graph, which the blockwise path does not compute: it uses 1, with a warning.
     """
-    from psdlearn.npkl._gamma import PCP_AUTO_FACTOR
+    from psdlearn.npkl.gamma import PCP_AUTO_FACTOR
 
     if est.gamma != "auto":
         return float(est.gamma)

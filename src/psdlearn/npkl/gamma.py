@@ -1,6 +1,6 @@
 """The scale of ``gamma``: the smallest loss weight at which the learned kernel is not zero.
 
-For every loss of :mod:`psdlearn.npkl._problem` the objective is convex in ``K``, and
+For every loss of :mod:`psdlearn.npkl.problem` the objective is convex in ``K``, and
 ``K = 0`` is optimal exactly when ``tr(L K) - gamma <G, K> >= 0`` for every ``K >= 0``,
 where ``-gamma G`` is the gradient of the loss term at ``K = 0``: for the margin losses
 ``G_ij = G_ji = |l'(0)| T_ij / 2`` on the constrained pairs (``|l'(0)| = 1`` for hinge and
