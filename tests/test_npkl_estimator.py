@@ -7,7 +7,8 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 import psdlearn as pl
-from psdlearn.npkl.estimator import as_constraints, auto_rank
+from psdlearn.constraints import as_constraints
+from psdlearn.npkl.estimator import auto_rank
 
 LOSSES = ["hinge", "squared_hinge", "square", "linear"]
 

@@ -24,6 +24,7 @@ __all__ = [
     "PairwiseConstraints",
     "SideInfo",
     "Triplets",
+    "as_constraints",
     "check_side_info",
     "triplets_from_constraints",
     "triplets_from_labels",
@@ -668,3 +669,29 @@ def labelled_mask(labels):
     if labels.dtype.kind in "OUS":
         return np.array([str(v) != "-1" for v in labels], dtype=bool)
     return labels != -1
+
+
+def as_constraints(y, n_samples):
+    """Turn any accepted form of side information into :class:`PairwiseConstraints`.
+
+    Parameters
+    ----------
+    y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+        Constraints, rows ``[i, j, +1/-1]``, or partial labels (``-1`` = unlabelled) from
+        which every pair of labelled points becomes a constraint (must-link when the labels
+        agree, cannot-link otherwise; ``l (l - 1) / 2`` pairs for ``l`` labelled points).
+    n_samples : int
+
+    Returns
+    -------
+    PairwiseConstraints
+    """
+    side = check_side_info(y, n_samples, accept=("labels", "pairs"))
+    if side.kind == "pairs":
+        return side.constraints
+    labels = side.labels
+    labelled = np.flatnonzero(labels != -1)
+    iu, ju = np.triu_indices(len(labelled), k=1)
+    signs = np.where(labels[labelled][iu] == labels[labelled][ju], 1, -1)
+    return PairwiseConstraints(np.column_stack([labelled[iu], labelled[ju]]), signs,
+                               n_samples=n_samples)

@@ -26,8 +26,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from psdlearn._progress import progress_bar
-from psdlearn.constraints import PairwiseConstraints
-from psdlearn.npkl.estimator import NPKL, as_constraints, auto_rank
+from psdlearn.constraints import PairwiseConstraints, as_constraints
+from psdlearn.npkl.estimator import NPKL, auto_rank
 
 __all__ = ["ConstraintKFold", "NPKLCV"]
 

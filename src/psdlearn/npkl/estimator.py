@@ -33,7 +33,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._progress import progress_bar, warn_interrupted
-from psdlearn.constraints import PairwiseConstraints, check_side_info
+from psdlearn.constraints import as_constraints
 from psdlearn.graph import (
     DEFAULT_DELTA,
     KNN_METHODS,
@@ -47,7 +47,7 @@ from psdlearn.npkl._out_of_sample import harmonic_rows, select_n_neighbors
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import LOSSES, NPKLProblem
 
-__all__ = ["NPKL", "auto_rank", "as_constraints"]
+__all__ = ["NPKL", "auto_rank"]
 
 SOLVERS = ("bcd", "sdp", "simplenpkl", "admm", "mfpc")
 #: Losses each solver handles.
@@ -81,32 +81,6 @@ def auto_rank(n_constraints):
     while r > 0 and r * (r + 1) // 2 > m:
         r -= 1
     return max(r, 1)
-
-
-def as_constraints(y, n_samples):
-    """Turn any accepted form of side information into :class:`PairwiseConstraints`.
-
-    Parameters
-    ----------
-    y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
-        Constraints, rows ``[i, j, +1/-1]``, or partial labels (``-1`` = unlabelled) from
-        which every pair of labelled points becomes a constraint (must-link when the labels
-        agree, cannot-link otherwise; ``l (l - 1) / 2`` pairs for ``l`` labelled points).
-    n_samples : int
-
-    Returns
-    -------
-    PairwiseConstraints
-    """
-    side = check_side_info(y, n_samples, accept=("labels", "pairs"))
-    if side.kind == "pairs":
-        return side.constraints
-    labels = side.labels
-    labelled = np.flatnonzero(labels != -1)
-    iu, ju = np.triu_indices(len(labelled), k=1)
-    signs = np.where(labels[labelled][iu] == labels[labelled][ju], 1, -1)
-    return PairwiseConstraints(np.column_stack([labelled[iu], labelled[ju]]), signs,
-                               n_samples=n_samples)
 
 
 class NPKL(TransformerMixin, BaseEstimator):

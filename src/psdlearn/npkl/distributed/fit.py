@@ -99,7 +99,8 @@ def fit_dask(est, X, y, *, n_blocks=None):
     -------
     est
     """
-    from psdlearn.npkl.estimator import as_constraints, auto_rank
+    from psdlearn.constraints import as_constraints
+    from psdlearn.npkl.estimator import auto_rank
 
     if est.graph != "knn":
         raise ValueError("a dask array X is read as feature vectors: use graph='knn'.")
