@@ -55,11 +55,6 @@ from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART, WARM, RegistryNames, ma
 
 __all__ = ["NPKL", "auto_rank"]
 
-#: ``rank="adaptive"`` escalates only when the new columns decrease the objective by more
-#: than this fraction of ``certificate_tol`` (relative).
-ESCALATION_MIN_DECREASE = 1e-2
-
-
 def auto_rank(n_constraints):
     """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1."""
     m = int(n_constraints)
@@ -598,9 +593,7 @@ class NPKL(TransformerMixin, BaseEstimator):
                 if not spec.certificate:
                     break
                 start = time.perf_counter()
-                self.certificate_, eig = self._certify(problem, res.embedding,
-                                                       res.multipliers, res.interrupted)
-                E0 = None if res.interrupted else self._escalate(problem, res.embedding, eig)
+                E0 = self._certify(problem, res)
                 times[-1] += time.perf_counter() - start
                 self.certificate_time_ += time.perf_counter() - start
                 if E0 is None:
@@ -651,17 +644,20 @@ class NPKL(TransformerMixin, BaseEstimator):
             return np.array(prev, dtype=np.float64, order="C"), True
         return E0, False
 
-    def _certify(self, problem, E, multipliers=None, interrupted=False):
-        """Certificate of ``E`` and the eigenpairs of the escalation (see ``rank``).
+    def _certify(self, problem, res):
+        """Certificate of ``res.embedding`` and, with ``rank="adaptive"``, its growth.
 
-        None after a Ctrl-C (in the solver or in the certificate itself): the fit then
-        returns at once with its last iterate.
+        Returns ``E`` with the escalation columns, or None to stop: certified, at the
+        ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or in the certificate
+        itself; the fit then returns at once with its last iterate).
         """
-        from psdlearn.npkl.certificate import certify, laplacian_lower_bound
+        from psdlearn.npkl.certificate import certify_and_escalate, laplacian_lower_bound
 
+        self.certificate_ = None
+        E = res.embedding
+        if self.certificate_tol is None or res.interrupted:
+            return None
         rank = E.shape[1]
-        if self.certificate_tol is None or interrupted:
-            return None, None
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
         # the built normalized Laplacian has lambda_min(L) >= delta exactly; a precomputed
         # one gets the Gershgorin bound, computed once per fit (a Lanczos run on L)
@@ -672,35 +668,19 @@ class NPKL(TransformerMixin, BaseEstimator):
                 self._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
             lmin = self._laplacian_min_eig
         try:
-            cert, values, vectors = certify(problem, E, multipliers, tol=self.certificate_tol,
-                                            laplacian_min_eig=lmin, n_eig=max(n_eig, 1),
-                                            return_eigenvectors=True)
+            cert, E_new = certify_and_escalate(problem, E, res.multipliers,
+                                               tol=self.certificate_tol,
+                                               laplacian_min_eig=lmin, n_eig=n_eig)
         except KeyboardInterrupt:
             warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)
             self._stopped_in_certificate = True
-            return None, None
+            return None
+        self.certificate_ = cert
         self.rank_path_.append((rank, cert.relative_gap))
         if self.verbose:
             print(f"NPKL certificate at rank {rank}: lambda_min(S) = {cert.lambda_min:.3g}, "
                   f"gap <= {cert.gap_bound:.3g} (relative {cert.relative_gap:.3g}), "
                   f"{'certified' if cert.certified else 'not certified'}", file=sys.stderr)
-        if cert.certified or n_eig <= 0:
-            return cert, None
-        return cert, (values[:n_eig], vectors[:, :n_eig])
-
-    def _escalate(self, problem, E, eig):
-        """``E`` with the escalation columns, or None when they do not descend enough."""
-        from psdlearn.npkl.certificate import escalate
-
-        if eig is None:
-            return None
-        E_new, step = escalate(problem, E, *eig)
-        f0 = problem.objective(E)
-        # a negative eigenvalue that buys no decrease is a first-order residual of the fit
-        # (the hinge's kinks), not missing rank: more columns would only cost time
-        if step <= 0 or f0 - problem.objective(E_new) <= (
-                ESCALATION_MIN_DECREASE * self.certificate_tol * abs(f0)):
-            return None
         return E_new
 
     def fit_transform(self, X, y=None, **fit_params):

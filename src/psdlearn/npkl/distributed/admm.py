@@ -23,7 +23,6 @@ import time
 import numpy as np
 
 from psdlearn._solver import SolverResult
-
 from psdlearn.npkl._admm_kernels import _update_rows
 from psdlearn.npkl.admm import end_of_iteration
 

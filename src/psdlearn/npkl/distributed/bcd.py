@@ -29,7 +29,6 @@ import time
 import numpy as np
 
 from psdlearn._solver import SolverResult
-
 from psdlearn.npkl import _kernels as K
 from psdlearn.npkl import bcd as _bcd
 from psdlearn.npkl.bcd import VANISHED, _project_rows
