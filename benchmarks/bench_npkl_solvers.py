@@ -36,11 +36,7 @@ from psdlearn.npkl.problem import LOSSES, NPKLProblem
 from psdlearn.npkl.simplenpkl import solve_simplenpkl
 from psdlearn.npkl.solvers import NPKL_SOLVERS
 
-SOLVER_LOSSES = {
-    "bcd": ("hinge", "squared_hinge", "square", "linear"),
-    "simplenpkl": LOSSES,
-    "admm": ("pcp", "square"),
-}
+SOLVER_LOSSES = {name: NPKL_SOLVERS[name].losses for name in ("bcd", "simplenpkl", "admm")}
 COLUMNS = ["n", "m", "rank", "loss", "solver", "fit_s", "iters", "s_per_iter", "objective",
            "status"]
 MAX_ITER = 800

@@ -543,9 +543,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
 
         The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
-        one; the samples renumbered once for those that want it; then rounds of solve,
-        certificate and rank escalation (:meth:`_certify`, :meth:`_escalate`) where
-        ``spec.certificate``, their histories joined (a round starts where the previous one
+        one; the samples renumbered once for those that want it (``spec.renumber``, see
+        :class:`psdlearn.npkl.solvers.NPKLSolverSpec`); then rounds of solve, certificate
+        and rank escalation (:meth:`_certify`) where ``spec.certificate``, their histories
+        joined (a round starts where the previous one
         ended; the certificate's seconds count in the last time), and the ``info`` keys of
         ``spec.attributes`` copied (histories and lists joined over the rounds).
         """
