@@ -1,4 +1,4 @@
-"""Block coordinate descent for low-rank NPKL (Hu & Kwok 2015, Hu & Kwok 2015, Algorithm 1).
+"""Block coordinate descent for low-rank NPKL (Hu & Kwok 2015, Algorithm 1).
 
 With ``K = E E^T`` (``E`` of shape ``(n, r)``, ``E = V^T`` of the paper) the NPKL objective
 (10) is

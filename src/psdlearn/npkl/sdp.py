@@ -271,8 +271,8 @@ def solve_sdp(
     Parameters
     ----------
     problem : NPKLProblem
-        Laplacian, constraints, loss (``hinge``, ``squared_hinge``, ``square`` or
-        ``linear``), ``gamma >= 0`` and, for the linear loss, ``b > 0``.
+        Laplacian, constraints, loss (``hinge``, ``squared_hinge``, ``square``,
+        ``linear`` or ``pcp``), ``gamma >= 0`` and, for the linear loss, ``b > 0``.
     solver : str or None, default=None
         cvxpy solver name; ``None`` picks Clarabel if installed, else SCS. Clarabel runs
         with gap and feasibility tolerances ``1e-9``, SCS with ``eps = 1e-7``.
