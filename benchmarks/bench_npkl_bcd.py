@@ -37,8 +37,8 @@ from _common import (
 )
 
 import psdlearn as pl
+from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn.graph import knn_laplacian
-from psdlearn.npkl.bcd import PARALLEL_MIN_WORK
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
 

@@ -9,7 +9,7 @@ rule), gamma = 1, at most 800 iterations, tol = 1e-5 (seed 000 section IV-D prot
 Gaussians standing in for a7a), n = 1e3, 1e4, 1e5. Solvers: ``bcd`` (hinge, squared hinge,
 square, linear), ``simplenpkl`` (every loss, ``B = 100 n``: seed 000 IV-A.2 for the adult
 data its section IV-D subsamples, seed 001 footnote 3) and ``admm`` (pcp, square; only
-when ``"admm"`` is in ``psdlearn.npkl.estimator.SOLVERS``).
+when ``"admm"`` is in ``psdlearn.npkl.solvers.NPKL_SOLVERS``).
 
 Sized for about 15 minutes on a quiet 2-core machine: SimpleNPKL fits are capped at
 ``--budget`` seconds (at most 5 losses x 3 sizes x 60 s), ADMM at n = 1e5 is the longest
@@ -34,12 +34,9 @@ from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import estimator
 from psdlearn.npkl.problem import LOSSES, NPKLProblem
 from psdlearn.npkl.simplenpkl import solve_simplenpkl
+from psdlearn.npkl.solvers import NPKL_SOLVERS
 
-SOLVER_LOSSES = {
-    "bcd": ("hinge", "squared_hinge", "square", "linear"),
-    "simplenpkl": LOSSES,
-    "admm": ("pcp", "square"),
-}
+SOLVER_LOSSES = {name: NPKL_SOLVERS[name].losses for name in ("bcd", "simplenpkl", "admm")}
 COLUMNS = ["n", "m", "rank", "loss", "solver", "fit_s", "iters", "s_per_iter", "objective",
            "status"]
 MAX_ITER = 800
@@ -82,7 +79,7 @@ def main():
                     help="seconds after which a SimpleNPKL fit is stopped")
     ap.add_argument("--losses", nargs="+", default=list(LOSSES))
     args = ap.parse_args()
-    solvers = ["bcd", "simplenpkl"] + (["admm"] if "admm" in estimator.SOLVERS else [])
+    solvers = ["bcd", "simplenpkl"] + (["admm"] if "admm" in NPKL_SOLVERS else [])
     X, y = pl.datasets.make_two_gaussians(200, random_state=0)
     warm_C = pl.PairwiseConstraints.from_labels(y, random_state=0)
     for solver in solvers:  # compile the numba kernels outside the timings

@@ -199,12 +199,13 @@ def test_callback_sees_objective_of_v():
 
 
 def test_invalid_solver_arguments():
-    problem, _, _ = _problem(n=20, loss="hinge")
-    with pytest.raises(ValueError, match="admm solver handles"):
-        solve_admm(problem, np.zeros((20, 3)))
-    problem, _, _ = _problem(n=20, loss="pcp")
+    # the solver trusts its parameters: NPKL validates them (solve_admm checks shapes only)
+    _, X, C = _problem(n=20, loss="hinge")
+    with pytest.raises(ValueError, match="handles the losses"):
+        pl.NPKL(loss="hinge", solver="admm").fit(X, C)
+    problem, X, C = _problem(n=20, loss="pcp")
     with pytest.raises(ValueError, match="rho"):
-        solve_admm(problem, np.zeros((20, 3)), rho=0.0)
+        pl.NPKL(loss="pcp", solver="admm", rho=0.0).fit(X, C)
     with pytest.raises(ValueError, match="shape"):
         solve_admm(problem, np.zeros((19, 3)))
 

@@ -20,6 +20,7 @@ from psdlearn.npkl.bcd import (
     parallel_split,
     solve_bcd,
 )
+from psdlearn.npkl.estimator import NPKL
 from psdlearn.npkl.problem import NPKLProblem
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
@@ -434,18 +435,23 @@ def test_convergence_flag_and_callback():
     assert np.linalg.norm(initial_embedding(100, 5, 0, max_norm=0.3), axis=1).max() <= 0.3 + 1e-15
 
 
+def _fit_through_npkl(prob, **params):
+    """NPKL on ``prob``'s Laplacian and pairs: the estimator validates what the solver trusts."""
+    y = np.column_stack([prob.pairs, prob.signs])
+    return NPKL(graph="precomputed", gamma=prob.gamma, **params).fit(prob.laplacian, y)
+
+
 def test_invalid_arguments():
     prob = _blob_problem(60, 2, 0, "hinge")
     E0 = initial_embedding(prob.n_samples, 3, 0)
     with pytest.raises(ValueError, match="unconstrained"):
-        solve_bcd(prob, E0, unconstrained="jacobi")
+        _fit_through_npkl(prob, unconstrained="jacobi")
     with pytest.raises(ValueError, match="E0"):
         solve_bcd(prob, E0[:-1])
     with pytest.raises(ValueError, match="block_iter"):
         solve_bcd(prob, E0, unconstrained="block", block_iter=0)
-    bad = NPKLProblem(prob.laplacian, prob.pairs, prob.signs, "pcp", 1.0)
     with pytest.raises(ValueError, match="loss"):
-        solve_bcd(bad, E0)
+        _fit_through_npkl(prob, loss="pcp", solver="bcd")
 
 
 @pytest.mark.parametrize("mu", [0.1, 1e-3])
@@ -532,7 +538,7 @@ def test_over_relaxation_keeps_objective_monotone_and_same_optimum(loss, frac):
         f0, f1 = plain.objective_history[-1], sor.objective_history[-1]
         assert f1 == pytest.approx(f0, rel=1e-5, abs=1e-8)
     with pytest.raises(ValueError, match="omega"):
-        solve_bcd(prob, E0, omega=2.0)
+        _fit_through_npkl(prob, loss=loss, omega=2.0)
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -210,3 +210,26 @@ def test_time_model_scales_compute_and_keeps_the_slab_halo():
     for parts in t.values():
         assert parts["total"] == pytest.approx(parts["compute"] + parts["halo"]
                                                + parts["reduction"] + parts["scheduler"])
+
+
+@pytest.mark.parametrize("solver,loss", [("admm", "pcp"), ("bcd", "square")])
+def test_callback_returning_true_stops_the_distributed_solver(client, data, monkeypatch,
+                                                               solver, loss):
+    """The distributed solvers honour the stop signal: stopped at iteration 2, interrupted."""
+    from psdlearn.npkl.distributed import admm, bcd
+
+    module = admm if solver == "admm" else bcd
+    name = f"solve_{solver}_distributed"
+    original, results = getattr(module, name), []
+
+    def stopping(*args, callback=None, **kw):
+        res = original(*args, callback=lambda it, _, objective: it == 2, **kw)
+        results.append(res)
+        return res
+
+    monkeypatch.setattr(module, name, stopping)
+    _, C, Xd = data
+    pl.NPKL(loss=loss, solver=solver, tol=0.0, max_iter=50, **SETUP).fit(Xd, C)
+    (res,) = results
+    assert res.n_iter == 2 and res.interrupted and not res.converged
+    assert len(res.objective_history) == 3

@@ -25,9 +25,10 @@ from psdlearn.npkl.problem import LOSSES, NPKLProblem  # noqa: E402
 
 #: Losses of seed 000 (functions of the margin alone); pcp has its own closed forms below.
 MARGIN_LOSSES = tuple(loss for loss in LOSSES if loss != "pcp")
+from psdlearn._solver import SolverResult  # noqa: E402
+from psdlearn.npkl.estimator import NPKL  # noqa: E402
 from psdlearn.npkl.sdp import (  # noqa: E402
     DEFAULT_MAX_SAMPLES,
-    SDPResult,
     _embedding,
     solve_sdp,
 )
@@ -115,7 +116,7 @@ def solved():
 @pytest.mark.parametrize("loss", LOSSES)
 def test_solution_is_symmetric_psd(solved, loss):
     problem, res = solved[loss]
-    assert isinstance(res, SDPResult)
+    assert isinstance(res, SolverResult)
     n = problem.n_samples
     assert res.K.shape == (n, n)
     assert res.status == "optimal"
@@ -401,12 +402,17 @@ def test_non_optimal_status_warns():
 
 def test_bad_arguments():
     problem = make_problem(10, "hinge")
+    y = np.column_stack([problem.pairs, problem.signs])
+
+    def fit(**params):  # the solver trusts the problem: NPKL validates it
+        return NPKL(solver="sdp", graph="precomputed", **params).fit(problem.laplacian, y)
+
     with pytest.raises(ValueError, match="loss"):
-        solve_sdp(with_pairs(problem, problem.pairs, problem.signs, loss="logistic"))
+        fit(loss="logistic")
     with pytest.raises(ValueError, match="gamma"):
-        solve_sdp(with_pairs(problem, problem.pairs, problem.signs, gamma=-1.0))
-    with pytest.raises(ValueError, match="b must"):
-        solve_sdp(with_pairs(problem, problem.pairs, problem.signs, loss="linear", b=0.0))
+        fit(gamma=-1.0)
+    with pytest.raises(ValueError, match="'b'"):
+        fit(loss="linear", b=0.0)
     with pytest.raises(ValueError, match="formulation"):
         solve_sdp(problem, formulation="lagrangian")
     with pytest.raises(ValueError, match="not an installed cvxpy solver"):

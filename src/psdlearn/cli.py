@@ -130,7 +130,7 @@ def _cmd_fit(args):
         "graph": model.graph_info_,
         "graph_time_s": model.graph_time_,
         "embedding": str(args.output),
-        # duality certificate of the low-rank fit (bcd): gap bound to the convex optimum
+        # duality certificate of the low-rank fit (bcd, admm): gap bound to the convex optimum
         "certificate": (model.certificate_.as_dict()
                         if getattr(model, "certificate_", None) is not None else None),
     }
@@ -173,9 +173,11 @@ def _parser():
     s.add_argument("-o", "--output", default="embedding.npy",
                    help="embedding file, .npy or .csv (default: embedding.npy)")
     s.add_argument("--summary", help="JSON summary path (default: output with .json)")
-    s.add_argument("--solver", default="bcd", choices=["bcd", "sdp"])
-    s.add_argument("--loss", default="hinge",
-                   choices=["hinge", "squared_hinge", "square", "linear"])
+    s.add_argument("--solver", default="bcd", choices=_solver_names(),
+                   help="NPKL solver (psdlearn.npkl.solvers.NPKL_SOLVERS; default: bcd)")
+    s.add_argument("--loss", default="hinge", choices=_loss_names(),
+                   help="loss on the constrained pairs (pcp: solvers admm, mfpc, "
+                   "simplenpkl, sdp)")
     s.add_argument("--rank", default="auto",
                    type=lambda v: v if v in ("auto", "adaptive") else int(v),
                    help="int, 'auto' (the r(r+1)/2 <= m rule) or 'adaptive' (grown until "
@@ -200,6 +202,18 @@ def _parser():
     s.add_argument("--out", default="reproductions", help="output directory")
     s.set_defaults(func=_cmd_reproduce)
     return p
+
+
+def _loss_names():
+    from psdlearn.npkl.problem import LOSSES
+
+    return list(LOSSES)
+
+
+def _solver_names():
+    from psdlearn.npkl.solvers import NPKL_SOLVERS
+
+    return list(NPKL_SOLVERS.names())
 
 
 def _version():

@@ -22,9 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from psdlearn._compat import Interval, _fit_context
 from psdlearn._progress import progress_bar
 from psdlearn.constraints import PairwiseConstraints, as_constraints
 from psdlearn.npkl.estimator import NPKL, auto_rank
@@ -273,6 +273,7 @@ class NPKLCV(NPKL):
             return list(self.cv.split(C))
         return [(np.asarray(tr), np.asarray(te)) for tr, te in self.cv]
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Choose ``gamma`` by cross-validation over the constraints, then refit.
 
@@ -289,7 +290,6 @@ class NPKLCV(NPKL):
         """
         from psdlearn.npkl.gamma import auto_gamma
 
-        self._validate_params()
         base = self._npkl()
         L = base._build_laplacian(X)
         n = L.shape[0]

@@ -24,8 +24,9 @@ when ``max(Delta_primal, Delta_dual / rho) <= tol * ||V||_F``, i.e. ``||V - U||`
 recorded.
 
 Implementation notes (not in the paper). The samples are renumbered by reverse
-Cuthill-McKee on the graph before the loop: rows of ``L U`` then read rows of ``U`` that are
-close in memory, which measured 1.8x faster on a6a (the result is mapped back). Both
+Cuthill-McKee on the graph before the loop (:func:`psdlearn.npkl.solvers.renumbered`, by
+:class:`~psdlearn.NPKL` or by ``reorder=True``): rows of ``L U`` then read rows of ``U``
+that are close in memory, which measured 1.8x faster on a6a (the result is mapped back). Both
 half steps compute ``(L U)_i`` on the fly inside the row update, and the U-step also
 updates ``Lambda`` and accumulates the residuals and the objective at ``V`` (whose
 ``tr(V^T L V)`` needs exactly the ``L V`` product of that step), so an iteration is two
@@ -35,59 +36,20 @@ parallel passes over the graph and no ``n x n`` object exists.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 
+from psdlearn._solver import SolverResult
 from psdlearn.npkl import _admm_kernels as K
 
-__all__ = ["ADMM_LOSSES", "ADMMResult", "solve_admm"]
+__all__ = ["ADMM_LOSSES", "fit_admm", "solve_admm"]
 
 #: Losses the ADMM splitting handles: quadratic in ``K``.
 ADMM_LOSSES = ("pcp", "square")
 
 #: Floor of ``rho`` in schedule (15).
 RHO_MIN = 10.0
-
-
-@dataclass(frozen=True)
-class ADMMResult:
-    """Output of :func:`solve_admm`.
-
-    Attributes
-    ----------
-    embedding : ndarray of shape (n_samples, rank)
-        ``V`` at the last iteration (the paper's output ``K = V^T V``).
-    U : ndarray of shape (n_samples, rank)
-        The second factor; ``||V - U||_F`` is the last primal residual.
-    multipliers : ndarray of shape (n_samples, rank)
-        ``Lambda``.
-    objective_history : ndarray of shape (n_iter + 1,)
-        ``problem.objective(V)`` at the start and after every iteration.
-    primal_residual_history, dual_residual_history : ndarray of shape (n_iter,)
-        ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F`` (eq. 14).
-    rho_history : ndarray of shape (n_iter,)
-        ``rho`` used in each iteration.
-    time_history : ndarray of shape (n_iter + 1,)
-        Cumulative seconds, aligned with ``objective_history``.
-    n_iter : int
-    converged : bool
-    interrupted : bool
-        Whether a KeyboardInterrupt stopped the iterations; ``embedding`` is then the ``V``
-        of the last completed half-step and the last history entry its objective.
-    """
-
-    embedding: np.ndarray
-    U: np.ndarray
-    multipliers: np.ndarray
-    objective_history: np.ndarray
-    primal_residual_history: np.ndarray
-    dual_residual_history: np.ndarray
-    rho_history: np.ndarray
-    time_history: np.ndarray
-    n_iter: int
-    converged: bool
-    interrupted: bool = False
 
 
 def update_rho(rho, primal, dual):
@@ -144,21 +106,26 @@ def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=
         Apply schedule (15) after every iteration; otherwise keep ``rho`` fixed.
     reorder : bool, default=True
         Renumber the samples by reverse Cuthill-McKee for memory locality (same result up
-        to rounding).
+        to rounding; :func:`psdlearn.npkl.solvers.renumbered`).
     callback : callable, optional
         ``callback(k, V, objective)`` after iteration ``k`` (``V`` in the caller's sample
-        order only when ``reorder=False``; do not modify it).
+        order only when ``reorder=False``; do not modify it); returning ``True`` stops
+        the iterations there (``interrupted=True``).
 
     Returns
     -------
-    ADMMResult
+    SolverResult
+        ``embedding``: ``V`` at the last iteration (the paper's output ``K = V^T V``);
+        ``multipliers``: ``Lambda``; ``objective_history`` (ndarray): ``problem.objective(V)``
+        at the start and after every iteration; ``time_history`` (ndarray): cumulative
+        seconds aligned with it; ``interrupted``: a KeyboardInterrupt (``embedding`` is
+        then the ``V`` of the last completed half-step and the last history entry its
+        objective) or the callback stopped the iterations. ``info``: ``U`` (the second
+        factor; ``||V - U||_F`` is the last primal residual),
+        ``primal_residual_history`` and ``dual_residual_history`` (ndarrays of
+        ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F``, eq. 14) and ``rho_history``
+        (``rho`` of each iteration).
     """
-    if problem.loss not in ADMM_LOSSES:
-        raise ValueError(
-            f"the admm solver handles the losses {ADMM_LOSSES}, not {problem.loss!r}."
-        )
-    if not rho > 0:
-        raise ValueError(f"rho must be > 0, got {rho!r}.")
     n = problem.n_samples
     V = np.array(V0, dtype=np.float64, order="C", copy=True)
     U = V.copy() if U0 is None else np.array(U0, dtype=np.float64, order="C", copy=True)
@@ -167,11 +134,12 @@ def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=
     if V.ndim != 2 or V.shape[0] != n or U.shape != V.shape or lam.shape != V.shape:
         raise ValueError(f"V0, U0 and lam0 must have shape ({n}, rank); got {V.shape}, "
                          f"{U.shape} and {lam.shape}.")
-    perm = inv = None
+    inv = None
     work = problem
     if reorder and n > 1:
-        perm, inv, work = problem.renumbered()
-        V, U, lam = V[perm], U[perm], lam[perm]
+        from psdlearn.npkl.solvers import renumbered
+
+        work, inv, V, U, lam = renumbered(problem, V, U, lam)
     L = work.laplacian
     Lp, Li, Lx = (np.ascontiguousarray(a) for a in (L.indptr.astype(np.int64),
                                                      L.indices.astype(np.int64), L.data))
@@ -204,6 +172,7 @@ def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=
             converged, done, rho = end_of_iteration(primal, dual, rho, size, tol,
                                                     adaptive_rho, stop)
             if done:
+                interrupted = not converged
                 break
     except KeyboardInterrupt:
         # the compiled half-steps finish before Python sees the signal: V is complete
@@ -211,21 +180,62 @@ def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=
         del objective[k:], times[k:], primal_hist[k - 1:], dual_hist[k - 1:], rho_hist[k - 1:]
         objective.append(float(work.objective(V)))
         times.append(time.perf_counter() - start)
-    if perm is not None:
+    if inv is not None:
         V, U, lam = V[inv], U[inv], lam[inv]
-    return ADMMResult(
+    return SolverResult(
         embedding=V,
-        U=U,
-        multipliers=lam,
         objective_history=np.asarray(objective),
-        primal_residual_history=np.asarray(primal_hist),
-        dual_residual_history=np.asarray(dual_hist),
-        rho_history=np.asarray(rho_hist),
         time_history=np.asarray(times),
         n_iter=k if max_iter > 0 else 0,
         converged=converged,
         interrupted=interrupted,
+        multipliers=lam,
+        info={"U": U, "primal_residual_history": np.asarray(primal_hist),
+              "dual_residual_history": np.asarray(dual_hist),
+              "rho_history": np.asarray(rho_hist)},
     )
+
+
+def fit_admm(problem, E0, options):
+    """The ``"admm"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`.
+
+    Starts from ``V = E0``, or with ``init="bcd"`` on a random start from the BCD solution
+    of the square loss of Hu & Kwok 2015 (targets ``+-1``, no diagonal; stopped at relative
+    change ``max(tol, 1e-3)``). A warm start (``options.state`` the ``(U, Lambda, rho)``
+    of the previous fit) continues from the previous ADMM iterate, so that a path of
+    ``gamma`` values restarts near it rather than at ``Lambda = 0`` and the initial
+    ``rho``. The problem comes renumbered from the estimator: :func:`solve_admm` runs with
+    ``reorder=False``.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+    E0 : ndarray of shape (n_samples, rank)
+    options : psdlearn._solver.SolveOptions
+        ``params`` reads ``rho``, ``init`` and ``omega`` (that of the BCD start).
+
+    Returns
+    -------
+    SolverResult
+        That of :func:`solve_admm`, with ``info["state"] = (U, Lambda, rho)``.
+    """
+    from psdlearn.npkl.bcd import relaxation_factor, solve_bcd
+    from psdlearn.npkl.problem import NPKLProblem
+
+    params, state, V0 = options.params, options.state, E0
+    U0, lam0, rho0 = (state if isinstance(state, tuple) and state[0].shape == E0.shape
+                      else (None, None, float(params["rho"])))
+    if params["init"] == "bcd" and state is None:
+        square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
+                             problem.gamma)
+        V0 = solve_bcd(square, V0, max_iter=options.max_iter, tol=max(options.tol, 1e-3),
+                       random_state=options.random_state,
+                       omega=relaxation_factor(problem.laplacian, params["omega"])).embedding
+    res = solve_admm(problem, V0, U0, lam0, rho=rho0, max_iter=options.max_iter,
+                     tol=options.tol, reorder=False, callback=options.callback)
+    kept = ((res.U, res.multipliers, float(res.rho_history[-1]))
+            if len(res.rho_history) else None)
+    return replace(res, info={**res.info, "state": kept})
 
 
 def kkt_residuals(problem, V, U, lam, rho):

@@ -1,4 +1,4 @@
-"""Block coordinate descent for low-rank NPKL (Hu & Kwok 2015, Hu & Kwok 2015, Algorithm 1).
+"""Block coordinate descent for low-rank NPKL (Hu & Kwok 2015, Algorithm 1).
 
 With ``K = E E^T`` (``E`` of shape ``(n, r)``, ``E = V^T`` of the paper) the NPKL objective
 (10) is
@@ -21,19 +21,23 @@ memory is ``O(r n)``. The mathematics of the per-row updates is in
 
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
-from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+from psdlearn._linalg import PARALLEL_MIN_WORK
+from psdlearn._solver import SolverResult
 
 from . import _kernels as K
 from ._kernels import update_sample_reference as _update_sample_reference  # noqa: F401
 
-__all__ = ["BCDResult", "initial_embedding", "level_split", "parallel_split", "solve_bcd"]
+__all__ = ["BCD_LOSSES", "fit_bcd", "initial_embedding", "level_split", "parallel_split",
+           "relaxation_factor", "solve_bcd"]
 
 BCD_LOSSES = ("hinge", "squared_hinge", "square", "linear")
 #: Sweeps between exact objective evaluations (in between, exact per-row increments).
@@ -41,55 +45,17 @@ REFRESH = 25
 #: Mean ``K_ii = ||e_i||^2`` below which the embedding has vanished (``K = 0``) and the
 #: sweeps stop: the losses' margins are 1, so such a kernel is zero to working precision.
 VANISHED = 1e-16
-#: The unconstrained pass runs on several threads (``parallel="auto"``) from this many
-#: multiply-adds (``r`` times the stored entries of the unconstrained rows of ``L``) up:
-#: below it, waking the threads costs about what they save (as for the ADMM half steps).
-PARALLEL_MIN_WORK = 20_000_000
-
-
-@dataclass
-class BCDResult:
-    """Output of :func:`solve_bcd`.
-
-    Attributes
-    ----------
-    embedding : ndarray of shape (n_samples, rank)
-        Final ``E``; the learned kernel is ``K = E @ E.T``.
-    objective_history : list of float
-        ``Phi`` at the starting point, then after every sweep (``n_iter + 1`` values).
-    n_iter : int
-        Number of sweeps performed.
-    converged : bool
-        Whether ``||E_t - E_{t-1}||_F / ||E_t||_F < tol`` was reached before ``max_iter``.
-    time_history : list of float
-        Cumulative solver seconds aligned with ``objective_history`` (``0.0`` first); the
-        time spent evaluating the objective and in ``callback`` is not counted.
-    surrogate_history : list of float
-        The objective the rows actually minimized (the smoothed hinge objective when
-        ``smoothing > 0``, else the same list as ``objective_history``).
-    interrupted : bool
-        Whether a KeyboardInterrupt stopped the sweeps. ``embedding`` then holds every row
-        update completed (each one never increases the objective), and the last history
-        entry is its exact objective.
-    multipliers : ndarray of shape (m,) or None
-        Hinge only: the multiplier ``alpha_k`` of each pair in the matrix
-        convention ``S = L - sum_k alpha_k T_k S_k`` of :mod:`psdlearn.npkl.certificate`,
-        i.e. twice the mean of the two per-row dual variables of the pair (each in
-        ``[0, gamma / 2]``); None for the other losses.
-    """
-
-    embedding: np.ndarray
-    objective_history: list = field(default_factory=list)
-    n_iter: int = 0
-    converged: bool = False
-    time_history: list = field(default_factory=list)
-    surrogate_history: list = field(default_factory=list)
-    interrupted: bool = False
-    multipliers: np.ndarray | None = None
+#: Smoothing continuation of ``hinge_smoothing="auto"``, followed by an exact hinge stage.
+HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
+#: The smoothed stages stop at ``SMOOTHING_TOL_FACTOR * tol``; the exact stage at ``tol``.
+#: Measured on a1a, iris, sonar, glass, wine and heart (3 seeds): against 10, a factor of 30
+#: cuts the sweeps by up to 40% (a1a 323 -> 191) and leaves the final hinge objective within
+#: 1e-4 relative (a1a +3e-5).
+SMOOTHING_TOL_FACTOR = 30.0
 
 
 def _pair_multipliers(problem, Tp, Ti, alpha):
-    """``alpha_k = alpha_slot(i, j) + alpha_slot(j, i)`` per pair (see ``BCDResult``)."""
+    """``alpha_k = alpha_slot(i, j) + alpha_slot(j, i)`` per pair (see :func:`solve_bcd`)."""
     n = problem.n_samples
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(Tp))
     keys = rows * n + Ti  # sorted: neighbors() orders the slots by (row, column)
@@ -142,12 +108,6 @@ def _project_rows(E, radius):
     norms = np.linalg.norm(E, axis=1)
     over = norms > radius
     E[over] *= (radius / norms[over])[:, None]
-
-
-def _check_int(name, value, low):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
 
 
 def level_split(laplacian, samples, n_parts):
@@ -232,8 +192,9 @@ def parallel_split(problem, rank, parallel="auto"):
         Rank ``r`` of the embedding (the pass costs ``r`` per stored entry of ``L``).
     parallel : "auto" or bool, default="auto"
         ``False``: None. ``True``: split whenever ``numba.get_num_threads() >= 2``.
-        ``"auto"``: only from :data:`PARALLEL_MIN_WORK` multiply-adds per pass and when
-        the largest part plus the separator is at most 0.8 of the unconstrained samples.
+        ``"auto"``: only from :data:`psdlearn._linalg.PARALLEL_MIN_WORK` multiply-adds per
+        pass and when the largest part plus the separator is at most 0.8 of the
+        unconstrained samples.
 
     Returns
     -------
@@ -311,37 +272,40 @@ def solve_bcd(
         threads: the samples are split by :func:`level_split` into parts that share no edge
         of ``L``, the parts are updated concurrently and the separator after them, which
         is the sequential pass in another order (still Algorithm 1, same result whatever
-        the timing). ``"auto"``: when the pass has at least :data:`PARALLEL_MIN_WORK`
-        multiply-adds and the separator is narrow enough to gain 1.25x (see
+        the timing). ``"auto"``: when the pass has at least
+        :data:`psdlearn._linalg.PARALLEL_MIN_WORK` multiply-adds and the separator is
+        narrow enough to gain 1.25x (see
         :func:`parallel_split`). A tuple is a split of :func:`parallel_split` computed
         once for several calls on the same problem.
     callback : callable, optional
         ``callback(n_iter, E, objective)`` after every sweep (``E`` is the live array: do not
-        modify it), including the last one; returning ``True`` stops the solver.
+        modify it), including the last one; returning ``True`` stops the solver there
+        (``interrupted=True``).
 
     Returns
     -------
-    BCDResult
-        Embedding, objective and time histories, sweep count and convergence flag. Stopping
-        at ``max_iter`` is not an error here; callers decide whether to warn.
+    SolverResult
+        ``embedding`` (final ``E``, ``K = E E^T``); ``objective_history`` (``Phi`` at the
+        start, then after every sweep); ``time_history`` (cumulative solver seconds, the
+        objective evaluations and ``callback`` not counted); ``n_iter`` (sweeps);
+        ``converged`` (the test of ``tol`` held before ``max_iter``; stopping at
+        ``max_iter`` is not an error here, callers decide whether to warn);
+        ``interrupted`` (a KeyboardInterrupt or the callback stopped the sweeps:
+        ``embedding`` holds every row update completed, each one never increasing the
+        objective, and the last history entry is its exact objective); ``multipliers``
+        (hinge only: the multiplier ``alpha_k`` of each pair in the matrix convention
+        ``S = L - sum_k alpha_k T_k S_k`` of :mod:`psdlearn.npkl.certificate`, i.e. twice
+        the mean of the two per-row dual variables of the pair, each in
+        ``[0, gamma / 2]``; None for the other losses). ``info["surrogate_history"]``: the
+        objective the rows actually minimized (the smoothed hinge objective when
+        ``smoothing > 0``, else the same values as ``objective_history``).
 
     Notes
     -----
     Every row update is the exact minimizer of a strictly convex problem, hence
     ``objective_history`` is non-increasing up to rounding (Theorem 1 of Hu & Kwok 2015).
     """
-    if problem.loss not in BCD_LOSSES:
-        raise ValueError(f"solve_bcd handles the losses {BCD_LOSSES}, got {problem.loss!r}.")
-    max_iter = _check_int("max_iter", max_iter, 0)
-    if unconstrained not in ("sequential", "block"):
-        raise ValueError(f"unconstrained must be 'sequential' or 'block', got {unconstrained!r}.")
-    block_iter = _check_int("block_iter", block_iter, 1)
-    if not (isinstance(tol, numbers.Real) and tol >= 0):
-        raise ValueError(f"tol must be a non-negative float, got {tol!r}.")
     gamma = float(problem.gamma)
-    if not gamma > 0:
-        raise ValueError(f"gamma must be positive, got {problem.gamma!r}.")
-
     L = problem.laplacian.tocsr()
     n = L.shape[0]
     E = np.array(E0, dtype=np.float64, order="C", copy=True)
@@ -358,11 +322,7 @@ def solve_bcd(
 
     loss = K.LOSS_CODES[problem.loss]
     b = float(problem.b)
-    if not (isinstance(omega, numbers.Real) and 0 < omega < 2):
-        raise ValueError(f"omega must be in (0, 2), got {omega!r}.")
     omega = float(omega)
-    if not (isinstance(smoothing, numbers.Real) and smoothing >= 0):
-        raise ValueError(f"smoothing must be a non-negative float, got {smoothing!r}.")
     # the kernels read the smoothing through their scalar parameter ``b`` (unused by hinge)
     inner_loss, param = loss, b
     if problem.loss == "hinge" and smoothing > 0:
@@ -381,6 +341,8 @@ def solve_bcd(
     free = np.flatnonzero(~has_pair).astype(np.int64)
     alpha = np.zeros(len(Ti))  # dual warm starts, one per adjacency slot
     if unconstrained == "block":
+        if block_iter < 1:  # a solver-only argument: no estimator validates it
+            raise ValueError(f"block_iter must be an integer >= 1, got {block_iter!r}.")
         buf = np.empty((len(free), E.shape[1]))
         start = np.empty_like(buf)
     if isinstance(parallel, tuple):
@@ -459,6 +421,7 @@ def solve_bcd(
             times.append(elapsed)
             stop = callback is not None and callback(n_iter, E, obj) is True
             if converged or stop:
+                interrupted = not converged
                 break
     except KeyboardInterrupt:
         # numba kernels finish before Python sees the signal: E holds complete row updates
@@ -468,14 +431,115 @@ def solve_bcd(
         history.append(obj)
         surrogate.append(sur)
         times.append(elapsed)
-    return BCDResult(
+    return SolverResult(
         embedding=E,
         objective_history=history,
+        time_history=times,
         n_iter=n_iter,
         converged=bool(converged),
-        time_history=times,
-        surrogate_history=surrogate,
         interrupted=interrupted,
         multipliers=(_pair_multipliers(problem, Tp, Ti, alpha)
                      if problem.loss == "hinge" and len(pairs) else None),
+        info={"surrogate_history": surrogate},
     )
+
+
+def relaxation_factor(laplacian, omega="auto"):
+    """``omega`` of the over-relaxed row updates (``NPKL(omega=...)``).
+
+    ``"auto"``: Young's optimal SOR factor ``2 / (1 + sqrt(1 - rho^2))`` for the Jacobi
+    spectral radius ``rho`` of ``L``; Hu & Kwok 2015 Prop. 1 bounds it by
+    ``1 / (1 + delta)`` for the normalized Laplacian (constant diagonal ``1 + delta``), and
+    it is estimated by Lanczos for any other (capped at 0.9999). A float is returned as is.
+    """
+    if omega != "auto":
+        return float(omega)
+    diag = laplacian.diagonal()
+    if np.ptp(diag) == 0.0 and diag[0] > 1.0:
+        # (1 + delta) I - D^-1/2 S D^-1/2, built here or precomputed the same way
+        rho = 1.0 / diag[0]
+    else:
+        inv_sqrt = 1.0 / np.sqrt(diag)
+        A = sp.diags(inv_sqrt) @ (sp.diags(diag) - laplacian) @ sp.diags(inv_sqrt)
+        try:
+            rho = float(abs(eigsh(A, k=1, which="LM", tol=1e-3,
+                                  return_eigenvectors=False)[0]))
+        except ArpackNoConvergence:
+            rho = 0.99
+    rho = min(rho, 0.9999)
+    return 2.0 / (1.0 + np.sqrt(1.0 - rho * rho))
+
+
+def smoothing_schedule(loss, hinge_smoothing="auto"):
+    """The ``mu`` of each BCD stage of ``NPKL(hinge_smoothing=...)``, 0 for the exact one.
+
+    Hinge only: ``"auto"`` is :data:`HINGE_SMOOTHING_AUTO` then 0, a float ``mu`` is
+    ``[mu, 0]``, None is ``[0]`` (Algorithm 1 alone); the other losses are smooth: ``[0]``.
+    """
+    if loss != "hinge" or hinge_smoothing is None:
+        return [0.0]
+    if isinstance(hinge_smoothing, str):
+        return [*HINGE_SMOOTHING_AUTO, 0.0]
+    return [float(hinge_smoothing), 0.0]
+
+
+def fit_bcd(problem, E0, options):
+    """The ``"bcd"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`: one round of BCD.
+
+    Runs :func:`solve_bcd` over the stages of :func:`smoothing_schedule` (each from the
+    previous one's ``E``; the smoothed ones stop at ``SMOOTHING_TOL_FACTOR * tol``, as
+    they only bring the exact stage near the optimum), with ``omega`` from
+    :func:`relaxation_factor` and one :func:`parallel_split` for all stages. After a rank
+    escalation (``options.state == "restart"``) the schedule restarts at ``mu = 1e-3``,
+    the smoothing of a point already near the optimum.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+    E0 : ndarray of shape (n_samples, rank)
+    options : psdlearn._solver.SolveOptions
+        ``params`` reads ``hinge_smoothing``, ``omega`` and ``unconstrained``.
+
+    Returns
+    -------
+    SolverResult
+        The stages' histories joined (a stage starts where the previous one ended),
+        ``n_iter`` their sweeps, ``converged`` that of the exact stage, ``multipliers`` the
+        list of each stage's (candidate duals of the certificate), ``info["omega"]`` and
+        ``info["smoothing_stages"]`` (``(mu, sweeps)`` per stage). A vanished embedding
+        (mean ``K_ii`` below :data:`VANISHED`, i.e. ``K = 0`` is optimal) is returned as
+        zero, with a warning.
+    """
+    params = options.params
+    schedule = smoothing_schedule(problem.loss, params["hinge_smoothing"])
+    if options.state == "restart":
+        schedule = schedule[-3:]
+    omega = relaxation_factor(problem.laplacian, params["omega"])
+    split = (parallel_split(problem, E0.shape[1])
+             if params["unconstrained"] == "sequential" else None)
+    E, history, times, stages, multipliers = E0, [], [], [], []
+    for mu in schedule:
+        res = solve_bcd(problem, E, max_iter=options.max_iter,
+                        tol=options.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0),
+                        random_state=options.random_state,
+                        unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
+                        parallel=split or False, callback=options.callback)
+        offset = times[-1] if times else 0.0
+        history += res.objective_history[1 if history else 0:]
+        times += [offset + t for t in res.time_history[1 if times else 0:]]
+        stages.append((mu, res.n_iter))
+        multipliers.append(res.multipliers)
+        E = res.embedding
+        if res.interrupted:
+            break
+    if np.einsum("ij,ij->", E, E) <= VANISHED * len(E):
+        # K = 0 up to rounding, but the directions of such an E are noise
+        E = np.zeros_like(E)
+        warnings.warn(
+            "The learned kernel is zero (K = 0 is optimal here): the loss weight "
+            f"gamma={problem.gamma:.4g} is too small against the graph term; increase "
+            "gamma (or use gamma='auto').", UserWarning, stacklevel=5)  # NPKL.fit's caller
+    return SolverResult(embedding=E, objective_history=history, time_history=times,
+                        n_iter=sum(n for _, n in stages), converged=res.converged,
+                        interrupted=res.interrupted, multipliers=multipliers,
+                        info={"omega": omega, "smoothing_stages": stages})

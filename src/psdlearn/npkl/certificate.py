@@ -84,7 +84,8 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear, minimize_scalar
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, cg, eigsh
 
-__all__ = ["Certificate", "certify", "dual_matrix", "escalate", "laplacian_lower_bound"]
+__all__ = ["Certificate", "certify", "certify_and_escalate", "dual_matrix", "escalate",
+           "laplacian_lower_bound"]
 
 #: Default relative-gap tolerance of :func:`certify`.
 CERTIFICATE_TOL = 1e-4
@@ -552,3 +553,45 @@ def escalate(problem, E, values, vectors):
     if objective(candidate(s)) >= f0:
         s = 0.0
     return candidate(s), s
+
+
+#: ``rank="adaptive"`` escalates only when the new columns decrease the objective by more
+#: than this fraction of ``certificate_tol`` (relative).
+ESCALATION_MIN_DECREASE = 1e-2
+
+
+def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_eig):
+    """One round of ``NPKL(rank="adaptive")``: the certificate of ``E``, then its growth.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+    E : ndarray of shape (n_samples, rank)
+    multipliers : object
+        Candidate pair multipliers of the solver (see :func:`certify`).
+    tol : float
+        ``certificate_tol``.
+    laplacian_min_eig : float
+    n_eig : int
+        The most columns to add (0: certify only).
+
+    Returns
+    -------
+    cert : Certificate
+    E_new : ndarray of shape (n_samples, rank + p) or None
+        ``E`` with the escalation columns of :func:`escalate`; None when ``E`` is certified,
+        ``n_eig = 0``, or the columns decrease the objective by no more than
+        ``ESCALATION_MIN_DECREASE * tol`` (relative): a negative eigenvalue that buys no
+        decrease is a first-order residual of the fit (the hinge's kinks), not missing
+        rank, and more columns would only cost time.
+    """
+    cert, values, vectors = certify(problem, E, multipliers, tol=tol,
+                                    laplacian_min_eig=laplacian_min_eig, n_eig=max(n_eig, 1),
+                                    return_eigenvectors=True)
+    if cert.certified or n_eig <= 0:
+        return cert, None
+    E_new, step = escalate(problem, E, values[:n_eig], vectors[:, :n_eig])
+    f0 = problem.objective(E)
+    if step <= 0 or f0 - problem.objective(E_new) <= ESCALATION_MIN_DECREASE * tol * abs(f0):
+        return cert, None
+    return cert, E_new

@@ -9,11 +9,14 @@ Problem (Hu & Kwok 2015 eq. 10), with ``K = E E^T``, ``E`` of shape ``(n, r)``:
 
 over the kNN Laplacian ``L`` of the data and the must-link (``T_ij = +1``) /
 cannot-link (``-1``) pairs; see :mod:`psdlearn.npkl.problem` for the losses, including
-``pcp`` (Hu & Kwok 2013 eq. 1). Solvers: ``"bcd"`` (Hu & Kwok 2015 Algorithm 1, low
-rank, linear time per sweep), ``"admm"`` (Hu & Kwok 2013 Algorithm 1, for the quadratic
-losses ``pcp`` and ``square``), ``"simplenpkl"`` (the baseline of both papers) and
-``"sdp"`` (the convex problem over ``K >= 0`` solved exactly by cvxpy: the reference,
-small ``n`` only).
+``pcp`` (Hu & Kwok 2013 eq. 1). Solvers (:data:`psdlearn.npkl.solvers.NPKL_SOLVERS`, which
+also says which losses, warm starts and certificates each one supports): ``"bcd"`` (Hu &
+Kwok 2015 Algorithm 1, low rank, linear time per sweep), ``"admm"`` (Hu & Kwok 2013
+Algorithm 1, for the quadratic losses ``pcp`` and ``square``), ``"mfpc"`` (the fixed
+spectral basis baseline of Hu & Kwok 2013), ``"simplenpkl"`` (the baseline of both papers)
+and ``"sdp"`` (the convex problem over ``K >= 0`` solved exactly by cvxpy: the reference,
+small ``n`` only). :meth:`NPKL.fit` runs any of them the same way: start, solve, certify
+and escalate the rank where the solver admits a certificate, copy the result.
 """
 
 from __future__ import annotations
@@ -22,17 +25,19 @@ import numbers
 import sys
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh, factorized
+from scipy.sparse.linalg import factorized
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn._solver import SolveOptions
 from psdlearn.constraints import as_constraints
 from psdlearn.graph import (
     DEFAULT_DELTA,
@@ -46,31 +51,9 @@ from psdlearn.graph import (
 from psdlearn.npkl._out_of_sample import harmonic_rows, select_n_neighbors
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import LOSSES, NPKLProblem
+from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART, WARM, RegistryNames, map_rows
 
 __all__ = ["NPKL", "auto_rank"]
-
-SOLVERS = ("bcd", "sdp", "simplenpkl", "admm", "mfpc")
-#: Losses each solver handles.
-SOLVER_LOSSES = {
-    "bcd": ("hinge", "squared_hinge", "square", "linear"),
-    "admm": ("pcp", "square"),
-    "mfpc": ("pcp", "square"),
-    "simplenpkl": LOSSES,
-    "sdp": LOSSES,
-}
-#: Smoothing continuation of ``hinge_smoothing="auto"``, followed by an exact hinge stage.
-HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
-#: The smoothed stages stop at ``SMOOTHING_TOL_FACTOR * tol``; the exact stage at ``tol``.
-#: Measured on a1a, iris, sonar, glass, wine and heart (3 seeds): against 10, a factor of 30
-#: cuts the sweeps by up to 40% (a1a 323 -> 191) and leaves the final hinge objective within
-#: 1e-4 relative (a1a +3e-5).
-SMOOTHING_TOL_FACTOR = 30.0
-
-
-#: ``rank="adaptive"`` escalates only when the new columns decrease the objective by more
-#: than this fraction of ``certificate_tol`` (relative).
-ESCALATION_MIN_DECREASE = 1e-2
-
 
 def auto_rank(n_constraints):
     """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1."""
@@ -191,9 +174,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         Hu & Kwok 2015's Theorem 1 relies on a smooth objective): on small problems this leaves
         the objective 4-7% above the SDP optimum. ``"auto"`` first runs BCD on the
         Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3, 1e-4`` (each stage warm-started,
-        each ``C^1``, so it reaches a stationary point; each stops at ``10 tol``), then the
-        exact hinge BCD of Algorithm 1 from there; this reaches the SDP optimum to about
-        1e-5. A float runs
+        each ``C^1``, so it reaches a stationary point; each stops at ``30 tol``,
+        :data:`psdlearn.npkl.bcd.SMOOTHING_TOL_FACTOR`), then the exact hinge BCD of
+        Algorithm 1 from there; this reaches the SDP optimum to about 1e-5. A float runs
         one smoothed stage with that ``mu`` before the exact stage; ``None`` runs
         Algorithm 1 alone, as in the paper. The hinge objective (10) is non-increasing
         within the exact stage, not across the smoothed ones (their surrogate is).
@@ -233,7 +216,7 @@ class NPKL(TransformerMixin, BaseEstimator):
     objective_history_ : list of float
         Objective (eq. 10) at the initial point and after every sweep (of every stage).
     time_history_ : list of float
-        Cumulative solver seconds aligned with ``objective_history_`` (``bcd``, ``admm``).
+        Cumulative solver seconds aligned with ``objective_history_``.
     omega_ : float
         Over-relaxation factor used (``bcd`` only).
     smoothing_stages_ : list of (float, int)
@@ -338,7 +321,7 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "loss": [StrOptions(set(LOSSES))],
-        "solver": [StrOptions(set(SOLVERS))],
+        "solver": [StrOptions(RegistryNames(NPKL_SOLVERS))],
         "rank": [StrOptions({"auto", "adaptive"}),
                  Interval(numbers.Integral, 1, None, closed="left")],
         "rank_init": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -463,7 +446,7 @@ class NPKL(TransformerMixin, BaseEstimator):
             if k < self.n_neighbors:
                 warnings.warn(f"the distance graph stores {dist.shape[1]} neighbours per row, "
                               f"fewer than n_neighbors={self.n_neighbors}: using {k}.",
-                              UserWarning, stacklevel=3)
+                              UserWarning, stacklevel=4)
             self.n_features_in_ = n
             S, self.sigma_ = self._gaussian_graph(dist, ind, k)
         else:
@@ -487,6 +470,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.n_neighbors_ = k
         return graph_from_neighbors(dist[:, :k], ind[:, :k], sigma), sigma
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the kernel.
 
@@ -508,7 +492,6 @@ class NPKL(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
         if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
             from psdlearn.npkl.distributed import fit_dask
 
@@ -521,18 +504,18 @@ class NPKL(TransformerMixin, BaseEstimator):
         if C.n_pairs == 0:
             raise ValueError("y holds no constraint: NPKL needs at least one pair (or two "
                              "labelled points).")
-        if self.loss not in SOLVER_LOSSES[self.solver]:
-            raise ValueError(
-                f"solver={self.solver!r} handles the losses {SOLVER_LOSSES[self.solver]}, not "
-                f"loss={self.loss!r}."
-            )
+        spec = NPKL_SOLVERS[self.solver]
+        if self.loss not in spec.losses:
+            raise ValueError(f"solver={self.solver!r} handles the losses {spec.losses}, not "
+                             f"loss={self.loss!r}.")
         # Hu & Kwok 2013 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
         m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
         rule = min(auto_rank(m), n)
         if self.rank == "adaptive":
-            if self.solver not in ("bcd", "admm"):
-                raise ValueError(f"rank='adaptive' needs solver='bcd' or 'admm', not "
-                                 f"{self.solver!r}.")
+            if not spec.certificate:
+                certified = [s.name for s in NPKL_SOLVERS if s.certificate]
+                raise ValueError(f"rank='adaptive' needs a solver with a duality certificate "
+                                 f"({certified}), not solver={self.solver!r}.")
             if self.certificate_tol is None:
                 raise ValueError("rank='adaptive' needs a certificate_tol.")
             rank = min(int(self.rank_init), n)
@@ -544,20 +527,8 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.gamma_ = self._resolve_gamma(L, C)
         problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
                               self.gamma_, float(self.b))
-        rng = check_random_state(self.random_state)
-        self._stopped_in_certificate = False
-        self._laplacian_min_eig = None  # of a precomputed graph, once per fit
         start = time.perf_counter()
-        if self.solver == "sdp":
-            self._fit_sdp(problem)
-        elif self.solver == "simplenpkl":
-            self._fit_simplenpkl(problem, rank, rng)
-        elif self.solver == "admm":
-            self._fit_admm(problem, rank, rng)
-        elif self.solver == "mfpc":
-            self._fit_mfpc(problem, rank, rng)
-        else:
-            self._fit_bcd(problem, rank, rng)
+        self._solve(spec, problem, rank, check_random_state(self.random_state))
         self.fit_time_ = time.perf_counter() - start
         self.n_neighbors_transform_ = self.n_neighbors_
         if self.neighbor_index_ is not None:
@@ -568,6 +539,87 @@ class NPKL(TransformerMixin, BaseEstimator):
         self.constraints_ = C
         return self
 
+    def _solve(self, spec, problem, rank, rng):
+        """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
+
+        The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
+        one; the samples renumbered once for those that want it (``spec.renumber``, see
+        :class:`psdlearn.npkl.solvers.NPKLSolverSpec`); then rounds of solve, certificate
+        and rank escalation (:meth:`_certify`) where ``spec.certificate``, their histories
+        joined (a round starts where the previous one
+        ended; the certificate's seconds count in the last time), and the ``info`` keys of
+        ``spec.attributes`` copied (histories and lists joined over the rounds).
+        """
+        E0, state, inverse = None, None, None
+        if spec.warm_start:
+            E0, warm = self._start(problem.n_samples, rank, rng,
+                                   max_norm=self.b if self.loss == "linear" else None)
+            if warm:
+                name, kept = getattr(self, "_warm_state", None) or (None, None)
+                state = kept if name == spec.name and kept is not None else WARM
+        if getattr(spec, "renumber", False):
+            perm, inverse, problem = problem.renumbered()
+            E0 = None if E0 is None else E0[perm]
+            state = map_rows(state, perm)
+        bar = progress_bar(self.verbose, total=self.max_iter, desc=f"NPKL {spec.name}",
+                           unit=spec.unit)
+
+        def callback(it, E, objective):
+            bar.update(1)
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
+        options = SolveOptions(max_iter=self.max_iter, tol=self.tol, random_state=rng,
+                               callback=callback, verbose=self.verbose,
+                               params={**self.get_params(deep=False), "rank": rank,
+                                       "gamma": self.gamma_},
+                               state=state)
+        self._stopped_in_certificate = False
+        self._laplacian_min_eig = None  # of a precomputed graph, once per fit
+        if spec.certificate:
+            self.rank_path_, self.certificate_time_ = [], 0.0
+        history, times, kept, n_iter = [], [], {}, 0
+        with bar:
+            while True:
+                res = spec.solve(problem, E0, options)
+                offset = times[-1] if times else 0.0
+                history += list(res.objective_history[1 if history else 0:])
+                times += [offset + t for t in res.time_history[1 if times else 0:]]
+                n_iter += res.n_iter
+                for key in spec.attributes:
+                    value = res.info[key]
+                    if key.endswith("_history") or isinstance(value, list):
+                        kept.setdefault(key, []).extend(value)
+                    else:
+                        kept[key] = value
+                if not spec.certificate:
+                    break
+                start = time.perf_counter()
+                E0 = self._certify(problem, res)
+                times[-1] += time.perf_counter() - start
+                self.certificate_time_ += time.perf_counter() - start
+                if E0 is None:
+                    break
+                options = replace(options, state=RESTART)
+        E = res.embedding
+        self.embedding_ = E if inverse is None else E[inverse]
+        self.objective_history_ = history
+        self.time_history_ = times
+        self.n_iter_ = n_iter
+        self.rank_ = E.shape[1]
+        for key, value in kept.items():
+            setattr(self, key + "_", value)
+        kept_state = res.info.get("state")
+        self._warm_state = ((spec.name, map_rows(kept_state, inverse))
+                            if self.warm_start and kept_state is not None else None)
+        self.converged_ = bool(res.converged) and not self._stopped_in_certificate
+        if res.interrupted:
+            warn_interrupted(f"NPKL(solver={spec.name!r})", n_iter, spec.unit, stacklevel=5)
+        elif not res.converged and res.n_iter >= self.max_iter:
+            warnings.warn(
+                f"NPKL(solver={spec.name!r}) stopped at max_iter={self.max_iter} {spec.unit} "
+                f"before {spec.stop_rule.format(tol=self.tol)}; {spec.hint}.",
+                ConvergenceWarning, stacklevel=4)
+
     def _resolve_gamma(self, L, C):
         if self.gamma != "auto":
             return float(self.gamma)
@@ -577,7 +629,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         if not np.isfinite(gamma):
             warnings.warn("gamma='auto': no nonzero kernel lowers the loss of these "
                           "constraints (lambda_max(G, L) <= 0), so K = 0 is optimal for "
-                          "every gamma; gamma = 1 is used.", UserWarning, stacklevel=3)
+                          "every gamma; gamma = 1 is used.", UserWarning, stacklevel=4)
             return 1.0
         return gamma
 
@@ -593,61 +645,20 @@ class NPKL(TransformerMixin, BaseEstimator):
             return np.array(prev, dtype=np.float64, order="C"), True
         return E0, False
 
-    def _finish(self, res, name, unit, what, hint="increase max_iter or tol"):
-        """``converged_`` and the warnings of a solver result."""
-        self.converged_ = bool(res.converged) and not self._stopped_in_certificate
-        if getattr(res, "interrupted", False):
-            warn_interrupted(f"NPKL(solver={name!r})", self.n_iter_, unit, stacklevel=4)
-        elif not res.converged:
-            warnings.warn(
-                f"NPKL(solver={name!r}) stopped at max_iter={self.max_iter} {unit} before "
-                f"{what}; {hint}.",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+    def _certify(self, problem, res):
+        """Certificate of ``res.embedding`` and, with ``rank="adaptive"``, its growth.
 
-    def _relaxation(self, L):
-        """``omega`` of the over-relaxed row updates.
-
-        ``"auto"``: Young's optimal SOR factor ``2 / (1 + sqrt(1 - rho^2))`` for the Jacobi
-        spectral radius ``rho`` of ``L``; Hu & Kwok 2015 Prop. 1 bounds it by ``1 / (1 + delta)``
-        for the normalized Laplacian, and it is estimated by Lanczos for a precomputed one.
+        Returns ``E`` with the escalation columns, or None to stop: certified, at the
+        ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or in the certificate
+        itself; the fit then returns at once with its last iterate).
         """
-        if self.omega != "auto":
-            return float(self.omega)
-        diag = L.diagonal()
-        if np.ptp(diag) == 0.0 and diag[0] > 1.0:
-            # (1 + delta) I - D^-1/2 S D^-1/2, built here or precomputed the same way
-            rho = 1.0 / diag[0]
-        else:
-            inv_sqrt = 1.0 / np.sqrt(L.diagonal())
-            A = sp.diags(inv_sqrt) @ (sp.diags(L.diagonal()) - L) @ sp.diags(inv_sqrt)
-            try:
-                rho = float(abs(eigsh(A, k=1, which="LM", tol=1e-3,
-                                      return_eigenvectors=False)[0]))
-            except ArpackNoConvergence:
-                rho = 0.99
-        rho = min(rho, 0.9999)
-        return 2.0 / (1.0 + np.sqrt(1.0 - rho * rho))
+        from psdlearn.npkl.certificate import certify_and_escalate, laplacian_lower_bound
 
-    def _smoothing_schedule(self):
-        if self.loss != "hinge" or self.hinge_smoothing is None:
-            return [0.0]
-        if isinstance(self.hinge_smoothing, str):
-            return [*HINGE_SMOOTHING_AUTO, 0.0]
-        return [float(self.hinge_smoothing), 0.0]
-
-    def _certify(self, problem, E, multipliers=None, interrupted=False):
-        """Certificate of ``E`` and the eigenpairs of the escalation (see ``rank``).
-
-        None after a Ctrl-C (in the solver or in the certificate itself): the fit then
-        returns at once with its last iterate.
-        """
-        from psdlearn.npkl.certificate import certify, laplacian_lower_bound
-
+        self.certificate_ = None
+        E = res.embedding
+        if self.certificate_tol is None or res.interrupted:
+            return None
         rank = E.shape[1]
-        if self.certificate_tol is None or interrupted:
-            return None, None
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
         # the built normalized Laplacian has lambda_min(L) >= delta exactly; a precomputed
         # one gets the Gershgorin bound, computed once per fit (a Lanczos run on L)
@@ -658,224 +669,20 @@ class NPKL(TransformerMixin, BaseEstimator):
                 self._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
             lmin = self._laplacian_min_eig
         try:
-            cert, values, vectors = certify(problem, E, multipliers, tol=self.certificate_tol,
-                                            laplacian_min_eig=lmin, n_eig=max(n_eig, 1),
-                                            return_eigenvectors=True)
+            cert, E_new = certify_and_escalate(problem, E, res.multipliers,
+                                               tol=self.certificate_tol,
+                                               laplacian_min_eig=lmin, n_eig=n_eig)
         except KeyboardInterrupt:
-            warn_interrupted("NPKL certificate", 0, "steps", stacklevel=5)
+            warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)
             self._stopped_in_certificate = True
-            return None, None
+            return None
+        self.certificate_ = cert
         self.rank_path_.append((rank, cert.relative_gap))
         if self.verbose:
             print(f"NPKL certificate at rank {rank}: lambda_min(S) = {cert.lambda_min:.3g}, "
                   f"gap <= {cert.gap_bound:.3g} (relative {cert.relative_gap:.3g}), "
                   f"{'certified' if cert.certified else 'not certified'}", file=sys.stderr)
-        if cert.certified or n_eig <= 0:
-            return cert, None
-        return cert, (values[:n_eig], vectors[:, :n_eig])
-
-    def _escalate(self, problem, E, eig):
-        """``E`` with the escalation columns, or None when they do not descend enough."""
-        from psdlearn.npkl.certificate import escalate
-
-        if eig is None:
-            return None
-        E_new, step = escalate(problem, E, *eig)
-        f0 = problem.objective(E)
-        # a negative eigenvalue that buys no decrease is a first-order residual of the fit
-        # (the hinge's kinks), not missing rank: more columns would only cost time
-        if step <= 0 or f0 - problem.objective(E_new) <= (
-                ESCALATION_MIN_DECREASE * self.certificate_tol * abs(f0)):
-            return None
         return E_new
-
-    def _fit_bcd(self, problem, rank, rng):
-        from psdlearn.npkl.bcd import VANISHED, parallel_split, solve_bcd
-
-        E, _ = self._start(problem.n_samples, rank, rng,
-                           max_norm=self.b if self.loss == "linear" else None)
-        schedule = self._smoothing_schedule()
-        omega = self._relaxation(problem.laplacian)
-        # samples in reverse Cuthill-McKee order: a sweep then reads E from cache
-        perm, inverse, problem = problem.renumbered()
-        E = E[perm]
-        self.omega_ = omega
-        self.rank_path_, self.certificate_time_ = [], 0.0
-        bar = progress_bar(self.verbose, total=self.max_iter * len(schedule), desc="NPKL bcd",
-                           unit="sweep")
-
-        def callback(it, E, objective):
-            bar.update(1)
-            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-
-        history, times, stages, n_iter = [], [], [], 0
-        with bar:
-            while True:
-                multipliers = []  # of every stage: candidate duals of the certificate
-                split = (parallel_split(problem, E.shape[1])
-                         if self.unconstrained == "sequential" else None)
-                for mu in schedule:
-                    # smoothed stages only need to bring the exact stage near the optimum
-                    tol = self.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0)
-                    res = solve_bcd(problem, E, max_iter=self.max_iter, tol=tol,
-                                    random_state=rng, unconstrained=self.unconstrained,
-                                    smoothing=mu, omega=omega, parallel=split or False,
-                                    callback=callback)
-                    offset = times[-1] if times else 0.0
-                    skip = 1 if history else 0  # a stage starts where the previous one ended
-                    history += res.objective_history[skip:]
-                    times += [offset + t for t in res.time_history[skip:]]
-                    stages.append((mu, res.n_iter))
-                    n_iter += res.n_iter
-                    E = res.embedding
-                    multipliers.append(res.multipliers)
-                    if res.interrupted:
-                        break
-                start = time.perf_counter()
-                self.certificate_, eig = self._certify(problem, E, multipliers,
-                                                       res.interrupted)
-                E_new = None if res.interrupted else self._escalate(problem, E, eig)
-                times[-1] += time.perf_counter() - start
-                self.certificate_time_ += time.perf_counter() - start
-                if E_new is None:
-                    break
-                E = E_new
-                # warm restart: the smoothed hinge from mu = 1e-3 (that of the escalation)
-                schedule = schedule[-3:]
-        vanished = np.einsum("ij,ij->", E, E) <= VANISHED * len(E)
-        # a vanished E is K = 0 up to rounding, but its directions are noise: return 0
-        self.embedding_ = np.zeros_like(E) if vanished else E[inverse]
-        self.objective_history_ = history
-        self.time_history_ = times
-        self.smoothing_stages_ = stages
-        self.n_iter_ = n_iter
-        self.rank_ = E.shape[1]
-        if vanished:
-            warnings.warn(
-                "The learned kernel is zero (K = 0 is optimal here): the loss weight "
-                f"gamma={self.gamma_:.4g} is too small against the graph term; increase "
-                "gamma (or use gamma='auto').",
-                UserWarning,
-                stacklevel=3,
-            )
-        self._finish(res, "bcd", "sweeps", f"the relative change of E fell below tol={self.tol}")
-
-    def _fit_admm(self, problem, rank, rng):
-        from psdlearn.npkl.admm import solve_admm
-        from psdlearn.npkl.bcd import solve_bcd
-
-        V0, warm = self._start(problem.n_samples, rank, rng)
-        # warm_start: the previous fit's U, Lambda and penalty too (a path of gamma values
-        # then restarts near the ADMM iterate, not at Lambda = 0 and the initial rho)
-        state = getattr(self, "_admm_state", None) if warm else None
-        U0, lam0, rho0 = state if state is not None and state[0].shape == V0.shape else (
-            None, None, float(self.rho))
-        if self.init == "bcd" and not warm:
-            # warm start: BCD on the square loss of Hu & Kwok 2015 (targets +-1, no diagonal)
-            square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
-                                 problem.gamma)
-            V0 = solve_bcd(square, V0, max_iter=self.max_iter, tol=max(self.tol, 1e-3),
-                           random_state=rng,
-                           omega=self._relaxation(problem.laplacian)).embedding
-        bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL admm", unit="iter")
-        self.rank_path_, self.certificate_time_ = [], 0.0
-
-        def callback(it, V, objective):
-            bar.update(1)
-            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-
-        history, times, primal, dual, rhos, n_iter = [], [], [], [], [], 0
-        with bar:
-            while True:
-                res = solve_admm(problem, V0, U0, lam0, rho=rho0, max_iter=self.max_iter,
-                                 tol=self.tol, callback=callback)
-                U0, lam0, rho0 = None, None, float(self.rho)  # escalated: a new problem
-                skip = 1 if history else 0
-                offset = times[-1] if times else 0.0
-                history += list(res.objective_history[skip:])
-                times += [offset + t for t in res.time_history[skip:]]
-                primal += list(res.primal_residual_history)
-                dual += list(res.dual_residual_history)
-                rhos += list(res.rho_history)
-                n_iter += res.n_iter
-                start = time.perf_counter()
-                self.certificate_, eig = self._certify(problem, res.embedding,
-                                                       getattr(res, "interrupted", False))
-                V0 = (None if getattr(res, "interrupted", False)
-                      else self._escalate(problem, res.embedding, eig))
-                times[-1] += time.perf_counter() - start
-                self.certificate_time_ += time.perf_counter() - start
-                if V0 is None:
-                    break
-        self.embedding_ = res.embedding
-        self.objective_history_ = history
-        self.time_history_ = times
-        self.primal_residual_history_ = primal
-        self.dual_residual_history_ = dual
-        self.rho_history_ = rhos
-        self._admm_state = ((res.U, res.multipliers, float(rhos[-1]))
-                            if self.warm_start and rhos else None)
-        self.n_iter_ = n_iter
-        self.rank_ = res.embedding.shape[1]
-        self._finish(res, "admm", "iterations", f"the residuals fell below tol={self.tol} "
-                     "(relative to ||V||)", "increase max_iter or tol, or start from init='bcd'")
-
-    def _fit_mfpc(self, problem, rank, rng):
-        from psdlearn.npkl.mfpc import solve_mfpc
-
-        bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL mfpc", unit="step")
-
-        def callback(it, U, objective):
-            bar.update(1)
-            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-
-        with bar:
-            res = solve_mfpc(problem, rank, max_iter=self.max_iter, tol=self.tol,
-                             random_state=rng, callback=callback)
-        self.embedding_ = res.embedding
-        self.objective_history_ = list(res.objective_history)
-        self.time_history_ = list(res.time_history)
-        self.mfpc_U_ = res.U
-        self.n_iter_ = res.n_iter
-        self.rank_ = rank
-        self._finish(res, "mfpc", "steps", f"the fixed-point residual fell below tol={self.tol}")
-
-    def _fit_simplenpkl(self, problem, rank, rng):
-        from psdlearn.npkl.simplenpkl import default_B, solve_simplenpkl
-
-        B = default_B(problem.n_samples, self.loss) if self.B == "auto" else float(self.B)
-        bar = progress_bar(self.verbose, total=self.max_iter, desc="NPKL simplenpkl",
-                           unit="step")
-
-        def callback(it, E, objective):
-            bar.update(1)
-            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
-
-        with bar:
-            res = solve_simplenpkl(problem, B=B, rank=rank, max_iter=self.max_iter,
-                                   tol=self.tol, random_state=rng, callback=callback)
-        self.embedding_ = res.embedding
-        self.objective_history_ = res.objective_history
-        self.simplenpkl_objective_history_ = res.simplenpkl_objective_history
-        self.time_history_ = res.time_history
-        self.n_iter_ = res.n_iter
-        self.rank_ = rank
-        self.B_ = B
-        self._finish(res, "simplenpkl", "steps",
-                     f"the relative change of K fell below tol={self.tol}")
-
-    def _fit_sdp(self, problem):
-        from psdlearn.npkl.sdp import solve_sdp
-
-        res = solve_sdp(problem, max_samples=self.sdp_max_samples, force=self.sdp_force,
-                        verbose=bool(self.verbose))
-        self.embedding_ = res.embedding
-        self.objective_history_ = [res.objective]
-        self.n_iter_ = 1
-        self.rank_ = res.embedding.shape[1]
-        self.sdp_status_ = res.status
-        self.sdp_value_ = res.sdp_value
-        self.converged_ = res.status == "optimal"
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit and return ``embedding_``, shape (n_samples, rank_).

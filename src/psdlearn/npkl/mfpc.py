@@ -43,57 +43,22 @@ ADMM. IJCAI.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 from scipy.sparse.linalg import eigsh
 from threadpoolctl import threadpool_limits
 
-__all__ = ["MFPC_LOSSES", "MFPCResult", "mfpc_gradient", "solve_mfpc", "trailing_eigenvectors"]
+from psdlearn._linalg import psd_projection
+from psdlearn._solver import SolverResult
+
+__all__ = ["MFPC_LOSSES", "fit_mfpc", "mfpc_gradient", "solve_mfpc", "trailing_eigenvectors"]
 
 #: Losses of the QSDP: quadratic in ``K``.
 MFPC_LOSSES = ("pcp", "square")
 #: Above this fraction ``r / n`` (or below ``DENSE_N`` samples) the basis is computed densely.
 DENSE_FRACTION = 0.2
 DENSE_N = 600
-
-
-@dataclass(frozen=True)
-class MFPCResult:
-    """Output of :func:`solve_mfpc`.
-
-    Attributes
-    ----------
-    embedding : ndarray of shape (n_samples, rank)
-        ``E = Q U^{1/2}``, so ``K = E E^T = Q U Q^T``.
-    U : ndarray of shape (rank, rank)
-        The learned PSD matrix.
-    basis : ndarray of shape (n_samples, rank)
-        ``Q``.
-    eigenvalues : ndarray of shape (rank,)
-        The Laplacian eigenvalues of the columns of ``Q``, ascending.
-    objective_history : ndarray of shape (n_iter + 1,)
-        ``f(U)`` (the NPKL objective of ``Q U Q^T``) at the start and after every step.
-    time_history : ndarray of shape (n_iter + 1,)
-        Cumulative seconds, aligned with ``objective_history`` (the basis included).
-    residual : float
-        Final fixed-point residual ``||U - Pi(U - tau grad f)||_F / tau``.
-    step : float
-        ``tau = 1 / Lip``.
-    n_iter : int
-    converged : bool
-    """
-
-    embedding: np.ndarray
-    U: np.ndarray
-    basis: np.ndarray
-    eigenvalues: np.ndarray
-    objective_history: np.ndarray
-    time_history: np.ndarray
-    residual: float
-    step: float
-    n_iter: int
-    converged: bool
 
 
 def trailing_eigenvectors(L, rank):
@@ -117,12 +82,6 @@ def trailing_eigenvectors(L, rank):
     w, V = eigsh(L.tocsc(), k=rank, sigma=0.0, which="LM")
     order = np.argsort(w)
     return w[order], np.ascontiguousarray(V[:, order])
-
-
-def _project_psd(S):
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
-    w = np.maximum(w, 0.0)
-    return (V * w) @ V.T
 
 
 class _Operator:
@@ -183,16 +142,22 @@ def solve_mfpc(problem, rank, *, max_iter=1000, tol=1e-6, basis=None, random_sta
     random_state : int, RandomState instance or None
         Seeds the power iteration for the step.
     callback : callable, optional
-        ``callback(it, U, objective)`` after every step.
+        ``callback(it, U, objective)`` after every step; returning ``True`` stops the steps
+        there (``interrupted=True``).
 
     Returns
     -------
-    MFPCResult
+    SolverResult
+        ``embedding``: ``E = Q U^{1/2}``, so ``K = E E^T = Q U Q^T``; ``objective_history``
+        (ndarray): ``f(U)`` (the NPKL objective of ``Q U Q^T``) at the start and after
+        every step; ``time_history`` (ndarray): cumulative seconds aligned with it (the
+        basis included). ``info``: ``U`` (the learned PSD ``r x r`` matrix), ``basis``
+        (``Q``), ``eigenvalues`` (the Laplacian eigenvalues of the columns of ``Q``,
+        ascending), ``residual`` (the final fixed-point residual
+        ``||U - Pi(U - tau grad f)||_F / tau``) and ``step`` (``tau = 1 / Lip``).
     """
     from sklearn.utils import check_random_state
 
-    if problem.loss not in MFPC_LOSSES:
-        raise ValueError(f"MFPC handles the losses {MFPC_LOSSES}, not {problem.loss!r}.")
     t0 = time.perf_counter()
     evals, Q = trailing_eigenvectors(problem.laplacian, rank) if basis is None else basis
     Lam = Q.T @ (problem.laplacian @ Q)
@@ -206,14 +171,15 @@ def solve_mfpc(problem, rank, *, max_iter=1000, tol=1e-6, basis=None, random_sta
     # the r x r eigendecompositions gain nothing from BLAS threads and lose much on a busy
     # machine (30 x 30: 31 ms threaded against 0.34 ms on one thread, at load 10 on 2 cores)
     with threadpool_limits(limits=1, user_api="blas"):
-        U, n_iter, converged, residual, history, times = _iterate(
+        U, n_iter, converged, stopped, residual, history, times = _iterate(
             Lam, op, targets, gamma, step, rank, max_iter, tol, callback, t0)
     w, V = np.linalg.eigh(U)
     E = Q @ (V * np.sqrt(np.maximum(w, 0.0)))
-    return MFPCResult(embedding=np.ascontiguousarray(E), U=U, basis=Q, eigenvalues=evals,
-                      objective_history=np.asarray(history), time_history=np.asarray(times),
-                      residual=float(residual), step=float(step), n_iter=n_iter,
-                      converged=converged)
+    return SolverResult(embedding=np.ascontiguousarray(E),
+                        objective_history=np.asarray(history), time_history=np.asarray(times),
+                        n_iter=n_iter, converged=converged, interrupted=stopped,
+                        info={"U": U, "basis": Q, "eigenvalues": evals,
+                              "residual": float(residual), "step": float(step)})
 
 
 def _iterate(Lam, op, targets, gamma, step, rank, max_iter, tol, callback, t0):
@@ -222,10 +188,10 @@ def _iterate(Lam, op, targets, gamma, step, rank, max_iter, tol, callback, t0):
     Y, theta = U, 1.0
     _, value = mfpc_gradient(U, Lam, op, targets, gamma)
     history, times = [value], [time.perf_counter() - t0]
-    converged, residual, it = False, np.inf, 0
+    converged, stopped, residual, it = False, False, np.inf, 0
     for it in range(1, max_iter + 1):
         grad_Y, _ = mfpc_gradient(Y, Lam, op, targets, gamma)
-        U_new = _project_psd(Y - step * grad_Y)
+        U_new = psd_projection(Y - step * grad_Y)
         grad_U, value = mfpc_gradient(U_new, Lam, op, targets, gamma)
         theta_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * theta * theta))
         if value > history[-1]:
@@ -237,10 +203,24 @@ def _iterate(Lam, op, targets, gamma, step, rank, max_iter, tol, callback, t0):
         U = U_new
         history.append(value)
         times.append(time.perf_counter() - t0)
-        if callback is not None:
-            callback(it, U, value)
-        residual = np.linalg.norm(U - _project_psd(U - step * grad_U)) / step
+        stop = callback is not None and callback(it, U, value) is True
+        residual = np.linalg.norm(U - psd_projection(U - step * grad_U)) / step
         if residual <= tol * (1.0 + np.linalg.norm(grad_U)):
             converged = True
             break
-    return U, it, converged, residual, history, times
+        if stop:
+            stopped = True
+            break
+    return U, it, converged, stopped, residual, history, times
+
+
+def fit_mfpc(problem, E0, options):
+    """The ``"mfpc"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`.
+
+    :func:`solve_mfpc` at ``rank = options.params["rank"]`` (it starts from ``U = 0``:
+    ``E0`` is not used), with ``info["mfpc_U"]``, the ``U`` of ``K = Q U Q^T``.
+    """
+    res = solve_mfpc(problem, options.params["rank"], max_iter=options.max_iter,
+                     tol=options.tol, random_state=options.random_state,
+                     callback=options.callback)
+    return replace(res, info={**res.info, "mfpc_U": res.U})

@@ -76,18 +76,18 @@ sets.
 
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from psdlearn.npkl.problem import LOSSES
+from psdlearn._linalg import psd_factor
+from psdlearn._solver import SolverResult
 
-__all__ = ["DEFAULT_EIG_TOL", "DEFAULT_MAX_SAMPLES", "FORMULATIONS", "SDPResult", "solve_sdp"]
+__all__ = ["DEFAULT_EIG_TOL", "DEFAULT_MAX_SAMPLES", "FORMULATIONS", "fit_sdp", "solve_sdp"]
 
 #: Largest ``n`` solved without ``force=True``: about 30 s at ``n = 200`` with the default
 #: (dual, Clarabel) model, but about 4 minutes and 4.8 GB at ``n = 300`` (module docstring).
@@ -113,45 +113,6 @@ _MEASURED = (
     "n=100: 3 s, n=150: 10 s, n=200: 25 s, n=300: 200 s and 4.8 GB; the primal model is "
     "O(n^6) time and O(n^4) memory, 314 s already at n=150"
 )
-
-
-@dataclass(frozen=True)
-class SDPResult:
-    """Solution of the NPKL semidefinite program.
-
-    Attributes
-    ----------
-    K : ndarray of shape (n_samples, n_samples)
-        Optimal kernel: the solver's matrix symmetrized, ``(K + K^T) / 2``, with its
-        negative eigenvalues set to zero.
-    embedding : ndarray of shape (n_samples, rank)
-        ``E = U_r Lambda_r^{1/2}`` from the eigenpairs of ``K`` whose eigenvalues exceed
-        ``eig_tol * lambda_max(K)``, largest first, so that ``E E^T ~= K``. At least one
-        column (zero when ``K = 0``).
-    objective : float
-        ``problem.objective(embedding)``: the number every NPKL solver reports.
-    sdp_value : float
-        Optimal value reported by cvxpy for the model solved (primal (P) or dual (D));
-        equal to ``objective`` up to the solver's tolerance.
-    status : str
-        cvxpy status, ``"optimal"`` or, with a :class:`ConvergenceWarning`,
-        ``"optimal_inaccurate"`` / ``"user_limit"``.
-    solver : str
-        cvxpy name of the solver used.
-    solve_time : float
-        Wall-clock seconds spent in ``cvxpy.Problem.solve`` (compilation included).
-    formulation : str
-        ``"dual"`` or ``"primal"``.
-    """
-
-    K: np.ndarray
-    embedding: np.ndarray
-    objective: float
-    sdp_value: float
-    status: str
-    solver: str
-    solve_time: float
-    formulation: str = "dual"
 
 
 def _import_cvxpy():
@@ -185,28 +146,12 @@ def _pick_solver(cp, solver):
     return name
 
 
-def _validate(problem):
-    """Check the parts of ``problem`` the SDP reads; return ``(L, pairs, signs, gamma, b)``."""
-    loss = problem.loss
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES} for the sdp solver, got {loss!r}.")
-    gamma = problem.gamma
-    if not (isinstance(gamma, numbers.Real) and np.isfinite(gamma) and gamma >= 0):
-        raise ValueError(f"gamma must be a finite float >= 0, got {gamma!r}.")
-    b = problem.b
-    if loss == "linear" and not (isinstance(b, numbers.Real) and np.isfinite(b) and b > 0):
-        raise ValueError(f"b must be a finite float > 0 for the linear loss, got {b!r}.")
+def _arrays(problem):
+    """``(L, pairs, signs, gamma, b)`` of ``problem`` as the models read them."""
     L = sp.csr_matrix(problem.laplacian, dtype=np.float64)
-    n = L.shape[0]
-    if L.ndim != 2 or L.shape != (n, n) or n < 1:
-        raise ValueError(f"laplacian must be a square matrix, got shape {L.shape}.")
     pairs = np.asarray(problem.pairs, dtype=np.int64).reshape(-1, 2)
     signs = np.asarray(problem.signs, dtype=np.float64).reshape(-1)
-    if len(signs) != len(pairs):
-        raise ValueError(f"{len(pairs)} pairs but {len(signs)} signs.")
-    if len(pairs) and (pairs.min() < 0 or pairs.max() >= n):
-        raise ValueError(f"pair indices must lie in [0, {n}).")
-    return L, pairs, signs, float(gamma), float(b)
+    return L, pairs, signs, float(problem.gamma), float(problem.b)
 
 
 def _primal_model(cp, L, pairs, signs, loss, gamma, b):
@@ -293,17 +238,17 @@ def _dual_model(cp, L, pairs, signs, loss, gamma, b):
 
 
 def _embedding(K, eig_tol):
-    """PSD part of ``(K + K^T) / 2`` and its factor ``U_r Lambda_r^{1/2}``, largest first."""
-    K = 0.5 * (K + K.T)
-    lam, U = np.linalg.eigh(K)
-    lam = np.maximum(lam[::-1], 0.0)
-    U = U[:, ::-1]
-    K_psd = (U * lam) @ U.T
+    """PSD part of ``(K + K^T) / 2`` and its factor ``U_r Lambda_r^{1/2}``, largest first.
+
+    The factor keeps the eigenvalues above ``eig_tol * lambda_max`` (at least one column).
+    """
+    F = psd_factor(K, rtol=0.0, min_rank=1)  # every positive eigenvalue, largest first
+    K_psd = F @ F.T
     K_psd = 0.5 * (K_psd + K_psd.T)
+    lam = np.einsum("ij,ij->j", F, F)
     keep = lam > eig_tol * lam[0]
     keep[0] = True
-    E = U[:, keep] * np.sqrt(lam[keep])
-    return K_psd, np.ascontiguousarray(E)
+    return K_psd, np.ascontiguousarray(F[:, keep])
 
 
 def solve_sdp(
@@ -326,8 +271,8 @@ def solve_sdp(
     Parameters
     ----------
     problem : NPKLProblem
-        Laplacian, constraints, loss (``hinge``, ``squared_hinge``, ``square`` or
-        ``linear``), ``gamma >= 0`` and, for the linear loss, ``b > 0``.
+        Laplacian, constraints, loss (``hinge``, ``squared_hinge``, ``square``,
+        ``linear`` or ``pcp``), ``gamma >= 0`` and, for the linear loss, ``b > 0``.
     solver : str or None, default=None
         cvxpy solver name; ``None`` picks Clarabel if installed, else SCS. Clarabel runs
         with gap and feasibility tolerances ``1e-9``, SCS with ``eps = 1e-7``.
@@ -349,17 +294,29 @@ def solve_sdp(
 
     Returns
     -------
-    SDPResult
-        ``K``, ``embedding``, ``objective``, ``sdp_value``, ``status``, ``solver``,
-        ``solve_time``, ``formulation``.
+    SolverResult
+        ``embedding``: ``E = U_r Lambda_r^{1/2}`` from the eigenpairs of ``K`` whose
+        eigenvalues exceed ``eig_tol * lambda_max(K)``, largest first, so that
+        ``E E^T ~= K`` (at least one column, zero when ``K = 0``); ``objective_history``:
+        ``[problem.objective(embedding)]``, the number every NPKL solver reports (also
+        ``objective``); ``time_history``: ``[solve_time]``; ``n_iter``: 1;
+        ``converged``: the status is ``"optimal"``. ``info``: ``K`` (the optimal kernel:
+        the solver's matrix symmetrized, with its negative eigenvalues set to zero),
+        ``sdp_value`` (the optimal value reported by cvxpy for the model solved, primal (P)
+        or dual (D); equal to ``objective`` up to the solver's tolerance), ``status``
+        (cvxpy status, ``"optimal"`` or, with a :class:`ConvergenceWarning`,
+        ``"optimal_inaccurate"`` / ``"user_limit"``), ``solver`` (cvxpy name of the
+        solver used), ``solve_time`` (seconds in ``cvxpy.Problem.solve``, compilation
+        included) and ``formulation``.
 
     Raises
     ------
     ImportError
         If cvxpy (or an SDP solver for it) is not installed: ``pip install psdlearn[sdp]``.
     ValueError
-        If ``n_samples > max_samples`` and not ``force``, or the problem or an argument is
-        invalid.
+        If ``n_samples > max_samples`` and not ``force``, or ``formulation``, ``eig_tol``
+        or ``solver`` is invalid (the problem itself is trusted: :class:`~psdlearn.NPKL`
+        validates it).
     RuntimeError
         If the solver fails, or reports the SDP infeasible or unbounded (for example when
         ``L`` is not positive semidefinite).
@@ -370,12 +327,11 @@ def solve_sdp(
         If the solver stops with a usable but non-optimal status (``optimal_inaccurate``,
         ``user_limit``).
     """
+    # formulation and eig_tol are solver-only arguments: no estimator validates them
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}.")
-    if not (isinstance(eig_tol, numbers.Real) and 0 <= eig_tol < 1):
+    if not 0 <= eig_tol < 1:
         raise ValueError(f"eig_tol must be a float in [0, 1), got {eig_tol!r}.")
-    if not isinstance(max_samples, numbers.Integral) or max_samples < 1:
-        raise ValueError(f"max_samples must be a positive int, got {max_samples!r}.")
     n = problem.n_samples
     if n > max_samples and not force:
         raise ValueError(
@@ -385,7 +341,7 @@ def solve_sdp(
         )
     cp = _import_cvxpy()
     name = _pick_solver(cp, solver)
-    L, pairs, signs, gamma, b = _validate(problem)
+    L, pairs, signs, gamma, b = _arrays(problem)
     build = _dual_model if formulation == "dual" else _primal_model
     prob, kernel = build(cp, L, pairs, signs, problem.loss, gamma, b)
     options = dict(_SOLVER_OPTIONS.get(name, {}))
@@ -427,13 +383,24 @@ def solve_sdp(
             stacklevel=2,
         )
     K_psd, E = _embedding(np.asarray(K, dtype=np.float64), float(eig_tol))
-    return SDPResult(
-        K=K_psd,
+    return SolverResult(
         embedding=E,
-        objective=float(problem.objective(E)),
-        sdp_value=float(prob.value),
-        status=str(status),
-        solver=name,
-        solve_time=solve_time,
-        formulation=formulation,
+        objective_history=[float(problem.objective(E))],
+        time_history=[solve_time],
+        n_iter=1,
+        converged=status == cp.OPTIMAL,
+        info={"K": K_psd, "sdp_value": float(prob.value), "status": str(status),
+              "solver": name, "solve_time": solve_time, "formulation": formulation},
     )
+
+
+def fit_sdp(problem, E0, options):
+    """The ``"sdp"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`.
+
+    :func:`solve_sdp` with ``max_samples = options.params["sdp_max_samples"]`` and
+    ``force = options.params["sdp_force"]`` (no start, no rank: the SDP is solved over
+    every ``K >= 0``), with ``info["sdp_status"]``, the cvxpy status.
+    """
+    res = solve_sdp(problem, max_samples=options.params["sdp_max_samples"],
+                    force=options.params["sdp_force"], verbose=bool(options.verbose))
+    return replace(res, info={**res.info, "sdp_status": res.status})

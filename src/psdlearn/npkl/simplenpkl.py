@@ -88,9 +88,8 @@ and ``O(m r)`` for the dual gradient (the ``m`` entries ``K_ij`` read from ``E``
 
 from __future__ import annotations
 
-import numbers
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 import scipy.linalg as sla
@@ -98,7 +97,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 from threadpoolctl import threadpool_limits
 
-__all__ = ["DEFAULT_B", "SimpleNPKLResult", "default_B", "solve_simplenpkl"]
+from psdlearn._solver import SolverResult
+
+__all__ = ["DEFAULT_B", "default_B", "fit_simplenpkl", "solve_simplenpkl"]
 
 #: ``B`` of Hu & Kwok 2015 section IV-A.2 for its small sets (n <= 270 here).
 DEFAULT_B = 100.0
@@ -127,53 +128,6 @@ def default_B(n_samples, loss):
     if loss == "pcp" or n > B_SWITCH_N:
         return 100.0 * n
     return DEFAULT_B
-
-
-@dataclass
-class SimpleNPKLResult:
-    """Output of :func:`solve_simplenpkl`.
-
-    Attributes
-    ----------
-    embedding : ndarray of shape (n_samples, rank)
-        ``E`` with ``K = E E^T = sqrt(B) M_+ / ||M_+||_F`` (columns of zero where ``M`` has
-        fewer than ``rank`` positive eigenvalues).
-    objective_history : list of float
-        Hu & Kwok 2015 objective (10) of ``K(a_t)`` (``problem.objective``), ``t = 0 .. n_iter``:
-        the number every NPKL solver reports.
-    simplenpkl_objective_history : list of float
-        The saddle-point dual ``J(a_t)`` that SimpleNPKL maximizes (non-decreasing); for
-        the linear loss the single value ``tr(A K)`` of problem (6).
-    n_iter : int
-        Gradient steps taken (0 for the linear loss).
-    converged : bool
-        Whether ``||K_t - K_{t-1}||_F / ||K_t||_F < tol`` was reached (always True for
-        the linear loss).
-    time_history : list of float
-        Cumulative solver seconds aligned with the histories (objective evaluations and
-        callback excluded).
-    dual : ndarray of shape (m,)
-        Final multipliers ``a``.
-    truncated : bool
-        Whether all ``rank`` eigenvalues of the last ``M(a)`` were positive, i.e. ``K`` may
-        be the rank-``rank`` truncation of the closed form.
-    n_eig : int
-        Eigen-decompositions computed (one per accepted or rejected step, plus the start).
-    interrupted : bool
-        Whether a KeyboardInterrupt stopped the steps; ``embedding`` is the last complete
-        step and the last history entry its objective.
-    """
-
-    embedding: np.ndarray
-    objective_history: list = field(default_factory=list)
-    simplenpkl_objective_history: list = field(default_factory=list)
-    n_iter: int = 0
-    converged: bool = False
-    time_history: list = field(default_factory=list)
-    dual: np.ndarray | None = None
-    truncated: bool = False
-    n_eig: int = 0
-    interrupted: bool = False
 
 
 class _Terms:
@@ -276,12 +230,6 @@ class _KStep:
         return E, norm, bool(sigma[0] > 0)
 
 
-def _check_positive(name, value):
-    if not (isinstance(value, numbers.Real) and np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite float > 0, got {value!r}.")
-    return float(value)
-
-
 def _relative_change_sq(E, E_prev):
     """``||E E^T - F F^T||_F^2 / ||E E^T||_F^2`` in ``O(n r^2)``."""
     ke = float(np.sum((E.T @ E) ** 2))
@@ -326,27 +274,33 @@ def solve_simplenpkl(
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
         Seeds the first Lanczos start vector. Same seed, same result.
     callback : callable, optional
-        ``callback(n_iter, E, objective)`` after every step; returning ``True`` stops.
+        ``callback(n_iter, E, objective)`` after every step; returning ``True`` stops the
+        steps there (``interrupted=True``).
 
     Returns
     -------
-    SimpleNPKLResult
-        Stopping at ``max_iter`` is not an error here; callers decide whether to warn.
+    SolverResult
+        ``embedding``: ``E`` with ``K = E E^T = sqrt(B) M_+ / ||M_+||_F`` (columns of zero
+        where ``M`` has fewer than ``rank`` positive eigenvalues); ``objective_history``:
+        objective (10) of ``K(a_t)`` (``problem.objective``), ``t = 0 .. n_iter``, the
+        number every NPKL solver reports; ``time_history``: cumulative solver seconds
+        aligned with it (objective evaluations and callback excluded); ``n_iter``: gradient
+        steps (0 for the linear loss); ``converged``: ``||K_t - K_{t-1}||_F / ||K_t||_F <
+        tol`` was reached (always for the linear loss; stopping at ``max_iter`` is not an
+        error here, callers decide whether to warn); ``interrupted``: a KeyboardInterrupt
+        (``embedding`` is the last complete step and the last history entry its
+        objective) or the callback stopped the steps. ``info``:
+        ``simplenpkl_objective_history`` (the saddle-point dual ``J(a_t)`` that SimpleNPKL
+        maximizes, non-decreasing; for the linear loss the single value ``tr(A K)`` of
+        problem (6)), ``dual`` (the final multipliers ``a``), ``truncated`` (whether all
+        ``rank`` eigenvalues of the last ``M(a)`` were positive, i.e. ``K`` may be the
+        rank-``rank`` truncation of the closed form) and ``n_eig`` (eigendecompositions
+        computed: one per accepted or rejected step, plus the start).
     """
-    B = _check_positive("B", B)
-    if p != 2:
+    if p != 2:  # a solver-only argument: no estimator validates it
         raise ValueError(f"only p=2 is implemented (the papers' setting), got p={p!r}.")
-    if not isinstance(rank, numbers.Integral) or isinstance(rank, bool) or rank < 1:
-        raise ValueError(f"rank must be an integer >= 1, got {rank!r}.")
-    if not isinstance(max_iter, numbers.Integral) or max_iter < 0:
-        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}.")
-    if not (isinstance(tol, numbers.Real) and tol >= 0):
-        raise ValueError(f"tol must be a non-negative float, got {tol!r}.")
-    _check_positive("gamma", problem.gamma)
+    B = float(B)
     L = sp.csr_matrix(problem.laplacian, dtype=np.float64)
-    n = L.shape[0]
-    if int(rank) > n:
-        raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
     if isinstance(random_state, np.random.RandomState):
         rng = random_state
     else:
@@ -404,6 +358,7 @@ def _iterate(problem, terms, k_step, B, max_iter, tol, callback):
                 times.append(elapsed)
                 stop = callback is not None and callback(n_iter, E, obj) is True
                 if converged or stop:
+                    interrupted = not converged
                     break
         except KeyboardInterrupt:
             # (a, E) are replaced together: E is the last complete step
@@ -415,15 +370,28 @@ def _iterate(problem, terms, k_step, B, max_iter, tol, callback):
                 dual_history.append(terms.h(a) - np.sqrt(B) * norm)
                 times.append(elapsed)
             n_iter = len(history) - 1
-    return SimpleNPKLResult(
+    return SolverResult(
         embedding=E,
         objective_history=history,
-        simplenpkl_objective_history=dual_history,
+        time_history=times,
         n_iter=n_iter,
         converged=bool(converged),
-        time_history=times,
-        dual=a,
-        truncated=truncated,
-        n_eig=k_step.count,
         interrupted=interrupted,
+        info={"simplenpkl_objective_history": dual_history, "dual": a,
+              "truncated": truncated, "n_eig": k_step.count},
     )
+
+
+def fit_simplenpkl(problem, E0, options):
+    """The ``"simplenpkl"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`.
+
+    :func:`solve_simplenpkl` at ``rank = options.params["rank"]`` with the capacity
+    ``B = options.params["B"]`` (``"auto"``: :func:`default_B`); it starts from the
+    multipliers of ``K = 0``: ``E0`` is not used. ``info["B"]`` is the capacity used.
+    """
+    B = options.params["B"]
+    B = default_B(problem.n_samples, problem.loss) if B == "auto" else float(B)
+    res = solve_simplenpkl(problem, B=B, rank=options.params["rank"],
+                           max_iter=options.max_iter, tol=options.tol,
+                           random_state=options.random_state, callback=options.callback)
+    return replace(res, info={**res.info, "B": B})

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
+from psdlearn._solver import SolverResult
 from psdlearn.npkl._admm_kernels import _update_rows
 from psdlearn.npkl.admm import end_of_iteration
 
 from ._runtime import CommRecord
 from .layout import stack
 
-__all__ = ["DistributedADMMResult", "solve_admm_distributed"]
+__all__ = ["solve_admm_distributed"]
 
 
 def _init_state(block):
@@ -69,22 +69,6 @@ def _objective_terms(static, E, *pieces):
     return float(np.sum(E * LE)), float(z @ z)
 
 
-@dataclass
-class DistributedADMMResult:
-    """Output of :func:`solve_admm_distributed`; as :class:`psdlearn.npkl.admm.ADMMResult`,
-    with ``embedding`` a list of futures (``V`` of each block) and the comm records."""
-
-    embedding: list
-    objective_history: list
-    primal_residual_history: list
-    dual_residual_history: list
-    rho_history: list
-    time_history: list
-    comm_history: list
-    n_iter: int
-    converged: bool
-
-
 def _halo(rt, sizes, send, states, which, q):
     return [rt.submit(c, _take_factor, states[c], which, send[(c, q)])
             for c in sorted(sizes[q]) if sizes[q][c]]
@@ -105,11 +89,16 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
     gamma : float
     rho, max_iter, tol, adaptive_rho, callback
         As in :func:`psdlearn.npkl.admm.solve_admm` (the callback gets ``(k, None,
-        objective)``: no block's rows are on the client).
+        objective)``: no block's rows are on the client; returning ``True`` stops the
+        iterations there, ``interrupted=True``).
 
     Returns
     -------
-    DistributedADMMResult
+    SolverResult
+        As that of :func:`psdlearn.npkl.admm.solve_admm`, with ``embedding`` a list of
+        futures (``V`` of each block), no ``U`` and ``multipliers`` (they stay on the
+        workers), and ``info["comm_history"]``, the communication record of every
+        iteration.
     """
     B = len(static)
     state = [rt.submit(q, _init_state, start[q]) for q in range(B)]
@@ -125,7 +114,7 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
     times, comm = [0.0], []
     primal_hist, dual_hist, rho_hist = [], [], []
     start = time.perf_counter()
-    converged = False
+    converged = done = False
     k = 0
     for k in range(1, max_iter + 1):
         t0, epoch = time.perf_counter(), time.time()
@@ -157,5 +146,9 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
         if done:
             break
     embedding = [rt.submit(q, operator.itemgetter(0), state[q]) for q in range(B)]
-    return DistributedADMMResult(embedding, history, primal_hist, dual_hist, rho_hist, times,
-                                 comm, k if max_iter > 0 else 0, converged)
+    return SolverResult(embedding=embedding, objective_history=history, time_history=times,
+                        n_iter=k if max_iter > 0 else 0, converged=converged,
+                        interrupted=done and not converged,
+                        info={"primal_residual_history": primal_hist,
+                              "dual_residual_history": dual_hist, "rho_history": rho_hist,
+                              "comm_history": comm})

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import operator
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
+from psdlearn._solver import SolverResult
 from psdlearn.npkl import _kernels as K
 from psdlearn.npkl import bcd as _bcd
 from psdlearn.npkl.bcd import VANISHED, _project_rows
@@ -37,7 +37,7 @@ from psdlearn.npkl.problem import loss_values
 from ._runtime import CommRecord
 from .layout import stack
 
-__all__ = ["DistributedBCDResult", "solve_bcd_distributed"]
+__all__ = ["solve_bcd_distributed"]
 
 
 def _init_state(static, E0, radius, coordinator):
@@ -88,20 +88,6 @@ def _objective_terms(static, state, loss, gamma, *pieces):
     return smooth + 0.5 * gamma * float(np.sum(loss_values(z, loss)))
 
 
-@dataclass
-class DistributedBCDResult:
-    """Output of :func:`solve_bcd_distributed`; as :class:`psdlearn.npkl.bcd.BCDResult`,
-    with ``embedding`` a list of futures (``E`` of each block) and the comm records."""
-
-    embedding: list
-    objective_history: list
-    time_history: list
-    comm_history: list
-    colors: list
-    n_iter: int
-    converged: bool
-
-
 def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss, gamma, b,
                           seed, omega=1.0, max_iter=1000, tol=1e-5, refresh=None,
                           callback=None):
@@ -131,11 +117,15 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
         reduction; default :data:`psdlearn.npkl.bcd.REFRESH`); in between, the exact
         per-row changes are summed.
     callback : callable, optional
-        ``callback(sweep, None, objective)``; returning True stops.
+        ``callback(sweep, None, objective)``; returning True stops the sweeps there
+        (``interrupted=True``).
 
     Returns
     -------
-    DistributedBCDResult
+    SolverResult
+        As that of :func:`psdlearn.npkl.bcd.solve_bcd`, with ``embedding`` a list of
+        futures (``E`` of each block), and ``info["comm_history"]`` (the communication
+        record of every sweep) and ``info["colors"]``.
     """
     B = len(static)
     P = B - 1
@@ -158,7 +148,7 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
     obj = objective()
     history, times, comm = [obj], [0.0], []
     start = time.perf_counter()
-    converged = False
+    converged = stop = False
     n_iter = 0
     for n_iter in range(1, max_iter + 1):
         t0, epoch = time.perf_counter(), time.time()
@@ -192,5 +182,7 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
         if converged or stop:
             break
     embedding = [rt.submit(q, operator.itemgetter(0), state[q]) for q in range(B)]
-    return DistributedBCDResult(embedding, history, times, comm, colors, n_iter,
-                                bool(converged))
+    return SolverResult(embedding=embedding, objective_history=history, time_history=times,
+                        n_iter=n_iter, converged=bool(converged),
+                        interrupted=bool(stop and not converged),
+                        info={"comm_history": comm, "colors": colors})

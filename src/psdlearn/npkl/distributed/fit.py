@@ -101,10 +101,12 @@ def fit_dask(est, X, y, *, n_blocks=None):
     """
     from psdlearn.constraints import as_constraints
     from psdlearn.npkl.estimator import auto_rank
+    from psdlearn.npkl.solvers import NPKL_SOLVERS
 
     if est.graph != "knn":
         raise ValueError("a dask array X is read as feature vectors: use graph='knn'.")
-    if est.solver not in DASK_LOSSES or est.loss not in DASK_LOSSES[est.solver]:
+    spec = NPKL_SOLVERS[est.solver]
+    if not spec.distributed or est.loss not in DASK_LOSSES[est.solver]:
         raise ValueError(f"on a dask array, NPKL runs solver='admm' with the losses "
                          f"{DASK_LOSSES['admm']} and solver='bcd' with {DASK_LOSSES['bcd']}; "
                          f"got solver={est.solver!r}, loss={est.loss!r}.")
@@ -177,9 +179,6 @@ def fit_dask(est, X, y, *, n_blocks=None):
                                          callback=callback)
         slab_E = res.embedding
         colors = None
-        est.primal_residual_history_ = list(res.primal_residual_history)
-        est.dual_residual_history_ = list(res.dual_residual_history)
-        est.rho_history_ = list(res.rho_history)
     else:
         from .bcd import solve_bcd_distributed
 
@@ -216,6 +215,9 @@ def fit_dask(est, X, y, *, n_blocks=None):
         fut = rt.submit(None, _assemble, hi - lo, rank, *parts)
         pieces.append(da.from_delayed(fut, shape=(hi - lo, rank), dtype=np.float64))
     est.embedding_ = da.concatenate(pieces, axis=0)
+    for key in spec.attributes:  # the ones the distributed solver returns (ADMM histories)
+        if key in res.info:
+            setattr(est, key + "_", list(res.info[key]))
     est.objective_history_ = list(res.objective_history)
     est.time_history_ = list(res.time_history)
     est.comm_history_ = list(res.comm_history)
@@ -239,7 +241,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     if not res.converged:
         warnings.warn(f"NPKL(solver={est.solver!r}) on dask stopped at "
                       f"max_iter={est.max_iter} before its stopping test held; increase "
-                      "max_iter or tol.", ConvergenceWarning, stacklevel=3)
+                      "max_iter or tol.", ConvergenceWarning, stacklevel=4)
     return est
 
 
@@ -260,7 +262,7 @@ def _dask_gamma(est):
     warnings.warn(f"gamma='auto' of the {est.loss} loss needs gamma_0 of the whole graph, "
                   "which a fit on a dask array does not compute: gamma = 1 is used; pass a "
                   "float gamma.",
-                  UserWarning, stacklevel=3)
+                  UserWarning, stacklevel=4)
     return 1.0
 
 def _transform_part(index, E, X, k):
