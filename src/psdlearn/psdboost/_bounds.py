@@ -20,12 +20,14 @@ duals) are certified through :func:`project_capped_simplex` and :func:`primal_va
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
 from psdlearn._linalg import psd_factor
 
-__all__ = ["margin_scale", "primal_value", "project_capped_simplex", "trace_one_factor"]
+__all__ = ["margin_scale", "primal_value", "project_capped_simplex", "stop_status",
+           "trace_one_factor"]
 
 
 def margin_scale(nj, nk, n_features):
@@ -47,6 +49,31 @@ def margin_scale(nj, nk, n_features):
     """
     scale = float(np.mean(nj + nk)) / n_features
     return scale if scale > 0 else 1.0
+
+
+def stop_status(converged, stopped, deadline):
+    """Why a solver of problem (3) ends after an iteration, or None to go on.
+
+    Parameters
+    ----------
+    converged : bool
+        Its stopping test held (this wins over the two others).
+    stopped : bool
+        Its callback returned ``True``.
+    deadline : float or None
+        ``time.perf_counter()`` value of its ``max_time``.
+
+    Returns
+    -------
+    {"optimal", "interrupted", "max_time"} or None
+    """
+    if converged:
+        return "optimal"
+    if stopped:
+        return "interrupted"
+    if deadline is not None and time.perf_counter() > deadline:
+        return "max_time"
+    return None
 
 
 def primal_value(margins, C):

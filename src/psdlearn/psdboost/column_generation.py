@@ -37,6 +37,7 @@ from sklearn.utils import check_random_state
 
 from psdlearn._linalg import psd_factor
 from psdlearn._solver import SolverResult
+from psdlearn.psdboost._bounds import stop_status
 from psdlearn.psdboost._master import RestrictedMaster
 from psdlearn.psdboost._pricing import TripletOperator, eigen_method
 
@@ -56,11 +57,9 @@ def solve_column_generation(X, triplets, C, *, tol=1e-5, max_iter=1000, n_column
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, D)
-    triplets : ndarray of shape (t, 3)
-        Valid rows ``(i, j, k)`` meaning ``d(i, j) < d(i, k)``.
-    C : float
-        Slack price, ``C t >= 1``.
+    X, triplets, C : ndarray (n_samples, D), ndarray (t, 3), float
+        The data, the valid triplet rows ``(i, j, k)`` (``d(i, j) < d(i, k)``) and the
+        slack price, ``C t >= 1``: as in :func:`psdlearn.psdboost.ipm.solve_ipm`.
     tol : float, default=1e-5
         Stop when ``lambda_max(H) <= pi + eps`` with ``eps = tol * s``, ``s`` the margin
         scale (:func:`psdlearn.psdboost._bounds.margin_scale`).
@@ -116,6 +115,7 @@ def solve_column_generation(X, triplets, C, *, tol=1e-5, max_iter=1000, n_column
         last complete master solve with ``interrupted=True``.
     """
     start = time.perf_counter()
+    deadline = None if max_time is None else start + max_time
     triplets = np.asarray(triplets, dtype=np.int64)
     op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
     t, D = op.n_triplets, op.n_features
@@ -172,14 +172,10 @@ def solve_column_generation(X, triplets, C, *, tol=1e-5, max_iter=1000, n_column
                 new, coef = vecs[:, :1], coef[:, :1]
             times.append(time.perf_counter() - start)
             upper_history.append(best)
-            stop = callback is not None and callback(len(history), pi, best, len(bases))
-            if status == "optimal":
-                break
-            if stop:
-                status = "interrupted"
-                break
-            if max_time is not None and times[-1] > max_time:
-                status = "max_time"
+            stopped = callback is not None and callback(len(history), pi, best, len(bases))
+            end = stop_status(status == "optimal", stopped, deadline)
+            if end is not None:
+                status = end
                 break
     except KeyboardInterrupt:
         if solved is None:

@@ -44,7 +44,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigvalsh
 
 from psdlearn._solver import SolverResult
-from psdlearn.psdboost._bounds import margin_scale, trace_one_factor
+from psdlearn.psdboost._bounds import margin_scale, stop_status, trace_one_factor
 from psdlearn.psdboost._pricing import TripletOperator
 
 __all__ = ["path_following", "solve_ipm"]
@@ -216,15 +216,11 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
             objective += center @ v - v @ v / (2.0 * u)
             objective -= u / 2.0 * np.sum((w - center) ** 2)
         history.append((time.perf_counter() - start, pi, objective, residual))
-        stop = callback is not None and callback(len(history), pi, objective, residual)
-        if (pi - objective) / max(1.0, abs(pi)) < tol and residual < tol:
-            status = "optimal"
-            break
-        if stop:
-            status = "interrupted"
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = "max_time"
+        stopped = callback is not None and callback(len(history), pi, objective, residual)
+        converged = (pi - objective) / max(1.0, abs(pi)) < tol and residual < tol
+        end = stop_status(converged, stopped, deadline)
+        if end is not None:
+            status = end
             break
         try:
             newton.factorize()

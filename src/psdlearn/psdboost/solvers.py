@@ -12,6 +12,7 @@ Adding a solver: a module with its ``solve_*`` function, an entry function here 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -56,6 +57,18 @@ class TripletProblem:
     eps: float
 
 
+@contextmanager
+def _progress(options, desc, unit, postfix):
+    """A progress bar over the solver's iterations (stderr, ``verbose >= 1``) and the
+    callback that advances it, showing ``postfix(*values)`` of the solver's callback."""
+    with progress_bar(options.verbose, total=options.max_iter, desc=desc, unit=unit) as bar:
+        def report(iteration, *values):
+            bar.update(1)
+            bar.set_postfix(refresh=False, **postfix(*values))
+
+        yield report
+
+
 def _column_generation(problem, start, options):
     """Algorithm 1 with the estimator's ``n_columns``, ``smoothing`` and ``max_bases``."""
     p = options.params
@@ -63,13 +76,8 @@ def _column_generation(problem, start, options):
     if p["max_bases"] is not None and p["max_bases"] <= n_columns:
         raise ValueError(f"max_bases={p['max_bases']} must exceed n_columns={n_columns}: "
                          "an aggregated column and the new bases must fit under the cap.")
-    with progress_bar(options.verbose, total=options.max_iter, desc="PSDBoost",
-                      unit="solve") as bar:
-        def report(iteration, pi, upper, n_bases):
-            bar.update(1)
-            bar.set_postfix(master=f"{pi:.6g}", gap=f"{upper - pi:.3g}", bases=n_bases,
-                            refresh=False)
-
+    with _progress(options, "PSDBoost", "solve", lambda pi, upper, n_bases: {
+            "master": f"{pi:.6g}", "gap": f"{upper - pi:.3g}", "bases": n_bases}) as report:
         return solve_column_generation(
             problem.X, problem.triplets, problem.C, tol=options.tol,
             max_iter=options.max_iter, n_columns=n_columns, smoothing=p["smoothing"],
@@ -82,13 +90,8 @@ def _interior_point(problem, start, options):
     both bounds recomputed from its iterate (:mod:`._bounds`): the value of its metric and
     ``lambda_max(H(w))`` at its ``w`` projected onto the capped simplex."""
     op, C = problem.operator, problem.C
-    with progress_bar(options.verbose, total=options.max_iter,
-                      desc="PSDBoost interior point", unit="step") as bar:
-        def report(iteration, pi, objective, residual):
-            bar.update(1)
-            bar.set_postfix(dual=f"{pi:.6g}", gap=f"{pi - objective:.3g}",
-                            residual=f"{residual:.2g}", refresh=False)
-
+    with _progress(options, "PSDBoost interior point", "step", lambda pi, obj, res: {
+            "dual": f"{pi:.6g}", "gap": f"{pi - obj:.3g}", "residual": f"{res:.2g}"}) as report:
         res = solve_ipm(problem.X, problem.triplets, C, tol=options.tol / 10.0,
                         max_iter=options.max_iter, max_triplets=len(problem.triplets),
                         max_time=options.params["max_time"], callback=report)
@@ -110,13 +113,8 @@ def _interior_point(problem, start, options):
 
 def _subspace(problem, start, options):
     """``solve_subspace`` at the estimator's ``tol``; its bounds are certified already."""
-    with progress_bar(options.verbose, total=options.max_iter, desc="PSDBoost subspace",
-                      unit="master") as bar:
-        def report(iteration, lower, upper, k):
-            bar.update(1)
-            bar.set_postfix(lower=f"{lower:.6g}", gap=f"{upper - lower:.3g}", k=k,
-                            refresh=False)
-
+    with _progress(options, "PSDBoost subspace", "master", lambda lower, upper, k: {
+            "lower": f"{lower:.6g}", "gap": f"{upper - lower:.3g}", "k": k}) as report:
         res = solve_subspace(problem.X, problem.triplets, problem.C, tol=options.tol,
                              max_iter=options.max_iter, max_time=options.params["max_time"],
                              eigen_solver=options.params["eigen_solver"],

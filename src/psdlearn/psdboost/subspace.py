@@ -64,7 +64,12 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from psdlearn._solver import SolverResult
-from psdlearn.psdboost._bounds import primal_value, project_capped_simplex, trace_one_factor
+from psdlearn.psdboost._bounds import (
+    primal_value,
+    project_capped_simplex,
+    stop_status,
+    trace_one_factor,
+)
 from psdlearn.psdboost._pricing import TripletOperator, eigen_method
 from psdlearn.psdboost.ipm import path_following
 
@@ -199,15 +204,10 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         history_lo.append(lower)
         history_up.append(upper)
         times.append(time.perf_counter() - start)
-        stop = callback is not None and callback(len(times), lower, upper, k)
-        if upper - lower <= eps:
-            status = "optimal"
-            break
-        if stop:
-            status = "interrupted"
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = "max_time"
+        stopped = callback is not None and callback(len(times), lower, upper, k)
+        end = stop_status(upper - lower <= eps, stopped, deadline)
+        if end is not None:
+            status = end
             break
         # Masters need only be as accurate as the outer gap is small.
         master_tol = float(np.clip(0.05 * (upper - lower) / scale, 1e-8, 1e-3))
