@@ -15,6 +15,10 @@ duality, ``min_{w in W} sum_r w_r m_r``. Hence any ``X in S`` gives the lower bo
 smallest margins) and any ``w in W`` the upper bound ``lambda_max(H(w))``. Solvers whose
 iterates only approximately satisfy these sets (an interior-point iterate, a master's
 duals) are certified through :func:`project_capped_simplex` and :func:`primal_value`.
+
+Around them, what every solver shares: the margin scale ``s`` of its stopping threshold
+``eps = tol * s`` (:func:`margin_scale`), the reason it stops (:func:`stop_status`) and the
+trace-one factor of its metric (:func:`trace_one_factor`).
 """
 
 from __future__ import annotations
