@@ -74,8 +74,9 @@ def test_dual_bound_never_below_optimum_and_scale_invariance():
 
 def test_unbounded_c_and_iteration_cap():
     X, T = _problem()
+    # The solver trusts C; the estimator refuses a C for which (3) is unbounded.
     with pytest.raises(ValueError, match="unbounded"):
-        solve_ipm(X, T, 0.5 / len(T))
+        pl.PSDBoost(C=0.5 / len(T), solver="interior-point").fit_triplets(X, T)
     res = solve_ipm(X, T, 0.1, max_iter=3)
     assert res.status == "max_iter" and res.n_iter == 3
     with pytest.raises(ValueError, match="max_triplets"):

@@ -11,8 +11,10 @@ from test_psdboost import _dense_A, _margins
 from test_psdboost import _problem as _with_duplicates
 
 import psdlearn as pl
+from psdlearn._solver import SolverResult
 from psdlearn.psdboost import estimator, subspace
 from psdlearn.psdboost._bounds import primal_value, project_capped_simplex
+from psdlearn.psdboost.column_generation import solve_column_generation
 from psdlearn.psdboost.ipm import _LowRankNewtonSystem, solve_ipm
 
 
@@ -114,6 +116,36 @@ def test_bounds_bracket_the_optimum_at_every_stop(solver, stop):
         assert m.n_iter_ == stop["max_iter"]
 
 
+@pytest.mark.parametrize("solve", [solve_column_generation, solve_ipm,
+                                   subspace.solve_subspace])
+def test_a_callback_returning_true_stops_the_solver_at_its_last_iterate(solve):
+    # Stopped by its callback after the second iteration, a solver returns the iterate of
+    # that iteration: the one a run capped where that iterate is final returns (two master
+    # solves; one Newton step, whose successor the callback sees before any step).
+    X, T = _problem(n=60, d=10, t=150, seed=3)
+    C = 1 / 15
+    calls = []
+
+    def stop_at_two(iteration, *values):
+        calls.append(iteration)
+        return iteration == 2
+
+    kwargs = {} if solve is solve_ipm else {"random_state": 0}
+    res = solve(X, T, C, tol=0.0, max_iter=50, callback=stop_at_two, **kwargs)
+    capped = solve(X, T, C, tol=0.0, max_iter=1 if solve is solve_ipm else 2, **kwargs)
+    assert isinstance(res, SolverResult)
+    assert calls == [1, 2] and res.n_iter == 2
+    assert res.interrupted and not res.converged and res.status == "interrupted"
+    assert not capped.interrupted and capped.status == "max_iter"
+    assert np.array_equal(res.metric, capped.metric)
+    assert np.array_equal(res.embedding, capped.embedding)
+    assert res.objective == capped.objective and res.upper_bound == capped.upper_bound
+    assert np.array_equal(res.slacks, capped.slacks) and res.rho == capped.rho
+    # The kept iterate is a trace-one PSD metric, F F^T.
+    assert np.trace(res.metric) == pytest.approx(1.0)
+    assert np.allclose(res.embedding @ res.embedding.T, res.metric, atol=1e-12)
+
+
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_the_same_fitted_attributes_for_every_solver(solver):
     X, T = _problem(seed=1)
@@ -137,6 +169,15 @@ def test_auto_picks_as_documented(monkeypatch):
     assert pl.PSDBoost().fit_triplets(X, T).solver_ == "column-generation"
     for solver in SOLVERS:
         assert pl.PSDBoost(solver=solver).fit_triplets(X, T).solver_ == solver
+
+
+def test_solver_choices_are_the_registry():
+    from psdlearn.psdboost.solvers import SOLVERS as REGISTRY
+
+    assert REGISTRY.names() == tuple(SOLVERS)
+    X, T = _problem(seed=2)
+    with pytest.raises(ValueError, match="'solver' parameter"):
+        pl.PSDBoost(solver="newton").fit_triplets(X, T)
 
 
 @pytest.mark.parametrize("seed,t,C", [(0, 10, 0.25), (1, 37, 0.1), (2, 20, 0.05),

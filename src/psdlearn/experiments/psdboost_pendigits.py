@@ -31,7 +31,7 @@ from psdlearn.experiments.report import write_results
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
 
-__all__ = ["run"]
+__all__ = ["run", "write_run"]
 
 DIGITS = (1, 5, 7, 9)
 N_TRAIN, N_TEST = 80, 500
@@ -160,13 +160,19 @@ def run(out_dir, quick=False, log=print):
         "1.3% is not the solver; the paper's C and draw are unstated (the data scaling "
         "is not a cause: pendigits.scale is the raw data / 100, a uniform factor that "
         "neither the trace-one metric nor 1-NN sees).",
-        "Times are wall-clock; 1-minute load average at the start / end of the run: "
-        f"{load_start:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (above "
-        "about 1, other jobs shared the machine and the times are inflated).",
     ]
-    text = write_results(out_dir, "psdboost_pendigits", list(rows[0].keys()), rows, notes,
-                         title="Shen, Welsh & Wang (2008), section 6: Pendigits 1/5/7/9, "
-                               "1-NN test error",
-                         extra={"per_draw": per_rep})
-    log(text)
+    return write_run(out_dir, "psdboost_pendigits", rows, notes, load_start, log,
+                     title="Shen, Welsh & Wang (2008), section 6: Pendigits 1/5/7/9, 1-NN "
+                           "test error", extra={"per_draw": per_rep})
+
+
+def write_run(out_dir, name, rows, notes, load_start, log, *, title, extra):
+    """Write ``name.{md,json}`` (:func:`~psdlearn.experiments.report.write_results`) with
+    the machine's load as the last note, log the text and return ``rows``."""
+    notes = [*notes,
+             "Times are wall-clock; 1-minute load average at the start / end of the run: "
+             f"{load_start:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (above "
+             "about 1, other jobs shared the machine and the times are inflated)."]
+    log(write_results(out_dir, name, list(rows[0].keys()), rows, notes, title=title,
+                      extra=extra))
     return rows

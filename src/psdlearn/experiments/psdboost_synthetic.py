@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from psdlearn.constraints import triplets_from_labels
 from psdlearn.datasets import make_triplet_synthetic
 from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.report import write_results
+from psdlearn.experiments.psdboost_pendigits import write_run
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
 
@@ -88,13 +88,7 @@ def run(out_dir, quick=False, log=print):
         "PSDBoost() (default solver): solver='auto', the interior-point method at 550 "
         "triplets; its iterations are Newton steps (not plotted: its primal iterates are "
         "infeasible until the end); final Opt(D1) = its certified objective_.",
-        "Times are wall-clock; 1-minute load average at the start / end of the run: "
-        f"{load_start:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (above "
-        "about 1, other jobs shared the machine and the times are inflated).",
     ]
-    text = write_results(out_dir, "psdboost_synthetic", list(rows[0].keys()), rows, notes,
-                         title="Shen, Welsh & Wang (2008), Fig. 1 (left): PSDBoost on 600 "
-                               "points in 24-d",
-                         extra={"histories": histories})
-    log(text)
-    return rows
+    return write_run(out_dir, "psdboost_synthetic", rows, notes, load_start, log,
+                     title="Shen, Welsh & Wang (2008), Fig. 1 (left): PSDBoost on 600 points "
+                           "in 24-d", extra={"histories": histories})

@@ -15,16 +15,69 @@ duality, ``min_{w in W} sum_r w_r m_r``. Hence any ``X in S`` gives the lower bo
 smallest margins) and any ``w in W`` the upper bound ``lambda_max(H(w))``. Solvers whose
 iterates only approximately satisfy these sets (an interior-point iterate, a master's
 duals) are certified through :func:`project_capped_simplex` and :func:`primal_value`.
+
+Around them, what every solver shares: the margin scale ``s`` of its stopping threshold
+``eps = tol * s`` (:func:`margin_scale`), the reason it stops (:func:`stop_status`) and the
+trace-one factor of its metric (:func:`trace_one_factor`).
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
-from scipy.linalg import eigh
 
-__all__ = ["factor_psd", "primal_value", "project_capped_simplex"]
+from psdlearn._linalg import psd_factor
+
+__all__ = ["margin_scale", "primal_value", "project_capped_simplex", "stop_status",
+           "trace_one_factor"]
+
+
+def margin_scale(nj, nk, n_features):
+    """The scale ``s = mean_r (||d_j||^2 + ||d_k||^2) / D`` of the margins (1 if zero).
+
+    It bounds the mean ``|<A_r, X>|`` at the isotropic metric ``X = I / D``; every solver
+    stops at the absolute gap ``eps = tol * s``, so that ``tol`` is free of the data's
+    scale.
+
+    Parameters
+    ----------
+    nj, nk : ndarray of shape (t,)
+        ``||a_i - a_j||^2`` and ``||a_i - a_k||^2`` per triplet.
+    n_features : int
+
+    Returns
+    -------
+    float
+    """
+    scale = float(np.mean(nj + nk)) / n_features
+    return scale if scale > 0 else 1.0
+
+
+def stop_status(converged, stopped, deadline):
+    """Why a solver of problem (3) ends after an iteration, or None to go on.
+
+    Parameters
+    ----------
+    converged : bool
+        Its stopping test held (this wins over the two others).
+    stopped : bool
+        Its callback returned ``True``.
+    deadline : float or None
+        ``time.perf_counter()`` value of its ``max_time``.
+
+    Returns
+    -------
+    {"optimal", "interrupted", "max_time"} or None
+    """
+    if converged:
+        return "optimal"
+    if stopped:
+        return "interrupted"
+    if deadline is not None and time.perf_counter() > deadline:
+        return "max_time"
+    return None
 
 
 def primal_value(margins, C):
@@ -89,20 +142,23 @@ def project_capped_simplex(v, C):
     return w
 
 
-def factor_psd(metric):
-    """Symmetrize, clip to PSD, scale to trace one; return it and ``L`` with ``L^T L`` it.
+def trace_one_factor(S):
+    """``F`` with ``F F^T`` the PSD part of ``(S + S^T) / 2`` scaled to trace one.
+
+    Eigenvalues at most ``D eps lambda_max`` (rounding) are dropped
+    (:func:`psdlearn._linalg.psd_factor`); the metric is then ``F F^T`` itself.
+
+    Parameters
+    ----------
+    S : ndarray of shape (D, D)
 
     Returns
     -------
     metric : ndarray of shape (D, D)
-    components : ndarray of shape (rank, D)
-        Rows ``sqrt(lambda_i) v_i^T`` for the eigenvalues above ``D eps lambda_max``,
-        largest first.
+        ``F F^T``: symmetric PSD, trace one.
+    factor : ndarray of shape (D, rank)
+        Columns ``sqrt(lambda_i) v_i``, largest first.
     """
-    vals, vecs = eigh((metric + metric.T) / 2.0)
-    vals = np.clip(vals, 0.0, None)
-    vals /= vals.sum()
-    keep = vals > vals[-1] * len(vals) * np.finfo(float).eps
-    metric = (vecs * vals) @ vecs.T
-    components = (vecs[:, keep] * np.sqrt(vals[keep])).T[::-1]
-    return (metric + metric.T) / 2.0, components
+    F = psd_factor(S, rtol=len(S) * np.finfo(float).eps)
+    F /= np.sqrt(np.sum(F**2))
+    return F @ F.T, F

@@ -29,13 +29,23 @@ import scipy.sparse as sp
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-__all__ = ["TripletOperator"]
+from psdlearn.psdboost._bounds import margin_scale
+
+__all__ = ["DENSE_MAX_FEATURES", "TripletOperator", "eigen_method"]
 
 #: ``eigen_solver="auto"`` forms ``H`` and calls dense ``eigh`` up to this dimension
 #: (a dense ``D x D`` product and ``eigh`` beat Lanczos' restarts there), Lanczos above.
 DENSE_MAX_FEATURES = 64
 #: Rows per block when the triplet differences are formed for their norms.
 _CHUNK = 4096
+
+
+def eigen_method(eigen_solver, n_features):
+    """``eigen_solver`` with ``"auto"`` resolved: ``"dense"`` up to
+    ``DENSE_MAX_FEATURES`` features, ``"lanczos"`` above."""
+    if eigen_solver == "auto":
+        return "dense" if n_features <= DENSE_MAX_FEATURES else "lanczos"
+    return eigen_solver
 
 
 class TripletOperator:
@@ -82,6 +92,11 @@ class TripletOperator:
             nk[sl] = np.einsum("ij,ij->i", dk, dk)
             jk[sl] = np.einsum("ij,ij->i", dj, dk)
         return nj, nk, jk
+
+    def margin_scale(self):
+        """:func:`~psdlearn.psdboost._bounds.margin_scale` of this triplet set."""
+        nj, nk, _ = self.difference_stats()
+        return margin_scale(nj, nk, self.n_features)
 
     def margins(self, factor):
         """``<A_r, F^T F>`` for every triplet, for a factor ``F`` of shape (m, D).

@@ -11,22 +11,25 @@ Problem (3) of Shen, Welsh & Wang (NIPS 2008), for triplets ``r = (i, j, k)`` me
 
 Trace-one PSD matrices are the convex hull of the rank-one ``u u^T`` with ``||u|| = 1``
 (Theorem 3.4), so ``X = sum_i theta_i u_i u_i^T`` turns (3) into an LP over ``theta``
-with infinitely many columns. Algorithm 1 solves it by column generation: the restricted
-master LP (P1)/(D1) over the bases generated so far (HiGHS, :mod:`._master`) gives dual
-weights ``w`` and value ``pi``; the most violated dual constraint is the top eigenpair of
-``H = sum_r w_r A_r`` (problem B1, :mod:`._pricing`); stop when
-``lambda_max(H) <= pi + eps``. The master holds only the triplet rows that a current
-``X`` violates (row generation); its value is that of (P1) over all triplets.
+with infinitely many columns. Algorithm 1 solves it by column generation
+(:mod:`.column_generation`): the restricted master LP (P1)/(D1) over the bases generated
+so far (HiGHS, :mod:`._master`) gives dual weights ``w`` and value ``pi``; the most
+violated dual constraint is the top eigenpair of ``H = sum_r w_r A_r`` (problem B1,
+:mod:`._pricing`); stop when ``lambda_max(H) <= pi + eps``. The master holds only the
+triplet rows that a current ``X`` violates (row generation); its value is that of (P1)
+over all triplets.
 
 Why the gap is a certificate: ``pi`` is the value of a feasible point of (3) (the
 restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`` is
 ``lambda_max(H(w))``; so the optimum of (3) lies in ``[pi, lambda_max(H)]``.
 
-Three solvers of the same problem (``solver=``), each returning a certified pair
-``objective_ <= optimum <= upper_bound_``: this column generation (Algorithm 1), the
-primal-dual interior-point method of :mod:`.ipm` (``O(t^2)`` memory, ``O(t^3)`` per
-iteration: small ``t``) and the subspace method of :mod:`.subspace` (an SDP master over a
-low-dimensional range, ``O(t D + D^2)`` memory).
+Three solvers of the same problem (``solver=``, the registry :data:`.solvers.SOLVERS`),
+each giving a certified pair ``objective_ <= optimum <= upper_bound_``: this column
+generation (Algorithm 1), the primal-dual interior-point method of :mod:`.ipm`
+(``O(t^2)`` memory, ``O(t^3)`` per iteration: small ``t``) and the subspace method of
+:mod:`.subspace` (an SDP master over a low-dimensional range, ``O(t D + D^2)`` memory).
+The estimator validates the parameters, derives the triplets and ``C``, dispatches
+through the registry and copies the solver's result to its fitted attributes.
 
 References: Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear
 programming for positive semidefinite matrices learning. NIPS.
@@ -39,13 +42,14 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._progress import warn_interrupted
+from psdlearn._solver import SolveOptions
 from psdlearn.constraints import (
     Triplets,
     check_side_info,
@@ -53,11 +57,9 @@ from psdlearn.constraints import (
     triplets_from_constraints,
     triplets_from_labels,
 )
-from psdlearn.psdboost._bounds import factor_psd, primal_value, project_capped_simplex
-from psdlearn.psdboost._master import RestrictedMaster
-from psdlearn.psdboost._pricing import DENSE_MAX_FEATURES, TripletOperator
-from psdlearn.psdboost.ipm import solve_ipm
-from psdlearn.psdboost.subspace import solve_subspace
+from psdlearn.psdboost._bounds import margin_scale
+from psdlearn.psdboost._pricing import TripletOperator
+from psdlearn.psdboost.solvers import SOLVERS, TripletProblem
 
 __all__ = ["PSDBoost"]
 
@@ -70,9 +72,6 @@ LPBOOST_NU = 0.1
 #: ``solver="auto"`` runs the interior-point method up to this many triplets and the
 #: column generation above (``benchmarks/results/psdboost_solvers.md``).
 AUTO_IPM_MAX_TRIPLETS = 5000
-#: Pricing attempts per master solve before the top eigenvector is added regardless (the
-#: smoothed point's gap shrinks by the factor ``smoothing`` at each mispricing).
-MAX_MISPRICINGS = 50
 
 
 class PSDBoost(TransformerMixin, BaseEstimator):
@@ -131,7 +130,9 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         ever weighted and ``H`` at the smoothed point costs as little as at ``w``). If none
         of its eigenvectors improves the master (a mispricing), ``lambda_max`` at that
         point is at most ``alpha lambda_max(H(c)) + (1 - alpha) pi``, so the center's gap
-        shrinks by ``alpha`` and pricing is repeated. ``0`` is Algorithm 1 (``w``
+        shrinks by ``alpha`` and pricing is repeated (at most
+        ``column_generation.MAX_MISPRICINGS`` = 50 times, then the top eigenvector is
+        added regardless). ``0`` is Algorithm 1 (``w``
         itself). The stopping test uses the best bound ``UB = min lambda_max`` (uniform
         start included), a valid certificate since every priced point is dual feasible.
     max_bases : int or None, default=None
@@ -141,7 +142,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         by its leading eigenvectors (rank-one columns) plus one aggregated trace-one
         column for its tail. The current solution stays feasible, so the master value
         still never decreases. ``None``: no cap (Algorithm 1 as written). Must exceed
-        ``n_columns``.
+        ``min(n_columns, n_features)`` (checked when column generation runs).
     n_neighbors : int, default=3
         Triplets per labelled point that :meth:`fit` derives from labels: ``(i, j, k)``
         for each of the ``n_neighbors`` nearest same-class neighbours ``j`` of ``i`` (the
@@ -165,8 +166,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         ``upper_bound_ - objective_ <= eps_`` and sets the same attributes (a few, marked
         below, belong to column generation only).
 
-        - ``"column-generation"``: Algorithm 1 with the refinements above (``n_columns``,
-          ``smoothing``, ``max_bases``); ``max_iter`` counts master LP solves.
+        - ``"column-generation"``:
+          :func:`psdlearn.psdboost.column_generation.solve_column_generation`, Algorithm 1
+          with the refinements above (``n_columns``, ``smoothing``, ``max_bases``);
+          ``max_iter`` counts master LP solves.
         - ``"interior-point"``: :func:`psdlearn.psdboost.ipm.solve_ipm`, a primal-dual
           path-following method on the whole problem, run to a relative gap ``tol / 10``;
           ``O(t^2)`` memory and ``O(t^3 + t^2 D + D^3)`` time per Newton step
@@ -294,6 +297,8 @@ class PSDBoost(TransformerMixin, BaseEstimator):
 
     See Also
     --------
+    psdlearn.psdboost.column_generation.solve_column_generation : Algorithm 1 with its
+        refinements (``solver="column-generation"``).
     psdlearn.psdboost.ipm.solve_ipm : Problem (3) by a primal-dual interior-point method
         (``solver="interior-point"``). At ``D = 64`` with 1000 triplets it converges in
         1.5 s; column generation is still 3e-4 short of the optimum after 400 master
@@ -305,11 +310,12 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     -----
     Against the baseline it extends, 3-NN in the Euclidean metric, with the defaults and
     the triplets of the training labels (``benchmarks/results/defaults_psdboost.md``, 5
-    splits): PSDBoost is within one point or better on 9 of 11 sets (iris, wine, breast
-    cancer, digits on 20 principal components, Pendigits 1/5/7/9, sonar, soybean, segment
-    and the synthetic set of the paper's Fig. 1, +4.0), against 7 with the former
-    defaults (``n_neighbors=1``, ``nu = 0.1``: Pendigits -1.3 and sonar -1.9). It stays
-    below on two sets where classes overlap:
+    splits), the target is 3-NN in the learned metric at most one point below the
+    baseline. PSDBoost meets it on 9 of 11 sets (iris, wine, breast cancer, digits on 20
+    principal components, Pendigits 1/5/7/9, sonar, soybean, segment and the synthetic
+    set of the paper's Fig. 1, +4.0), against 7 with the former defaults
+    (``n_neighbors=1``, ``nu = 0.1``: Pendigits -1.3 and sonar -1.9). It stays below on
+    two sets where classes overlap:
 
     - glass (-17.2 points; the former defaults -9.9): the method loses. No ``nu`` in
       {0.03, 0.1, 0.3} with 1 to 3 neighbours per point comes within one point (best
@@ -360,7 +366,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_triplets": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "eigen_solver": [StrOptions({"auto", "dense", "lanczos"})],
-        "solver": [StrOptions({"auto", "column-generation", "interior-point", "subspace"})],
+        "solver": [StrOptions({"auto", *SOLVERS.names()})],
         "max_time": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -493,7 +499,6 @@ class PSDBoost(TransformerMixin, BaseEstimator):
 
     def _fit(self, X, triplets, rng):
         t = len(triplets)
-        D = X.shape[1]
         C = self._resolve_C(t)
         op = TripletOperator(X, triplets)
         nj, nk, jk = op.difference_stats()
@@ -505,238 +510,40 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 "a shorter multiple of a_i - a_k): the triplets do not constrain the "
                 "metric, and PSDBoost only maximizes the smallest margin.",
                 UserWarning, stacklevel=4)
-        # Mean |<A_r, X>| at the isotropic metric X = I / D bounds the margin scale.
-        scale = float(np.mean(nj + nk)) / D
-        eps = self.tol * (scale if scale > 0 else 1.0)
-        method = self.eigen_solver
-        if method == "auto":
-            method = "dense" if D <= DENSE_MAX_FEATURES else "lanczos"
         self.solver_ = self._select_solver(t)
-        self.C_, self.eps_ = C, eps
+        self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
         self.triplets_ = triplets
-        if self.solver_ == "column-generation":
-            self._fit_column_generation(op, C, eps, method, rng)
-        elif self.solver_ == "interior-point":
-            self._fit_interior_point(X, triplets, op, C, eps, method, rng)
-        else:
-            self._fit_subspace(X, triplets, C, method, rng)
+        spec = SOLVERS[self.solver_]
+        problem = TripletProblem(X, triplets, C, op, self.eps_)
+        options = SolveOptions(max_iter=self.max_iter, tol=self.tol, random_state=rng,
+                               verbose=self.verbose, params=self.get_params(deep=False))
+        res = spec.solve(problem, None, options)
+        self.components_ = res.embedding.T
+        self.rank_ = self.components_.shape[0]
+        for name in spec.attributes:
+            setattr(self, f"{name}_", res.info[name])
+        self.objective_ = float(self.rho_ - C * self.slacks_.sum())
+        self.upper_bound_ = float(self.upper_bound_)
+        self.objective_history_ = list(res.objective_history)
+        self.time_history_ = list(res.time_history)
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        if res.interrupted:
+            warn_interrupted("PSDBoost", res.n_iter, unit=spec.unit, stacklevel=5)
+        elif not res.converged:
+            stop = (f"max_time={self.max_time} s" if res.status == "max_time"
+                    else f"max_iter={self.max_iter}")
+            warnings.warn(
+                f"PSDBoost ({self.solver_}) stopped at {stop} before {spec.stop_rule}, with "
+                f"a certified gap upper_bound_ - objective_ = "
+                f"{self.upper_bound_ - self.objective_:.3g} > eps = {self.eps_:.3g}: "
+                f"{spec.hint}.", ConvergenceWarning, stacklevel=4)
         return self
 
     def _select_solver(self, t):
         if self.solver != "auto":
             return self.solver
         return "interior-point" if t <= AUTO_IPM_MAX_TRIPLETS else "column-generation"
-
-    def _fit_interior_point(self, X, triplets, op, C, eps, method, rng):
-        """``solve_ipm`` (a tenth of ``tol``, so that the certified gap meets ``eps``),
-        then both bounds recomputed from its iterate: :mod:`._bounds`."""
-        t = len(triplets)
-        with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost interior point",
-                          unit="step") as bar:
-            def report(iteration, pi, objective, residual):
-                bar.update(1)
-                bar.set_postfix(dual=f"{pi:.6g}", gap=f"{pi - objective:.3g}",
-                                residual=f"{residual:.2g}", refresh=False)
-
-            res = solve_ipm(X, triplets, C, tol=self.tol / 10.0, max_iter=self.max_iter,
-                            max_triplets=t, max_time=self.max_time, callback=report)
-        metric, L = factor_psd(res.metric)
-        objective, rho, xi = primal_value(op.margins(L), C)
-        w = project_capped_simplex(res.dual_weights, C)
-        vals, _, n_matvec = op.top_eigenpairs(w, 1, method, v0=rng.standard_normal(len(L.T)))
-        self._set_common(metric, L, objective, float(vals[0]), rho, xi, w,
-                         [h[2] for h in res.history], [h[1] for h in res.history],
-                         [h[0] for h in res.history], res.status == "max_time")
-        self.n_matvec_ = n_matvec
-
-    def _fit_subspace(self, X, triplets, C, method, rng):
-        with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost subspace",
-                          unit="master") as bar:
-            def report(iteration, lower, upper, k):
-                bar.update(1)
-                bar.set_postfix(lower=f"{lower:.6g}", gap=f"{upper - lower:.3g}", k=k,
-                                refresh=False)
-
-            res = solve_subspace(X, triplets, C, tol=self.tol, max_iter=self.max_iter,
-                                 max_time=self.max_time, eigen_solver=method,
-                                 random_state=rng, callback=report)
-        self._set_common(res.metric, res.components, res.objective, res.upper_bound,
-                         res.rho, res.slacks, res.dual_weights, res.objective_history,
-                         res.upper_bound_history, res.time_history, res.status == "max_time")
-        self.n_matvec_ = res.n_matvec
-        self.subspace_dim_history_ = res.dim_history
-
-    def _set_common(self, metric, L, objective, upper, rho, xi, w, lower_history,
-                    upper_history, times, timed_out):
-        """The fitted attributes every solver sets, and its warning if not converged."""
-        self.metric_, self.components_, self.rank_ = metric, L, L.shape[0]
-        self.objective_, self.upper_bound_ = float(objective), float(upper)
-        self.rho_, self.slacks_, self.dual_weights_ = rho, xi, w
-        self.objective_history_ = lower_history
-        self.upper_bound_history_ = upper_history
-        self.time_history_ = times
-        self.n_iter_ = len(times)
-        self.converged_ = self.upper_bound_ - self.objective_ <= self.eps_
-        if not self.converged_:
-            gap = self.upper_bound_ - self.objective_
-            stop = (f"max_time={self.max_time} s" if timed_out
-                    else f"max_iter={self.max_iter}")
-            warnings.warn(
-                f"PSDBoost ({self.solver_}) stopped at {stop} with a certified gap "
-                f"upper_bound_ - objective_ = {gap:.3g} > eps = {self.eps_:.3g}.",
-                ConvergenceWarning, stacklevel=6)
-
-    def _fit_column_generation(self, op, C, eps, method, rng):
-        """Algorithm 1 of Shen et al. (2008) with the refinements of the class docstring."""
-        t, D = op.n_triplets, op.n_features
-        k = min(self.n_columns, D)
-        if self.max_bases is not None and self.max_bases <= k:
-            raise ValueError(f"max_bases={self.max_bases} must exceed n_columns={k}: an "
-                             "aggregated column and the new bases must fit under the cap.")
-        start = time.perf_counter()
-        master = RestrictedMaster(t, C)
-        # The uniform start weights bound the optimum but do not become the stability
-        # center: the center's support (triplets with w_r > 0) decides the cost of H(w).
-        best_w = np.full(t, 1.0 / t)
-        vals, vecs, n_matvec = op.top_eigenpairs(best_w, 1, method, v0=rng.standard_normal(D))
-        best, lambdas = vals[0], [vals[0]]
-        center, center_value = None, np.inf
-        new, coef = vecs, op.column_coefficients(vecs)
-        bases, history, times, upper_history = [], [], [], []
-        theta = np.empty(0)
-        n_aggregations = n_mispricings = n_bases = 0
-        # The last complete master solve: what a Ctrl-C leaves in the estimator.
-        solved = None
-        converged = interrupted = timed_out = False
-        with progress_bar(self.verbose, total=self.max_iter, desc="PSDBoost",
-                          unit="solve") as bar:
-            try:
-                for _ in range(self.max_iter):
-                    if (self.max_bases is not None
-                            and len(bases) + new.shape[1] > self.max_bases):
-                        bases = self._aggregate(master, op, bases, theta, new.shape[1])
-                        n_aggregations += 1
-                    master.add_columns(coef)
-                    n_bases += coef.shape[1]
-                    bases = [*bases, *(u[None, :] for u in new.T)]
-                    pi, w, theta, rho, xi, _ = master.solve()
-                    solved = (bases, theta, w, rho, xi, n_bases, len(master.rows))
-                    history.append(pi)
-                    for _ in range(MAX_MISPRICINGS):
-                        # Wentges smoothing: price at a point between the stability center
-                        # and the master's duals; columns must still improve the master
-                        # at ``w``.
-                        priced = w if center is None else (
-                            self.smoothing * center + (1.0 - self.smoothing) * w)
-                        vals, vecs, count = op.top_eigenpairs(priced, k, method,
-                                                              v0=vecs[:, 0])
-                        n_matvec += count
-                        lambdas.append(vals[0])
-                        if vals[0] < center_value:
-                            center, center_value = priced, vals[0]
-                        if vals[0] < best:
-                            best, best_w = vals[0], priced
-                        if best <= pi + eps:
-                            converged = True
-                            break
-                        coef = op.column_coefficients(vecs)
-                        improving = w @ coef > pi
-                        if improving.any():
-                            new, coef = vecs[:, improving], coef[:, improving]
-                            break
-                        n_mispricings += 1
-                    else:
-                        new, coef = vecs[:, :1], coef[:, :1]
-                    times.append(time.perf_counter() - start)
-                    upper_history.append(best)
-                    bar.update(1)
-                    bar.set_postfix(master=f"{pi:.6g}", gap=f"{best - pi:.3g}",
-                                    bases=len(bases), refresh=False)
-                    if converged:
-                        break
-                    if self.max_time is not None and times[-1] > self.max_time:
-                        timed_out = True
-                        break
-            except KeyboardInterrupt:
-                if solved is None:
-                    raise
-                interrupted = True
-        bases, theta, w, rho, xi, n_bases, n_rows = solved
-        if interrupted:
-            # The pricing of the last solve may not have finished: stamp it now.
-            times = times[:len(history)]
-            times += [time.perf_counter() - start] * (len(history) - len(times))
-            upper_history = upper_history[:len(history)]
-            upper_history += [best] * (len(history) - len(upper_history))
-            warn_interrupted("PSDBoost", len(history), unit="master solves", stacklevel=6)
-        elif not converged:
-            stop = f"max_time={self.max_time} s" if timed_out else f"max_iter={self.max_iter}"
-            warnings.warn(
-                f"PSDBoost (column-generation) stopped at {stop} with a certified gap "
-                f"lambda_max(H) - pi = {best - pi:.3g} > eps = {eps:.3g}.",
-                ConvergenceWarning, stacklevel=5)
-        self._set_solution(bases, theta, D)
-        self.dual_weights_, self.rho_, self.slacks_ = w, rho, xi
-        self.objective_ = float(rho - C * xi.sum())
-        self.upper_bound_, self.best_dual_weights_ = float(best), best_w
-        self.objective_history_ = history
-        self.lambda_max_history_ = lambdas
-        self.time_history_ = times
-        self.upper_bound_history_ = upper_history
-        self.n_iter_ = len(history)
-        self.converged_ = converged
-        self.n_master_rows_ = n_rows
-        self.n_bases_ = n_bases
-        self.n_aggregations_, self.n_mispricings_, self.n_matvec_ = (
-            n_aggregations, n_mispricings, n_matvec)
-
-    def _aggregate(self, master, op, bases, theta, n_new):
-        """Bundle aggregation: compress the master's columns to make room for ``n_new``.
-
-        Columns with ``theta = 0`` and a non-binding dual constraint are dropped. If the
-        rest still do not fit, they are replaced by the eigen-decomposition of the current
-        ``X = sum theta_i Z_i``: its leading eigenvectors ``v v^T`` as rank-one columns
-        and the remaining tail as one aggregated trace-one column. ``X`` stays a feasible
-        combination, so the master value cannot drop. Returns the new list of column factors.
-        """
-        unused = master.slack_columns()
-        if len(unused):
-            master.delete_columns(unused)
-            keep = np.ones(len(bases), dtype=bool)
-            keep[unused] = False
-            bases = [b for b, k in zip(bases, keep, strict=True) if k]
-            theta = theta[keep]
-        if len(bases) + n_new <= self.max_bases:
-            return bases
-        F = np.vstack([np.sqrt(th) * b for th, b in zip(theta, bases, strict=True) if th > 0])
-        _, s, Vt = np.linalg.svd(F, full_matrices=False)
-        s, Vt = s[s > s[0] * 1e-12], Vt[s > s[0] * 1e-12]
-        n_keep = self.max_bases - n_new - 1
-        columns = list(Vt[:n_keep, None, :])
-        if len(s) > n_keep:
-            tail = s[n_keep:, None] * Vt[n_keep:]
-            columns.append(tail / np.linalg.norm(tail))
-        master.delete_columns(np.arange(len(bases)))
-        master.add_columns(np.column_stack([op.margins(c) for c in columns]))
-        return columns
-
-    def _set_solution(self, bases, theta, D):
-        rows = [np.sqrt(th) * b for th, b in zip(theta, bases, strict=True) if th > 0]
-        L = np.vstack(rows)
-        metric = L.T @ L
-        metric = (metric + metric.T) / 2.0
-        trace = float(np.trace(metric))
-        metric /= trace
-        L /= np.sqrt(trace)
-        if L.shape[0] > D:
-            vals, vecs = np.linalg.eigh(metric)
-            pos = vals > vals[-1] * D * np.finfo(float).eps
-            L = (vecs[:, pos] * np.sqrt(vals[pos])).T[::-1]
-        self.metric_ = metric
-        self.components_ = L
-        self.rank_ = L.shape[0]
-        self.theta_ = theta
-        self.bases_ = bases
 
     # ------------------------------------------------------------------ use
     def transform(self, X):

@@ -39,15 +39,15 @@ asks for a relative duality gap and primal residual below ``tol``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigvalsh
 
+from psdlearn._solver import SolverResult
+from psdlearn.psdboost._bounds import margin_scale, stop_status, trace_one_factor
 from psdlearn.psdboost._pricing import TripletOperator
-from psdlearn.psdboost.sdp import SDPResult
 
-__all__ = ["IPMResult", "solve_ipm"]
+__all__ = ["path_following", "solve_ipm"]
 
 #: Fraction of the distance to the boundary of the cones taken by a step.
 _STEP_FRACTION = 0.95
@@ -57,25 +57,6 @@ _BLOCK = 2048
 _REFINEMENTS = 3
 #: Relative residual above which a low-rank Newton solve is rejected.
 _SOLVE_ACCURACY = 1e-8
-
-
-@dataclass
-class IPMResult(SDPResult):
-    """:class:`~psdlearn.psdboost.sdp.SDPResult` plus the iteration record.
-
-    Attributes
-    ----------
-    upper_bound : float
-        ``pi`` of the last iterate: the dual value of a feasible ``w``, at least the optimum.
-    n_iter : int
-    history : list of tuple
-        ``(seconds, pi, primal objective, primal residual)`` per iteration, before its
-        step; the primal objective is meaningful once the residual is small.
-    """
-
-    upper_bound: float = np.nan
-    n_iter: int = 0
-    history: list = field(default_factory=list)
 
 
 def _max_step_psd(L, dS):
@@ -95,6 +76,9 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
               callback=None):
     """Solve problem (3) of Shen, Welsh & Wang (2008) to a relative duality gap ``tol``.
 
+    The inputs are trusted (:class:`psdlearn.PSDBoost` validates them), except the size
+    guard ``max_triplets``.
+
     Parameters
     ----------
     X : ndarray of shape (n_samples, D)
@@ -102,7 +86,7 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
         Valid rows ``(i, j, k)`` meaning ``d(i, j) < d(i, k)`` (see
         :class:`psdlearn.Triplets`).
     C : float
-        Slack price, ``C t >= 1``.
+        Slack price, ``C t >= 1`` (below, problem (3) is unbounded).
     tol : float, default=1e-8
         Stop when ``(pi - primal objective) / max(1, |pi|)`` and the primal residual (both
         on the problem scaled to unit mean margin scale) are below ``tol``.
@@ -114,18 +98,29 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
         Seconds after which the current iterate is returned (status ``"max_time"``).
     callback : callable or None
         Called as ``callback(iteration, pi, primal objective, primal residual)`` at each
-        iterate (values in the units of ``X``).
+        iterate (values in the units of ``X``); returning ``True`` stops the solver, which
+        returns that iterate (status ``"interrupted"``).
 
     Returns
     -------
-    IPMResult
-        ``status`` is ``"optimal"``, ``"max_iter"``, ``"max_time"`` or ``"inaccurate"`` (a
-        Cholesky factorization failed near the boundary; the last iterate is returned).
+    SolverResult
+        ``embedding`` (D, rank): ``F`` with ``metric = F F^T`` (the iterate's PSD part,
+        scaled to trace one). ``objective_history``: the primal objective of each iterate
+        before its step, then that of the returned iterate (``n_iter + 1`` values; the
+        last is ``objective``, ``rho - C sum xi``); ``time_history`` aligned with it;
+        ``n_iter``: the entries of ``history``. ``info`` (read as attributes): ``metric``
+        (D, D), ``rho``, ``slacks`` (t,), ``dual_weights`` (t,) ``w``; ``upper_bound``,
+        ``pi`` of the last iterate (the dual value of a feasible ``w``, at least the
+        optimum); ``history``, ``(seconds, pi, primal objective, primal residual)`` per
+        iterate before its step (the primal objective is meaningful once the residual is
+        small); ``status``: ``"optimal"``, ``"max_iter"``, ``"max_time"``,
+        ``"interrupted"`` or ``"inaccurate"`` (a Cholesky factorization failed near the
+        boundary; the last iterate is returned).
 
     Raises
     ------
     ValueError
-        If ``C t < 1`` (problem (3) is unbounded) or ``t > max_triplets``.
+        If ``t > max_triplets``.
 
     References
     ----------
@@ -149,11 +144,8 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
     op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
     Dk, Dj = op.Bk @ op.X, op.Bj @ op.X
     t, D = Dk.shape
-    if C * t < 1.0 - 1e-12:
-        raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g}: problem (3) is unbounded.")
     # Unit mean margin scale at X = I / D, so that tol and the start are scale free.
-    scale = float(np.mean(np.sum(Dk**2, axis=1) + np.sum(Dj**2, axis=1))) / D
-    scale = scale if scale > 0 else 1.0
+    scale = margin_scale(np.sum(Dj**2, axis=1), np.sum(Dk**2, axis=1), D)
     Dk, Dj = Dk / np.sqrt(scale), Dj / np.sqrt(scale)
     if C * t <= 1.0 + 1e-12:
         return _uniform_weights_solution(Dk, Dj, C, scale)
@@ -163,14 +155,16 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
     Xm, rho, xi, pi, w, status, history = path_following(Dk, Dj, C, tol, max_iter, deadline,
                                                          callback=report)
     history = [(s, p * scale, o * scale, r) for s, p, o, r in history]
-    metric = (Xm + Xm.T) / 2.0
-    vals, vecs = eigh(metric)
-    metric = (vecs * np.clip(vals, 0.0, None)) @ vecs.T
-    metric /= np.trace(metric)
-    return IPMResult(metric=metric, objective=float((rho - C * xi.sum()) * scale),
-                     rho=float(rho * scale), slacks=xi * scale, dual_weights=w,
-                     status=status, solve_time=time.perf_counter() - start,
-                     upper_bound=float(pi * scale), n_iter=len(history), history=history)
+    metric, F = trace_one_factor(Xm)
+    objective = float((rho - C * xi.sum()) * scale)
+    return SolverResult(
+        embedding=F, objective_history=[h[2] for h in history] + [objective],
+        time_history=[h[0] for h in history] + [time.perf_counter() - start],
+        n_iter=len(history), converged=status == "optimal",
+        interrupted=status == "interrupted",
+        info={"metric": metric, "rho": float(rho * scale), "slacks": xi * scale,
+              "dual_weights": w, "upper_bound": float(pi * scale), "history": history,
+              "status": status})
 
 
 def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, callback=None,
@@ -190,7 +184,8 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
         (:class:`_LowRankNewtonSystem`) instead of the dense ``t x t`` matrix: cheaper when
         ``D (D + 1) / 2 < t``.
     callback : callable or None
-        Called as ``callback(iteration, pi, primal objective, primal residual)``.
+        Called as ``callback(iteration, pi, primal objective, primal residual)`` at each
+        iterate; returning ``True`` stops the iterations (status ``"interrupted"``).
     prox : tuple (u, center) or None
         Add the proximal term ``(u / 2) ||w - center||^2`` to the dual objective ``pi``
         (the master of a proximal bundle method). Its primal counterpart has margins
@@ -221,13 +216,11 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
             objective += center @ v - v @ v / (2.0 * u)
             objective -= u / 2.0 * np.sum((w - center) ** 2)
         history.append((time.perf_counter() - start, pi, objective, residual))
-        if callback is not None:
-            callback(len(history), pi, objective, residual)
-        if (pi - objective) / max(1.0, abs(pi)) < tol and residual < tol:
-            status = "optimal"
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = "max_time"
+        stopped = callback is not None and callback(len(history), pi, objective, residual)
+        converged = (pi - objective) / max(1.0, abs(pi)) < tol and residual < tol
+        end = stop_status(converged, stopped, deadline)
+        if end is not None:
+            status = end
             break
         try:
             newton.factorize()
@@ -467,6 +460,9 @@ def _uniform_weights_solution(Dk, Dj, C, scale):
     margins = (Dk @ u) ** 2 - (Dj @ u) ** 2
     rho = float(margins.max())
     xi = rho - margins
-    return IPMResult(metric=np.outer(u, u), objective=float(vals[-1] * scale),
-                     rho=rho * scale, slacks=xi * scale, dual_weights=w, status="optimal",
-                     solve_time=0.0, upper_bound=float(vals[-1] * scale), n_iter=0)
+    return SolverResult(
+        embedding=u[:, None], objective_history=[float(vals[-1] * scale)],
+        time_history=[0.0], n_iter=0, converged=True,
+        info={"metric": np.outer(u, u), "rho": rho * scale, "slacks": xi * scale,
+              "dual_weights": w, "upper_bound": float(vals[-1] * scale), "history": [],
+              "status": "optimal"})

@@ -19,38 +19,13 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SDPResult", "solve_sdp"]
+from psdlearn._linalg import psd_factor
+from psdlearn._solver import SolverResult
 
-
-@dataclass
-class SDPResult:
-    """Solution of problem (3).
-
-    Attributes
-    ----------
-    metric : ndarray of shape (D, D)
-    objective : float
-        ``rho - C sum xi``.
-    rho : float
-    slacks : ndarray of shape (t,)
-    dual_weights : ndarray of shape (t,)
-        Multipliers ``w`` of the margin constraints.
-    status : str
-    solve_time : float
-        Seconds spent in the solver (cvxpy's compilation excluded).
-    """
-
-    metric: np.ndarray
-    objective: float
-    rho: float
-    slacks: np.ndarray
-    dual_weights: np.ndarray
-    status: str
-    solve_time: float
+__all__ = ["solve_sdp"]
 
 
 def solve_sdp(X, triplets, C, solver=None, **solver_options):
@@ -72,7 +47,14 @@ def solve_sdp(X, triplets, C, solver=None, **solver_options):
 
     Returns
     -------
-    SDPResult
+    SolverResult
+        ``embedding`` (D, rank): the PSD factor of ``metric``; ``objective_history``: the
+        optimum ``rho - C sum xi`` alone (``objective``); ``time_history``: the solve
+        seconds (cvxpy's compilation excluded); ``n_iter``: the conic solver's
+        iterations; ``converged`` when cvxpy reports ``"optimal"``. ``info`` (read as
+        attributes): ``metric`` (D, D), ``rho``, ``slacks`` (t,), ``dual_weights`` (t,)
+        (the multipliers ``w`` of the margin constraints), ``status`` (cvxpy's) and
+        ``solve_time``.
 
     References
     ----------
@@ -106,7 +88,11 @@ def solve_sdp(X, triplets, C, solver=None, **solver_options):
         problem.solve(solver="SCS", eps=1e-9, max_iters=100_000)
     elapsed = time.perf_counter() - start
     metric = (M.value + M.value.T) / 2.0
-    return SDPResult(metric=metric, objective=float(problem.value), rho=float(rho.value),
-                     slacks=np.asarray(xi.value), status=problem.status,
-                     dual_weights=np.asarray(margin_constraint.dual_value),
-                     solve_time=float(problem.solver_stats.solve_time or elapsed))
+    solve_time = float(problem.solver_stats.solve_time or elapsed)
+    return SolverResult(
+        embedding=psd_factor(metric), objective_history=[float(problem.value)],
+        time_history=[solve_time], n_iter=int(problem.solver_stats.num_iters or 0),
+        converged=problem.status == "optimal",
+        info={"metric": metric, "rho": float(rho.value), "slacks": np.asarray(xi.value),
+              "dual_weights": np.asarray(margin_constraint.dual_value),
+              "status": problem.status, "solve_time": solve_time})

@@ -59,16 +59,21 @@ SIAM Journal on Optimization 10(3).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from psdlearn.psdboost._bounds import factor_psd, primal_value, project_capped_simplex
-from psdlearn.psdboost._pricing import DENSE_MAX_FEATURES, TripletOperator
+from psdlearn._solver import SolverResult
+from psdlearn.psdboost._bounds import (
+    primal_value,
+    project_capped_simplex,
+    stop_status,
+    trace_one_factor,
+)
+from psdlearn.psdboost._pricing import TripletOperator, eigen_method
 from psdlearn.psdboost.ipm import path_following
 
-__all__ = ["SubspaceResult", "solve_subspace"]
+__all__ = ["solve_subspace"]
 
 #: Newton steps allowed to one master solve.
 _MASTER_MAX_ITER = 60
@@ -77,55 +82,6 @@ _MASTER_MAX_ITER = 60
 _DENSE_MASTER_MAX_T = 1000
 #: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
 _SERIOUS = 0.1
-
-
-@dataclass
-class SubspaceResult:
-    """Solution of problem (3) by :func:`solve_subspace`, with its certificate.
-
-    Attributes
-    ----------
-    metric : ndarray of shape (D, D)
-        The best primal point found, symmetric PSD, trace one.
-    components : ndarray of shape (rank, D)
-        ``L`` with ``metric = L^T L``.
-    objective : float
-        ``value(metric)``, a lower bound on the optimum.
-    upper_bound : float
-        Smallest ``lambda_max(H(w))`` over the certified dual points.
-    rho : float
-    slacks : ndarray of shape (t,)
-    dual_weights : ndarray of shape (t,)
-        The ``w in W`` attaining ``upper_bound``.
-    status : str
-        ``"optimal"`` (gap below ``eps``), ``"max_iter"`` or ``"max_time"``.
-    n_iter : int
-        Master solves.
-    objective_history, upper_bound_history, time_history : list of float
-        After each master solve: the best lower bound, the best upper bound, seconds.
-    dim_history : list of int
-        Subspace dimension ``k`` of each master.
-    n_matvec : int
-        Products with ``H`` in Lanczos.
-    eps : float
-        Absolute stopping threshold.
-    """
-
-    metric: np.ndarray
-    components: np.ndarray
-    objective: float
-    upper_bound: float
-    rho: float
-    slacks: np.ndarray
-    dual_weights: np.ndarray
-    status: str
-    n_iter: int
-    eps: float
-    objective_history: list = field(default_factory=list)
-    upper_bound_history: list = field(default_factory=list)
-    time_history: list = field(default_factory=list)
-    dim_history: list = field(default_factory=list)
-    n_matvec: int = 0
 
 
 def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=16,
@@ -168,24 +124,33 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     random_state : int, RandomState instance or None
         Seeds the first Lanczos start vector.
     callback : callable or None
-        Called as ``callback(iteration, objective, upper_bound, k)`` after each master.
+        Called as ``callback(iteration, objective, upper_bound, k)`` after each master;
+        returning ``True`` stops the solver (status ``"interrupted"``, the best pair so
+        far returned).
 
     Returns
     -------
-    SubspaceResult
+    SolverResult
+        ``embedding`` (D, rank): ``F`` with ``metric = F F^T``, the best primal point
+        found. ``objective_history``: after each master solve, the best lower bound so
+        far (never decreases; the last is ``objective``, the value of ``metric``);
+        ``time_history`` aligned with it; ``n_iter`` master solves. ``info`` (read as
+        attributes): ``metric`` (D, D), symmetric PSD, trace one; ``rho``, ``slacks``
+        (t,) of ``metric``; ``upper_bound``, the smallest ``lambda_max(H(w))`` over the
+        certified dual points, and ``dual_weights`` (t,), the ``w in W`` attaining it;
+        ``upper_bound_history`` (per master); ``dim_history``, the subspace dimension
+        ``k`` of each master; ``n_matvec``, products with ``H`` in Lanczos; ``eps``, the
+        absolute stopping threshold; ``status``: ``"optimal"`` (gap below ``eps``),
+        ``"max_iter"``, ``"max_time"`` or ``"interrupted"``.
     """
     start = time.perf_counter()
     deadline = None if max_time is None else start + max_time
     triplets = np.asarray(triplets, dtype=np.int64)
     op = TripletOperator(np.asarray(X, dtype=np.float64), triplets)
     t, D = len(triplets), op.n_features
-    nj, nk, _ = op.difference_stats()
-    scale = float(np.mean(nj + nk)) / D
-    scale = scale if scale > 0 else 1.0
+    scale = op.margin_scale()
     eps = tol * scale
-    method = eigen_solver
-    if method == "auto":
-        method = "dense" if D <= DENSE_MAX_FEATURES else "lanczos"
+    method = eigen_method(eigen_solver, D)
     p = min(n_vectors, D)
     if max_dim is None:
         max_dim = 60 if t <= _DENSE_MASTER_MAX_T else 30
@@ -239,13 +204,10 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         history_lo.append(lower)
         history_up.append(upper)
         times.append(time.perf_counter() - start)
-        if callback is not None:
-            callback(len(times), lower, upper, k)
-        if upper - lower <= eps:
-            status = "optimal"
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status = "max_time"
+        stopped = callback is not None and callback(len(times), lower, upper, k)
+        end = stop_status(upper - lower <= eps, stopped, deadline)
+        if end is not None:
+            status = end
             break
         # Masters need only be as accurate as the outer gap is small.
         master_tol = float(np.clip(0.05 * (upper - lower) / scale, 1e-8, 1e-3))
@@ -259,14 +221,14 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
             Q, Pk, Pj = Q @ V, Pk @ V, Pj @ V
         Q, Pk, Pj = _expand(op, Q, Pk, Pj, new)
 
-    metric, components = factor_psd(best @ best.T)
-    margins = op.margins(components)
-    objective, rho, slacks = primal_value(margins, C)
-    return SubspaceResult(
-        metric=metric, components=components, objective=objective, upper_bound=upper,
-        rho=rho, slacks=slacks, dual_weights=best_w, status=status, n_iter=len(times),
-        eps=eps, objective_history=history_lo, upper_bound_history=history_up,
-        time_history=times, dim_history=dims, n_matvec=n_matvec)
+    metric, F = trace_one_factor(best @ best.T)
+    _, rho, slacks = primal_value(op.margins(F.T), C)
+    return SolverResult(
+        embedding=F, objective_history=history_lo, time_history=times, n_iter=len(times),
+        converged=status == "optimal", interrupted=status == "interrupted",
+        info={"metric": metric, "rho": rho, "slacks": slacks, "upper_bound": upper,
+              "dual_weights": best_w, "upper_bound_history": history_up,
+              "dim_history": dims, "n_matvec": n_matvec, "eps": eps, "status": status})
 
 
 def _expand(op, Q, Pk, Pj, new):
