@@ -569,14 +569,8 @@ def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, *, knn_me
     delta : float, default=DEFAULT_DELTA (0.01)
         Ridge that makes ``L`` positive definite; eigenvalues of ``L`` lie in
         ``[delta, 2 + delta]``.
-    knn_method : {"auto", "exact", "approximate"}, default="auto"
-        Neighbour search, see :class:`NeighborIndex`.
-    n_jobs : int, optional
-        Threads of the search; ``None`` uses every core.
-    random_state : int, RandomState instance or None
-        Seeds the approximate search.
-    verbose : int, default=0
-        Progress bars of long searches on stderr.
+    knn_method, n_jobs, random_state, verbose
+        The neighbour search, as in :func:`knn_graph`.
 
     Returns
     -------
