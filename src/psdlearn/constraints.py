@@ -76,7 +76,18 @@ def _index_rows(values, width, n_samples, name, rows):
     return arr, n_samples
 
 
-class PairwiseConstraints:
+class _SampleIndexRows:
+    """Base of the side-information tables of sample indices (pairs, triplets)."""
+
+    n_samples: int
+
+    def __len__(self):
+        # scikit-learn's length of ``y``: the number of samples it describes, so that
+        # ``check_consistent_length(X, y)`` and Pipelines accept the table as ``y``.
+        return self.n_samples
+
+
+class PairwiseConstraints(_SampleIndexRows):
     """Must-link and cannot-link constraints over ``n_samples`` points.
 
     Parameters
@@ -151,11 +162,6 @@ class PairwiseConstraints:
         self.n_samples = n_samples
 
     # ------------------------------------------------------------------ views
-    def __len__(self):
-        # scikit-learn's length of ``y``: the number of samples it describes, so that
-        # ``check_consistent_length(X, y)`` and Pipelines accept a PairwiseConstraints.
-        return self.n_samples
-
     @property
     def n_pairs(self):
         """Number of constrained pairs ``m``."""
@@ -527,7 +533,7 @@ def _subsample(triplets, n_triplets, rng):
     return triplets[pick]
 
 
-class Triplets:
+class Triplets(_SampleIndexRows):
     """Relative constraints ``d(x_i, x_j) < d(x_i, x_k)`` over ``n_samples`` points.
 
     The side information of :class:`psdlearn.PSDBoost`, passed as ``y`` of ``fit`` (see
@@ -569,10 +575,6 @@ class Triplets:
             arr = arr[np.sort(first)]
         self.triplets = np.ascontiguousarray(arr, dtype=np.int64)
         self.n_samples = n_samples
-
-    def __len__(self):
-        # as for PairwiseConstraints: the length of ``y`` is the number of samples
-        return self.n_samples
 
     @property
     def n_triplets(self):
