@@ -572,8 +572,8 @@ def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, *, knn_me
     delta : float, default=DEFAULT_DELTA (0.01)
         Ridge that makes ``L`` positive definite; eigenvalues of ``L`` lie in
         ``[delta, 2 + delta]``.
-    knn_method, n_jobs, random_state, verbose
-        The neighbour search, as in :func:`knn_graph`.
+    knn_method, n_jobs, random_state, verbose : as in :func:`knn_graph`
+        The neighbour search.
 
     Returns
     -------
