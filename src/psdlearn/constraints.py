@@ -45,6 +45,7 @@ def _as_index_array(values, name):
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}.")
     return arr.astype(np.int64)
 
+
 def _index_rows(values, width, n_samples, name, rows):
     """Validate an integer table of sample indices with ``width`` columns.
 
