@@ -50,7 +50,6 @@ def stages(X, yp):
     t0 = time.perf_counter()
     pl.nystroem.mean_squared_distance(X)
     t1 = time.perf_counter()
-    model._validate_params()
     Z = model._select_landmarks(X, 100, np.random.RandomState(0))
     t2 = time.perf_counter()
     with warnings.catch_warnings():

@@ -4,8 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_array_equal
 
 from psdlearn import PairwiseConstraints, triplets_from_constraints, triplets_from_labels
+from psdlearn.constraints import as_constraints, check_side_info
+from psdlearn.kml._similar import similar_set
 
 
 def _labels(n=60, n_classes=3, seed=0):
@@ -198,3 +201,40 @@ def test_validation_property(n, rows):
     assert np.all(np.isin(C.signs, (-1, 1)))
     assert len(np.unique(C.pairs, axis=0)) == C.n_pairs
     assert {tuple(sorted(r[:2])) for r in arr.tolist()} == {tuple(p) for p in C.pairs.tolist()}
+
+
+def test_label_reading_is_the_pairs_as_constraints_lists():
+    """One reading of partial labels: SideInfo.codes, the listed pairs and KML's similar set
+    agree (within-class pairs of labelled points are must-links, the rest cannot-links)."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(-1, 3, size=40)
+    y[:2] = 7  # a class of two
+    y[2] = 9  # a class of one: in cannot-links only
+    side = check_side_info(y, 40)
+    labelled = y != -1
+    assert_array_equal(side.codes >= 0, labelled)
+    # codes number the classes in sorted label order
+    assert_array_equal(side.codes[labelled], np.searchsorted(np.unique(y[labelled]),
+                                                             y[labelled]))
+    C = as_constraints(y, 40)
+    i, j = np.triu_indices(40, k=1)
+    both = labelled[i] & labelled[j]
+    expected = {(a, b, 1 if y[a] == y[b] else -1)
+                for a, b in zip(i[both].tolist(), j[both].tolist(), strict=True)}
+    assert set(map(tuple, C.to_array().tolist())) == expected
+    S = similar_set(y, 40, "test")
+    within = C.must_link
+    assert S.n_pairs == len(within)
+    assert_array_equal(S.points, np.unique(within))
+    # string labels: "-1" is unlabelled in both readings
+    ys = np.array(["a", "-1", "a", "b"])
+    assert as_constraints(ys, 4).to_array().tolist() == [[0, 2, 1], [0, 3, -1], [2, 3, -1]]
+    assert similar_set(ys, 4, "test").n_pairs == 1
+
+
+def test_must_link_components_close_must_links_transitively():
+    C = PairwiseConstraints([[0, 1], [1, 2], [4, 5], [2, 5]], [1, 1, 1, -1], n_samples=7)
+    comp = C.must_link_components()
+    assert comp[0] == comp[1] == comp[2]
+    assert comp[4] == comp[5]
+    assert len({comp[0], comp[3], comp[4], comp[6]}) == 4

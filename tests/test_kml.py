@@ -17,16 +17,12 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
+from psdlearn._linalg import center_kernel
 from psdlearn._progress import FitInterruptedWarning
 from psdlearn.kml import _lle
-from psdlearn.kml._beta import (
-    center_kernel,
-    centered_eigenpairs,
-    optimal_beta,
-    participation_ratio,
-)
 from psdlearn.kml._lle import local_weights, local_weights_reference
 from psdlearn.kml._similar import SimilarSet, similar_set
+from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
 
 
 @pytest.fixture(scope="module")

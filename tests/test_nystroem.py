@@ -27,8 +27,8 @@ from psdlearn.nystroem import (
 )
 from psdlearn.nystroem import estimator as estimator_module
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
-from psdlearn.nystroem._dictionary import gradient, objective
 from psdlearn.nystroem._multi import multiple_objective, prior_mixture, solve_multiple
+from psdlearn.nystroem.dictionary import gradient, objective
 from psdlearn.nystroem.estimator import _data_term
 
 

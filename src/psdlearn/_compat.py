@@ -7,9 +7,35 @@ module imports them from here, so that a rename upstream is fixed once.
 - ``_fit_context``: the decorator of ``fit`` that validates ``_parameter_constraints``.
 - ``Interval``, ``StrOptions``, ``RealNotInt``: the constraint types of
   ``_parameter_constraints``.
+
+Behaviour that differs between supported versions of an optional dependency is settled
+here too: :func:`hnsw_build_threads` (faiss-cpu).
 """
 
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
-__all__ = ["Interval", "RealNotInt", "StrOptions", "_fit_context"]
+__all__ = ["Interval", "RealNotInt", "StrOptions", "_fit_context", "hnsw_build_threads"]
+
+#: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on every
+#: run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion order as
+#: unspecified; a one-thread build is reproducible in all of them).
+FAISS_REPRODUCIBLE_THREADED_ADD = (1, 15, 1)
+
+
+def hnsw_build_threads(faiss, n_threads):
+    """Threads for building a faiss HNSW graph reproducibly: ``n_threads``, or 1 before
+    :data:`FAISS_REPRODUCIBLE_THREADED_ADD`.
+
+    Parameters
+    ----------
+    faiss : module
+        The imported ``faiss`` package.
+    n_threads : int
+
+    Returns
+    -------
+    int
+    """
+    version = tuple(int(part) for part in faiss.__version__.split(".")[:3] if part.isdigit())
+    return n_threads if version >= FAISS_REPRODUCIBLE_THREADED_ADD else 1

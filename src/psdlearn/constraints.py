@@ -46,7 +46,49 @@ def _as_index_array(values, name):
     return arr.astype(np.int64)
 
 
-class PairwiseConstraints:
+def _index_rows(values, width, n_samples, name, rows):
+    """Validate an integer table of sample indices with ``width`` columns.
+
+    Returns the table as int64 (an empty input reshaped to ``(0, width)``) and
+    ``n_samples``, inferred as ``max index + 1`` when None.
+
+    Raises
+    ------
+    ValueError
+        On a wrong shape, NaN, non-integer or negative entries, an invalid ``n_samples``
+        or an index at or above it (naming the first offending row).
+    """
+    arr = _as_index_array(values, name)
+    if arr.size == 0:
+        arr = arr.reshape(0, width)
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise ValueError(f"{name} must have shape ({rows}, {width}), got {arr.shape}.")
+    if (arr < 0).any():
+        raise ValueError(f"{name} contains negative indices.")
+    if n_samples is None:
+        n_samples = int(arr.max()) + 1 if arr.size else 0
+    elif not isinstance(n_samples, numbers.Integral) or n_samples < 0:
+        raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
+    n_samples = int(n_samples)
+    if arr.size and arr.max() >= n_samples:
+        row = int(np.flatnonzero((arr >= n_samples).any(axis=1))[0])
+        raise ValueError(f"{name} index out of range [0, {n_samples}) in row {row}: "
+                         f"{arr[row].tolist()}.")
+    return arr, n_samples
+
+
+class _SampleIndexRows:
+    """Base of the side-information tables of sample indices (pairs, triplets)."""
+
+    n_samples: int
+
+    def __len__(self):
+        # scikit-learn's length of ``y``: the number of samples it describes, so that
+        # ``check_consistent_length(X, y)`` and Pipelines accept the table as ``y``.
+        return self.n_samples
+
+
+class PairwiseConstraints(_SampleIndexRows):
     """Must-link and cannot-link constraints over ``n_samples`` points.
 
     Parameters
@@ -83,11 +125,7 @@ class PairwiseConstraints:
     """
 
     def __init__(self, pairs, signs, n_samples=None):
-        pairs = _as_index_array(pairs, "pairs")
-        if pairs.size == 0:
-            pairs = pairs.reshape(0, 2)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs must have shape (m, 2), got {pairs.shape}.")
+        pairs, n_samples = _index_rows(pairs, 2, n_samples, "pairs", "m")
         signs = _as_index_array(signs, "signs").ravel()
         if signs.shape[0] != pairs.shape[0]:
             raise ValueError(
@@ -98,19 +136,6 @@ class PairwiseConstraints:
             raise ValueError(
                 f"signs must be +1 (must-link) or -1 (cannot-link); got {signs[bad][0]} "
                 f"at row {int(np.flatnonzero(bad)[0])}."
-            )
-        if (pairs < 0).any():
-            raise ValueError("pairs contains negative indices.")
-        if n_samples is None:
-            n_samples = int(pairs.max()) + 1 if pairs.size else 0
-        elif not isinstance(n_samples, numbers.Integral) or n_samples < 0:
-            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
-        n_samples = int(n_samples)
-        if pairs.size and pairs.max() >= n_samples:
-            row = int(np.flatnonzero((pairs >= n_samples).any(axis=1))[0])
-            raise ValueError(
-                f"pair index out of range at row {row}: {pairs[row].tolist()} with "
-                f"n_samples={n_samples}."
             )
         self_pairs = pairs[:, 0] == pairs[:, 1]
         if self_pairs.any():
@@ -138,11 +163,6 @@ class PairwiseConstraints:
         self.n_samples = n_samples
 
     # ------------------------------------------------------------------ views
-    def __len__(self):
-        # scikit-learn's length of ``y``: the number of samples it describes, so that
-        # ``check_consistent_length(X, y)`` and Pipelines accept a PairwiseConstraints.
-        return self.n_samples
-
     @property
     def n_pairs(self):
         """Number of constrained pairs ``m``."""
@@ -310,6 +330,19 @@ class PairwiseConstraints:
                    np.array(signs, dtype=np.int64), n_samples=n_samples)
 
     # ----------------------------------------------------------- inference
+    def must_link_components(self):
+        """Connected components of the must-link graph (transitive closure of must-links).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,), int
+            Component number of each sample, ``0 .. n_components - 1``; a sample in no
+            must-link pair is a component of its own.
+        """
+        n, ml = self.n_samples, self.must_link
+        graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
+        return connected_components(graph, directed=False)[1]
+
     def closure(self):
         """Constraints implied by transitivity of must-links.
 
@@ -328,10 +361,7 @@ class PairwiseConstraints:
         ValueError
             If a cannot-link joins two points of the same must-link component.
         """
-        n = self.n_samples
-        ml = self.must_link
-        graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
-        _, comp = connected_components(graph, directed=False)
+        comp = self.must_link_components()
         members = {}
         for c in np.unique(comp[self.pairs.ravel()]) if self.n_pairs else []:
             members[c] = np.flatnonzero(comp == c)
@@ -357,8 +387,10 @@ class PairwiseConstraints:
             out_pairs.append(grid)
             out_signs.append(-np.ones(len(grid), np.int64))
         if not out_pairs:
-            return PairwiseConstraints(np.empty((0, 2), np.int64), np.empty(0, np.int64), n)
-        return PairwiseConstraints(np.concatenate(out_pairs), np.concatenate(out_signs), n)
+            return PairwiseConstraints(np.empty((0, 2), np.int64), np.empty(0, np.int64),
+                                       self.n_samples)
+        return PairwiseConstraints(np.concatenate(out_pairs), np.concatenate(out_signs),
+                                   self.n_samples)
 
 
 def _resolve_count(value, n, name):
@@ -502,7 +534,7 @@ def _subsample(triplets, n_triplets, rng):
     return triplets[pick]
 
 
-class Triplets:
+class Triplets(_SampleIndexRows):
     """Relative constraints ``d(x_i, x_j) < d(x_i, x_k)`` over ``n_samples`` points.
 
     The side information of :class:`psdlearn.PSDBoost`, passed as ``y`` of ``fit`` (see
@@ -531,22 +563,7 @@ class Triplets:
     """
 
     def __init__(self, triplets, n_samples=None):
-        arr = _as_index_array(triplets, "triplets")
-        if arr.size == 0:
-            arr = arr.reshape(0, 3)
-        if arr.ndim != 2 or arr.shape[1] != 3:
-            raise ValueError(f"triplets must have shape (t, 3), got {arr.shape}.")
-        if (arr < 0).any():
-            raise ValueError("triplets contains negative indices.")
-        if n_samples is None:
-            n_samples = int(arr.max()) + 1 if arr.size else 0
-        elif not isinstance(n_samples, numbers.Integral) or n_samples < 0:
-            raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
-        n_samples = int(n_samples)
-        if arr.size and arr.max() >= n_samples:
-            row = int(np.flatnonzero((arr >= n_samples).any(axis=1))[0])
-            raise ValueError(f"triplets index out of range [0, {n_samples}) in row {row}: "
-                             f"{arr[row].tolist()}.")
+        arr, n_samples = _index_rows(triplets, 3, n_samples, "triplets", "t")
         repeated = (arr[:, 0] == arr[:, 1]) | (arr[:, 0] == arr[:, 2]) | (arr[:, 1] == arr[:, 2])
         if repeated.any():
             row = int(np.flatnonzero(repeated)[0])
@@ -559,10 +576,6 @@ class Triplets:
             arr = arr[np.sort(first)]
         self.triplets = np.ascontiguousarray(arr, dtype=np.int64)
         self.n_samples = n_samples
-
-    def __len__(self):
-        # as for PairwiseConstraints: the length of ``y`` is the number of samples
-        return self.n_samples
 
     @property
     def n_triplets(self):
@@ -586,12 +599,17 @@ class SideInfo:
         ``kind="pairs"``.
     triplets : Triplets or None
         ``kind="triplets"``.
+    codes : ndarray of shape (n_samples,), int64, or None
+        ``kind="labels"``: the class code of each sample, ``0 .. c - 1`` for the labelled
+        ones (classes in sorted label order), ``-1`` for the unlabelled. Two labelled
+        samples are a must-link pair when their codes agree, a cannot-link pair otherwise.
     """
 
     kind: str
     labels: np.ndarray | None = None
     constraints: PairwiseConstraints | None = None
     triplets: Triplets | None = None
+    codes: np.ndarray | None = None
 
 
 _KIND_WORDS = {
@@ -604,10 +622,17 @@ _KIND_WORDS = {
 def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
     """Validate ``y`` of ``fit(X, y)`` and say which kind of side information it is.
 
-    The one convention of every psdlearn estimator (``docs/glossary.md``): ``y`` is a
-    1-D vector of partial labels with ``-1`` for unlabelled points, a
-    :class:`PairwiseConstraints`, an ``(m, 3)`` array of ``[i, j, +1/-1]`` rows, or a
-    :class:`Triplets`.
+    The one convention of every psdlearn estimator (``docs/glossary.md``), and the one
+    reading of each form as pairs:
+
+    - a :class:`PairwiseConstraints`, or an ``(m, 3)`` array of ``[i, j, +1/-1]`` rows:
+      those pairs (``kind="pairs"``);
+    - a 1-D vector of partial labels, ``-1`` for unlabelled points (``kind="labels"``):
+      every pair of labelled points, must-link within a class and cannot-link across. The
+      ``l (l - 1) / 2`` pairs of ``l`` labelled points are not listed: ``codes`` numbers
+      the classes, and :func:`as_constraints` lists the pairs where an estimator needs
+      them;
+    - a :class:`Triplets` (``kind="triplets"``).
 
     Parameters
     ----------
@@ -656,7 +681,7 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
             raise ValueError("y (partial labels) contains NaN or inf.")
         if arr.dtype.kind not in "iufbOUS":
             raise TypeError(f"y (partial labels) has unsupported dtype {arr.dtype}.")
-        return SideInfo("labels", labels=arr)
+        return SideInfo("labels", labels=arr, codes=_label_codes(arr))
     if arr.ndim == 2 and arr.shape[1] == 3 and "pairs" in accept:
         return SideInfo("pairs", constraints=PairwiseConstraints.from_array(
             arr, n_samples=n_samples))
@@ -671,8 +696,19 @@ def labelled_mask(labels):
     return labels != -1
 
 
+def _label_codes(labels):
+    """Class codes ``0 .. c - 1`` of the labelled entries (sorted label order), ``-1`` else."""
+    labelled = labelled_mask(labels)
+    codes = np.full(len(labels), -1, dtype=np.int64)
+    if labelled.any():
+        codes[labelled] = np.unique(labels[labelled], return_inverse=True)[1].ravel()
+    return codes
+
+
 def as_constraints(y, n_samples):
     """Turn any accepted form of side information into :class:`PairwiseConstraints`.
+
+    The pairs that :func:`check_side_info` reads in ``y``, listed.
 
     Parameters
     ----------
@@ -689,9 +725,9 @@ def as_constraints(y, n_samples):
     side = check_side_info(y, n_samples, accept=("labels", "pairs"))
     if side.kind == "pairs":
         return side.constraints
-    labels = side.labels
-    labelled = np.flatnonzero(labels != -1)
+    labelled = np.flatnonzero(side.codes >= 0)
+    codes = side.codes[labelled]
     iu, ju = np.triu_indices(len(labelled), k=1)
-    signs = np.where(labels[labelled][iu] == labels[labelled][ju], 1, -1)
+    signs = np.where(codes[iu] == codes[ju], 1, -1)
     return PairwiseConstraints(np.column_stack([labelled[iu], labelled[ju]]), signs,
                                n_samples=n_samples)

@@ -20,7 +20,8 @@ All neighbour searches of the library go through :class:`NeighborIndex`:
   queries, on all cores; dense or CSR input, sparse input is never densified);
 - ``"approximate"``: an HNSW graph (faiss-cpu's ``IndexHNSWFlat``, optional extra
   ``ann``), chosen by measurement (``benchmarks/results/ann_libraries.md``): as fast as
-  hnswlib, deterministic for a given seed on several threads (hnswlib is not), binary
+  hnswlib, deterministic for a given seed on several threads (hnswlib is not; faiss before
+  1.15.1 builds on one thread for it, :func:`psdlearn._compat.hnsw_build_threads`), binary
   wheels, and no per-process compilation (pynndescent compiles for 2 minutes per process);
 - ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` points (or in at most
   :data:`AUTO_TREE_MAX_FEATURES` dimensions, where the kd-tree stays fast), approximate
@@ -49,6 +50,7 @@ import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
 
+from psdlearn._compat import hnsw_build_threads
 from psdlearn._progress import progress_bar
 
 __all__ = [
@@ -232,7 +234,8 @@ class NeighborIndex:
         index = faiss.IndexHNSWFlat(d, HNSW_M)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         index.hnsw.rng = faiss.RandomGenerator(seed)
-        faiss.omp_set_num_threads(_n_threads(self.n_jobs))
+        # older faiss inserts in an unspecified order on several threads
+        faiss.omp_set_num_threads(hnsw_build_threads(faiss, _n_threads(self.n_jobs)))
         step = 32_768
         with progress_bar(self.verbose, total=n, desc="kNN index", unit="pt") as bar:
             for start in range(0, n, step):
@@ -569,14 +572,8 @@ def knn_laplacian(X, n_neighbors=5, sigma="auto", delta=DEFAULT_DELTA, *, knn_me
     delta : float, default=DEFAULT_DELTA (0.01)
         Ridge that makes ``L`` positive definite; eigenvalues of ``L`` lie in
         ``[delta, 2 + delta]``.
-    knn_method : {"auto", "exact", "approximate"}, default="auto"
-        Neighbour search, see :class:`NeighborIndex`.
-    n_jobs : int, optional
-        Threads of the search; ``None`` uses every core.
-    random_state : int, RandomState instance or None
-        Seeds the approximate search.
-    verbose : int, default=0
-        Progress bars of long searches on stderr.
+    knn_method, n_jobs, random_state, verbose : as in :func:`knn_graph`
+        The neighbour search.
 
     Returns
     -------

@@ -13,6 +13,8 @@ import numpy as np
 from sklearn.metrics import rand_score
 from sklearn.utils import check_random_state
 
+from psdlearn._linalg import center_kernel
+
 __all__ = ["centered_alignment", "class_separation", "pairwise_accuracy"]
 
 #: Largest ``n`` for which :func:`class_separation` is exact by default.
@@ -75,10 +77,6 @@ def centered_alignment(K1, K2, *, factors=None):
         raise ValueError(f"K1 and K2 must be 2-D with the same rows, got {A.shape}, {B.shape}.")
     fa, fb = factors if isinstance(factors, tuple) else (factors, factors)
     ka, kb = _is_kernel(A, fa), _is_kernel(B, fb)
-
-    def center_kernel(K):
-        K = K - K.mean(axis=0, keepdims=True)
-        return K - K.mean(axis=1, keepdims=True)
 
     def center_factor(E):
         return E - E.mean(axis=0, keepdims=True)

@@ -50,15 +50,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import nnls
 
+from psdlearn._linalg import center_kernel
+
 __all__ = ["AlignmentResult", "alignment", "alignment_weights", "center_kernel", "cone_fit",
            "target_kernel"]
-
-
-def center_kernel(K):
-    """``H K H`` with ``H = I - 1 1^T / l``: every row and column sums to zero."""
-    K = np.asarray(K, dtype=np.float64)
-    K = K - K.mean(axis=0, keepdims=True)
-    return K - K.mean(axis=1, keepdims=True)
 
 
 def target_kernel(y):

@@ -25,23 +25,20 @@ __all__ = [
 ]
 
 
-def _check_int(value, name, min_value):
-    """Validate an integer argument, naming it in the error."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < min_value:
-        raise ValueError(f"{name} must be >= {min_value}, got {value}")
-    return int(value)
+def _check_number(value, name, min_value, *, integer=False, strict=False):
+    """``value`` as an int (``integer``) or a finite float ``>= min_value`` (``>`` if ``strict``).
 
-
-def _check_real(value, name, min_value=0.0, strict=False):
-    """Validate a real argument, naming it in the error."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
+    The one argument check of the generators; the error names the argument: TypeError for
+    a wrong type (bools are refused), ValueError for a value out of range.
+    """
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be {'an int' if integer else 'a real number'}, got "
+                        f"{type(value).__name__}")
+    value = int(value) if integer else float(value)
     if not np.isfinite(value) or value < min_value or (strict and value == min_value):
-        op = ">" if strict else ">="
-        raise ValueError(f"{name} must be finite and {op} {min_value}, got {value}")
+        raise ValueError(f"{name} must be {'' if integer else 'finite and '}"
+                         f"{'>' if strict else '>='} {min_value}, got {value}")
     return value
 
 
@@ -82,8 +79,8 @@ def make_two_gaussians(n_samples, n_features=10, random_state=None, *, shuffle=T
     X : ndarray of shape (n_samples, n_features), dtype float64
     y : ndarray of shape (n_samples,), dtype int64
     """
-    n_samples = _check_int(n_samples, "n_samples", 2)
-    n_features = _check_int(n_features, "n_features", 1)
+    n_samples = _check_number(n_samples, "n_samples", 2, integer=True)
+    n_features = _check_number(n_features, "n_features", 1, integer=True)
     rng = check_random_state(random_state)
     sizes = _class_sizes(n_samples, 2)
     X = rng.standard_normal((n_samples, n_features))
@@ -123,8 +120,8 @@ def make_xor(n_samples=400, cluster_std=0.23, random_state=None, *, shuffle=True
     y : ndarray of shape (n_samples,), dtype int64
         0 for the corners where the two coordinates have the same sign, 1 otherwise.
     """
-    n_samples = _check_int(n_samples, "n_samples", 4)
-    cluster_std = _check_real(cluster_std, "cluster_std", strict=True)
+    n_samples = _check_number(n_samples, "n_samples", 4, integer=True)
+    cluster_std = _check_number(cluster_std, "cluster_std", 0.0, strict=True)
     rng = check_random_state(random_state)
     corners = np.array([[1.0, 1.0], [-1.0, -1.0], [1.0, -1.0], [-1.0, 1.0]])
     corner_of = np.repeat(np.arange(4), _class_sizes(n_samples, 4))
@@ -163,8 +160,8 @@ def make_chessboard(n_samples=100, n_squares=4, random_state=None, *, shuffle=Tr
         Coordinates in ``[0, 1)``.
     y : ndarray of shape (n_samples,), dtype int64
     """
-    n_samples = _check_int(n_samples, "n_samples", 2)
-    n_squares = _check_int(n_squares, "n_squares", 2)
+    n_samples = _check_number(n_samples, "n_samples", 2, integer=True)
+    n_squares = _check_number(n_squares, "n_squares", 2, integer=True)
     rng = check_random_state(random_state)
     ii, jj = np.meshgrid(np.arange(n_squares), np.arange(n_squares), indexing="ij")
     cells = np.column_stack([ii.ravel(), jj.ravel()])
@@ -217,9 +214,9 @@ def make_double_spiral(n_samples=100, noise=0.05, random_state=None, *, n_turns=
     X : ndarray of shape (n_samples, 3), dtype float64
     y : ndarray of shape (n_samples,), dtype int64
     """
-    n_samples = _check_int(n_samples, "n_samples", 2)
-    noise = _check_real(noise, "noise")
-    n_turns = _check_real(n_turns, "n_turns", strict=True)
+    n_samples = _check_number(n_samples, "n_samples", 2, integer=True)
+    noise = _check_number(noise, "noise", 0.0)
+    n_turns = _check_number(n_turns, "n_turns", 0.0, strict=True)
     rng = check_random_state(random_state)
     y = np.repeat(np.arange(2), _class_sizes(n_samples, 2))
     t = rng.uniform(size=n_samples)
@@ -271,11 +268,11 @@ def make_triplet_synthetic(n_samples=600, n_features=24, random_state=None, *,
     X : ndarray of shape (n_samples, n_features), dtype float64
     y : ndarray of shape (n_samples,), dtype int64
     """
-    n_classes = _check_int(n_classes, "n_classes", 2)
-    n_samples = _check_int(n_samples, "n_samples", n_classes)
-    n_informative = _check_int(n_informative, "n_informative", 1)
-    n_features = _check_int(n_features, "n_features", n_informative)
-    class_sep = _check_real(class_sep, "class_sep", strict=True)
+    n_classes = _check_number(n_classes, "n_classes", 2, integer=True)
+    n_samples = _check_number(n_samples, "n_samples", n_classes, integer=True)
+    n_informative = _check_number(n_informative, "n_informative", 1, integer=True)
+    n_features = _check_number(n_features, "n_features", n_informative, integer=True)
+    class_sep = _check_number(class_sep, "class_sep", 0.0, strict=True)
     rng = check_random_state(random_state)
     centres = rng.standard_normal((n_classes, n_informative))
     centres *= class_sep / np.linalg.norm(centres, axis=1, keepdims=True)

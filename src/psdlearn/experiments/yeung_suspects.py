@@ -5,7 +5,7 @@ extension (:mod:`psdlearn.experiments.yeung_xor`). One suspect at a time is move
 our default (every eigenvalue above ``1e-10 lambda_max``, the median-heuristic width,
 ``K = 10`` neighbours):
 
-- the eigenvalue cut-off ``EIGEN_RTOL`` of :mod:`psdlearn.kml._beta` (patched for the fit):
+- the eigenvalue cut-off ``EIGEN_RTOL`` of :mod:`psdlearn.kml.beta` (patched for the fit):
   ``1e-14`` and ``1e-6`` instead of ``1e-10`` (an integer ``n_components`` cannot raise
   ``q``: it keeps at most the eigenpairs above the cut-off);
 - the RBF width: ``kernel_gamma`` times ``1/4`` and ``4``;
@@ -28,7 +28,7 @@ from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_xor
 from psdlearn.experiments.report import write_results
 from psdlearn.experiments.yeung_xor import N_ITER, PAPER_TABLE1
-from psdlearn.kml import KernelMetricLearner, _beta
+from psdlearn.kml import KernelMetricLearner, beta
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma
 from psdlearn.metrics import class_separation
 
@@ -59,10 +59,10 @@ def heldout_ratio(Z, pairs, rng, n_random=20000):
 def _fit(X, C, gamma, setting, seed):
     params = dict(setting)
     factor = params.pop("gamma_factor", 1.0)
-    rtol = params.pop("eigen_rtol", _beta.EIGEN_RTOL)
+    rtol = params.pop("eigen_rtol", beta.EIGEN_RTOL)
     model = KernelMetricLearner(kernel_gamma=gamma * factor, n_landmarks=M, n_iter=N_ITER,
                                 n_components=None, random_state=seed, **params)
-    with mock.patch.object(_beta, "EIGEN_RTOL", rtol):
+    with mock.patch.object(beta, "EIGEN_RTOL", rtol):
         return model.fit(X, C)
 
 

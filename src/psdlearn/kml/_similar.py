@@ -1,15 +1,13 @@
 """The similar set ``S`` of KernelMetricLearner and RCA, read from ``y`` of ``fit``.
 
 Both estimators use similar (must-link) information only (Yeung, Chang & Dai 2007 section
-2.1; Bar-Hillel et al. 2005). ``y`` follows the one convention of ``docs/glossary.md``,
-validated by :func:`psdlearn.constraints.check_side_info`:
-
-- a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of ``[i, j, +1/-1]`` rows:
-  ``S`` is the set of must-link pairs; cannot-links are dropped with a warning;
-- partial labels (``-1`` = unlabelled): ``S`` is every pair of labelled points of one
-  class. There are ``sum_c n_c (n_c - 1) / 2`` of them (quadratic in the class sizes), so
-  they are never listed: every quantity the estimators need is a within-class scatter,
-  computed from the classes directly in ``O(n_labelled)`` per column.
+2.1; Bar-Hillel et al. 2005). ``S`` is the set of must-link pairs of ``y`` as
+:func:`psdlearn.constraints.check_side_info` reads every form of it (the pairs that
+:func:`psdlearn.constraints.as_constraints` would list); the cannot-links are dropped with
+a warning. For partial labels ``S`` is every pair of labelled points of one class: there
+are ``sum_c n_c (n_c - 1) / 2`` of them (quadratic in the class sizes), so they are never
+listed: every quantity the estimators need is a within-class scatter, computed from the
+class codes directly in ``O(n_labelled)`` per column.
 """
 
 from __future__ import annotations
@@ -17,10 +15,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
-from psdlearn.constraints import check_side_info, labelled_mask
+from psdlearn.constraints import PairwiseConstraints, check_side_info
 
 __all__ = ["SimilarSet", "similar_set"]
 
@@ -107,10 +103,8 @@ class SimilarSet:
             Their chunklet numbers, ``0 .. n_chunklets - 1``.
         """
         if self.pairs is not None:
-            n = self.n_samples
-            graph = sp.coo_matrix((np.ones(len(self.pairs)),
-                                   (self.pairs[:, 0], self.pairs[:, 1])), shape=(n, n))
-            labels = connected_components(graph, directed=False)[1]
+            labels = PairwiseConstraints(self.pairs, np.ones(len(self.pairs)),
+                                         self.n_samples).must_link_components()
         else:
             labels = self.codes
         points = self.points
@@ -160,11 +154,9 @@ def similar_set(y, n_samples, name):
         if C.n_must == 0:
             raise ValueError(f"{name}: y holds no similar (must-link) pair.")
         return SimilarSet(n_samples, pairs=C.must_link)
-    labels = side.labels
-    labelled = labelled_mask(labels)
-    codes = np.full(n_samples, -1, dtype=np.int64)
-    if labelled.any():
-        _, codes[labelled] = np.unique(labels[labelled], return_inverse=True)
+    # a class with one labelled point is in no similar pair
+    codes = side.codes.copy()
+    labelled = codes >= 0
     sizes = np.bincount(codes[labelled], minlength=1)
     codes[labelled & (sizes[np.maximum(codes, 0)] < 2)] = -1
     if not (codes >= 0).any():

@@ -3,7 +3,7 @@
 The centered kernel ``K = H K_hat H`` is written ``K = sum_r lambda_r v_r v_r^T`` and only
 its eigenvalues are learned: ``K_beta = sum_r beta_r^2 v_r v_r^T``, with ``beta`` minimizing
 the mean squared feature distance over the similar pairs ``S`` under ``1^T beta = c``
-(closed form (4), see :mod:`psdlearn.kml._beta`).
+(closed form (4), see :mod:`psdlearn.kml.beta`).
 
 The scalable version (section 3) replaces ``K`` by ``W L W^T`` (5): ``L = H L_hat H`` is
 the centered kernel of ``m`` landmarks (every point of ``S`` plus random others),
@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import pdist
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.metrics.pairwise import (
     laplacian_kernel,
     linear_kernel,
@@ -39,18 +39,14 @@ from sklearn.metrics.pairwise import (
     rbf_kernel,
 )
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from psdlearn._compat import Interval, RealNotInt, StrOptions, _fit_context
+from psdlearn._linalg import center_kernel
 from psdlearn._progress import progress_bar, warn_interrupted
-from psdlearn.kml._beta import (
-    center_kernel,
-    centered_eigenpairs,
-    optimal_beta,
-    participation_ratio,
-)
 from psdlearn.kml._lle import local_weights
 from psdlearn.kml._similar import similar_set
+from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
 
 __all__ = ["KernelMetricLearner", "median_heuristic_kernel_gamma"]
 

@@ -24,11 +24,11 @@ import time
 
 import numpy as np
 from scipy.linalg import eigh
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.decomposition import PCA
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from psdlearn._compat import Interval, _fit_context
 from psdlearn.kml._similar import similar_set
 
 __all__ = ["RCA", "chunklet_covariance"]
@@ -124,25 +124,18 @@ class RCA(TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Learn the whitening from the chunklets of the similar pairs in ``y``.
 
-        ``y`` follows the convention of ``docs/glossary.md``. What is derived from each
-        kind:
-
-        - a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
-          ``[i, j, +1/-1]`` rows: the chunklets are the connected components of the
-          must-link pairs; cannot-links are dropped with a warning (RCA has no term for
-          them).
-        - partial labels of shape ``(n_samples,)``, ``-1`` = unlabelled: one chunklet per
-          class, its labelled points (classes with one labelled point are left out).
-
-        An ``(s, 2)`` array of index pairs is refused (it reads as two target columns):
-        pass ``PairwiseConstraints(pairs, np.ones(s))``.
+        The similar pairs are read as by :class:`KernelMetricLearner` (``docs/glossary.md``;
+        cannot-links are dropped with a warning, RCA has no term for them). Their chunklets
+        are the connected components of the must-link pairs; for partial labels, one per
+        class: its labelled points (classes with one labelled point are left out).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Dense features (sparse input is rejected).
         y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
-            Side information, as above; required.
+            Must-link pairs or partial labels (``-1`` = unlabelled); required. An
+            ``(s, 2)`` array of index pairs is refused: it reads as two target columns.
 
         Returns
         -------

@@ -1,6 +1,6 @@
 """Generalized Nystrom low-rank kernel learning (Lan et al. 2017): estimator and solvers."""
 
-from psdlearn.nystroem._dictionary import (
+from psdlearn.nystroem.dictionary import (
     QuadraticData,
     closed_form_start,
     psd_projection,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import pinv
 
-from psdlearn.nystroem._dictionary import solve_dictionary
+from psdlearn.nystroem.dictionary import solve_dictionary
 
 __all__ = ["heuristic_beta", "iterative_beta", "least_squares_beta", "optimal_beta"]
 

@@ -24,12 +24,12 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.optimize import nnls
 
+from psdlearn._linalg import psd_projection
 from psdlearn.nystroem._beta import optimal_beta
-from psdlearn.nystroem._dictionary import (
+from psdlearn.nystroem.dictionary import (
     QuadraticData,
     closed_form_start,
     objective,
-    psd_projection,
     solve_dictionary,
 )
 

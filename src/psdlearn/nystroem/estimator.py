@@ -25,22 +25,22 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import block_diag, pinvh
-from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels, rbf_kernel
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
+from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._linalg import psd_factor
 from psdlearn._progress import progress_bar, warn_interrupted
-from psdlearn.constraints import check_side_info, labelled_mask
+from psdlearn.constraints import check_side_info
 from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
-from psdlearn.nystroem._dictionary import QuadraticData, psd_factor, solve_dictionary
 from psdlearn.nystroem._multi import solve_multiple
+from psdlearn.nystroem.dictionary import QuadraticData, solve_dictionary
 
 __all__ = ["DEFAULT_LAMBDAS", "GeneralizedNystroem", "mean_squared_distance"]
 
@@ -379,12 +379,12 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
             self.side_info_ = "none"
             return None
         if info.kind == "labels":
-            index = np.flatnonzero(labelled_mask(info.labels))
+            index = np.flatnonzero(info.codes >= 0)
             if index.size == 0:
                 self._warn_no_side_information("y has no labelled point (every entry is -1)")
                 return None
             self.side_info_ = "labels"
-            return _SideInfo(index, info.labels[index], "labels")
+            return _SideInfo(index, info.codes[index], "labels")
         C = info.constraints
         if C.n_cannot:
             warnings.warn(
@@ -396,11 +396,9 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         if len(ml) == 0:
             self._warn_no_side_information("y has no must-link pair")
             return None
-        graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
-        _, component = connected_components(graph, directed=False)
         index = np.unique(ml)
         self.side_info_ = "must-link groups"
-        return _SideInfo(index, component[index], "groups")
+        return _SideInfo(index, C.must_link_components()[index], "groups")
 
     def _warn_no_side_information(self, what):
         self.side_info_ = "none"
@@ -435,6 +433,7 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         return heuristic_beta(E_l, Y, W_pinv)
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the dictionary kernel from partial side information.
 
@@ -476,7 +475,6 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
             ``y`` of a kind the estimator does not take.
         """
         start = time.perf_counter()
-        self._validate_params()
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=2)
         n = X.shape[0]

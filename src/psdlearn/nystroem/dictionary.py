@@ -13,6 +13,11 @@ so that only ``m x m`` matrices appear. With labels there is one block,
 matrix, ``K^*_l = Y Y^T``, eq. 6) and ``c = ||K^*_l||_F^2``; with must-link groups (§3.3)
 one block per group ``g`` (``A_g = E_g^T E_g``, ``B = sum_g b_g b_g^T``, ``b_g = E_g^T 1``),
 since the mask ``T`` of §3.3 keeps exactly the within-group pairs.
+
+The projection of eq. (11) onto the PSD cone is the package's shared
+``psd_projection`` (negative eigenvalues set to zero), exported here as the step of this
+solver. The estimator, :class:`psdlearn.GeneralizedNystroem`, validates every parameter;
+these functions trust their inputs.
 """
 
 from __future__ import annotations
@@ -23,35 +28,20 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import LinearOperator, cg
 
+from psdlearn._linalg import psd_projection
+
 __all__ = [
     "DictionaryResult",
     "QuadraticData",
     "closed_form_start",
-    "psd_factor",
+    "gradient",
+    "objective",
     "psd_projection",
     "solve_dictionary",
 ]
 
 #: Armijo: factor by which the curvature estimate ``a`` grows after a rejected step.
 ARMIJO_GROWTH = 2.0
-
-
-def psd_projection(S):
-    """Nearest PSD matrix in Frobenius norm (eq. 11): negative eigenvalues set to 0."""
-    S = 0.5 * (S + S.T)
-    w, U = eigh(S, driver="evd")
-    pos = w > 0
-    return (U[:, pos] * w[pos]) @ U[:, pos].T
-
-
-def psd_factor(S, rtol=1e-12):
-    """``F`` of shape (m, r) with ``F F^T = S`` for a PSD ``S`` (eigenvalues below
-    ``rtol * max`` dropped)."""
-    w, U = eigh(0.5 * (S + S.T), driver="evd")
-    keep = w > rtol * max(w.max(initial=0.0), 0.0)
-    if not keep.any():
-        return np.zeros((S.shape[0], 0))
-    return U[:, keep] * np.sqrt(w[keep])
 
 
 @dataclass

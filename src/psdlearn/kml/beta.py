@@ -23,8 +23,7 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
 
-__all__ = ["EIGEN_RTOL", "center_kernel", "centered_eigenpairs", "optimal_beta",
-           "participation_ratio"]
+__all__ = ["EIGEN_RTOL", "centered_eigenpairs", "optimal_beta", "participation_ratio"]
 
 #: Eigenvalues at or below ``EIGEN_RTOL * lambda_max`` are treated as zero. A dense
 #: symmetric eigensolver in double precision resolves eigenvalues to about
@@ -34,12 +33,6 @@ __all__ = ["EIGEN_RTOL", "center_kernel", "centered_eigenpairs", "optimal_beta",
 EIGEN_RTOL = 1e-10
 _NO_POSITIVE = ("the centered kernel has no positive eigenvalue: all points coincide in "
                 "feature space.")
-
-
-def center_kernel(K):
-    """``H K H`` with ``H = I - 1 1^T / n``, without forming ``H``; returns a new array."""
-    K = K - K.mean(axis=0, keepdims=True)
-    return K - K.mean(axis=1, keepdims=True)
 
 
 def centered_eigenpairs(Kc, n_components=None):
