@@ -283,7 +283,13 @@ class PairwiseConstraints(_SampleIndexRows):
 
     # ------------------------------------------------------------------ I/O
     def to_csv(self, path):
-        """Write ``i,j,label`` rows (header line, labels +1/-1)."""
+        """Write ``i,j,label`` rows (header line, labels +1/-1).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The CSV file to write (overwritten); :meth:`from_csv` reads it back.
+        """
         with open(path, "w", newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(["i", "j", "label"])

@@ -125,7 +125,17 @@ class ConstraintKFold:
                 f"random_state={self.random_state!r}, groups={self.groups!r})")
 
     def get_n_splits(self, constraints=None, y=None, groups=None):
-        """Number of folds."""
+        """Number of folds.
+
+        Parameters
+        ----------
+        constraints, y, groups : object
+            Ignored; present for the scikit-learn splitter API.
+
+        Returns
+        -------
+        int
+        """
         return self.n_splits
 
     def split(self, constraints, y=None, groups=None):
@@ -212,7 +222,7 @@ class NPKLCV(NPKL):
         ``tol`` of the fold fits (the refit uses ``tol``). The held-out score moves in its
         fourth digit between 1e-3 and 1e-5 (a1a, hinge), and the path costs a quarter of
         the sweeps (227 against 1414 for 8 values of ``gamma`` on one fold).
-    **params
+    NPKL_PARAMETERS
         Every other parameter of :class:`psdlearn.NPKL` (all but ``gamma`` and
         ``warm_start``), applied to every fit.
 
@@ -348,7 +358,19 @@ class NPKLCV(NPKL):
         return self
 
     def score(self, X, y):
-        """:meth:`NPKL.score` of the refit model."""
+        """:meth:`NPKL.score` of the refit model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training data of ``fit`` (the held-out constraints index its rows).
+        y : PairwiseConstraints or array-like of shape (m, 3)
+            Held-out constraints.
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "embedding_")
         return super().score(X, y)
 
@@ -367,3 +389,7 @@ NPKLCV.__init__.__signature__ = inspect.Signature(
     + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
        for name, default in {"gammas": None, "cv": 5, "scoring": None, "cv_tol": 1e-3,
                              **_NPKL_DEFAULTS}.items()])
+# The docstring names NPKL's parameters from the same list as the signature, so that a
+# parameter added to NPKL is documented here too.
+NPKLCV.__doc__ = NPKLCV.__doc__.replace(
+    "    NPKL_PARAMETERS\n", f"    {', '.join(_NPKL_DEFAULTS)}\n", 1)

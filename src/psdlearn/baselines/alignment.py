@@ -63,7 +63,20 @@ def target_kernel(y):
 
 
 def alignment(K1, K2, centered=False):
-    """Alignment ``<K1, K2>_F / (||K1||_F ||K2||_F)``, of ``H K H`` when ``centered``."""
+    """Alignment ``<K1, K2>_F / (||K1||_F ||K2||_F)``, of ``H K H`` when ``centered``.
+
+    Parameters
+    ----------
+    K1, K2 : array-like of shape (l, l)
+        Kernel matrices on the same points.
+    centered : bool, default=False
+        Align the centered kernels ``H K H`` (``H = I - 1 1^T / l``).
+
+    Returns
+    -------
+    float
+        In ``[-1, 1]``; 0 when either kernel is zero.
+    """
     if centered:
         K1, K2 = center_kernel(K1), center_kernel(K2)
     den = np.linalg.norm(K1) * np.linalg.norm(K2)

@@ -294,8 +294,9 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    psdlearn.graph.knn_laplacian : the graph term.
-    docs/glossary.md : the side-information convention ``fit(X, y)`` and the names.
+    psdlearn.graph.knn_laplacian : The graph term.
+    psdlearn.constraints.as_constraints : The side information ``y`` (convention and names:
+        ``docs/glossary.md``).
 
     References
     ----------
@@ -690,11 +691,32 @@ class NPKL(TransformerMixin, BaseEstimator):
         This is the solution of the constrained problem, not :meth:`transform` of the
         training points (that is the out-of-sample extension, which does not see the
         constraints).
+
+        Parameters
+        ----------
+        X, y
+            As in :meth:`fit`.
+        **fit_params : dict
+            Passed to :meth:`fit`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, rank_)
         """
         return self.fit(X, y, **fit_params).embedding_
 
     def objective(self, E=None):
-        """Objective (10) of the fitted problem at ``E`` (default: ``embedding_``)."""
+        """Objective (10) of the fitted problem at ``E``.
+
+        Parameters
+        ----------
+        E : ndarray of shape (n_samples, r), default=None
+            A factor of ``K = E E^T``; None: ``embedding_``.
+
+        Returns
+        -------
+        float
+        """
         check_is_fitted(self, "embedding_")
         problem = NPKLProblem(self.laplacian_, self.constraints_.pairs,
                               self.constraints_.signs.astype(np.float64), self.loss,

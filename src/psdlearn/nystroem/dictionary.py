@@ -67,13 +67,32 @@ class QuadraticData:
     eig: tuple | None = None
 
     def apply(self, S):
-        """``sum_k A_k S A_k``."""
+        """``sum_k A_k S A_k``: half the gradient of the quadratic part at ``S``.
+
+        Parameters
+        ----------
+        S : ndarray of shape (m, m)
+
+        Returns
+        -------
+        ndarray of shape (m, m)
+        """
         out = np.zeros_like(S)
         for A in self.blocks:
             out += A @ S @ A
         return out
 
     def value(self, S):
+        """The data term ``sum_k <S, A_k S A_k> - 2 <S, B> + c`` at ``S``.
+
+        Parameters
+        ----------
+        S : ndarray of shape (m, m)
+
+        Returns
+        -------
+        float
+        """
         return float(np.sum(S * self.apply(S)) - 2.0 * np.sum(S * self.B) + self.c)
 
     def eigensystem(self):
@@ -112,6 +131,21 @@ def closed_form_start(prior, lam, data, tol=1e-12):
     ``Q = S_0 + B / lam``; in the eigenbasis ``A = U diag(a) U^T`` it is solved entrywise,
     ``S~_ij = Q~_ij / (1 + a_i a_j / lam)``. Several blocks (groups) do not share an
     eigenbasis; then the same SPD linear system is solved by conjugate gradients.
+
+    Parameters
+    ----------
+    prior : ndarray of shape (m, m)
+        ``P`` (the prior ``S_0``).
+    lam : float
+        ``lambda > 0``.
+    data : QuadraticData
+    tol : float, default=1e-12
+        Relative residual of the conjugate-gradient solve (several blocks only).
+
+    Returns
+    -------
+    ndarray of shape (m, m)
+        The symmetric minimizer, not projected onto the PSD cone.
     """
     rhs = lam * prior + data.B
     if len(data.blocks) == 1:
