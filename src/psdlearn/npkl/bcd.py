@@ -31,7 +31,6 @@ import numpy as np
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 from . import _kernels as K
-from ._kernels import update_sample_reference as _update_sample_reference  # noqa: F401
 
 __all__ = ["BCDResult", "initial_embedding", "level_split", "parallel_split", "solve_bcd"]
 
