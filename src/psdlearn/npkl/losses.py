@@ -48,9 +48,9 @@ its derivative, domain and curvature, the two cvxpy expressions; override
 :meth:`Loss.terms` when its terms are not the margins) and add one instance to
 :data:`LOSS_TABLE`. The objective, the SDP, SimpleNPKL, the certificate and the scale of
 ``gamma`` then handle it. BCD needs it only where its row problem has a new closed form:
-then add one row-update kind below and, in :mod:`psdlearn.npkl._kernels`, one function
-``_row_<kind>`` that writes the row minimizer (plus its branch in ``update_sample`` and its
-value in ``_loss_value``); otherwise leave ``kernel=None``.
+then add one row-update kind below and, in :mod:`psdlearn.npkl._kernels`, its closed form
+as one branch of ``update_sample`` (which writes the row minimizer) and its value in
+``_loss_value``; otherwise leave ``kernel=None``.
 """
 
 from __future__ import annotations
