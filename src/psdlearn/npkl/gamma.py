@@ -145,7 +145,7 @@ def auto_gamma(laplacian, pairs, signs, loss, gamma0=None):
         ``nan`` when ``gamma_0`` is infinite (no nonzero kernel lowers the loss).
     gamma0 : float or None
     """
-    if loss == "pcp":
+    if not get_loss(loss).margin:  # pcp: fits targets, see the module docstring
         diag = sp.csr_matrix(laplacian).diagonal()
         return PCP_AUTO_FACTOR * float(np.max(diag)), None
     if gamma0 is None:
