@@ -10,6 +10,7 @@ from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning
 
 import psdlearn as pl
+from psdlearn._linalg import smw_row_solve
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _admm_kernels as K
 from psdlearn.npkl.admm import RHO_MIN, kkt_residuals, solve_admm, update_rho
@@ -78,8 +79,8 @@ def test_smw_equals_direct_solve(k, r):
         P = S[Ti]
         direct = np.linalg.solve(rho * np.eye(r) + gamma * P.T @ P, rhs)
         out = rhs.copy()
-        K._smw_apply(S, Ti, 0, k, out, rho, gamma, np.empty((k, k)), np.empty((k, k)),
-                     np.empty(k))
+        smw_row_solve(S, Ti, 0, k, out, rho, gamma, np.empty((k, k)), np.empty((k, k)),
+                      np.empty(k))
         assert np.allclose(out, direct, rtol=1e-10, atol=1e-12)
 
 

@@ -6,15 +6,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from _npkl_reference import box_qp_reference, sample_objective_reference
+from _npkl_reference import update_sample_reference as _update_sample_reference
 from scipy.optimize import minimize
 from sklearn.datasets import make_blobs
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _kernels as K
-from psdlearn.npkl._qp import box_qp, box_qp_reference, kkt_residual
+from psdlearn.npkl._qp import box_qp, kkt_residual
 from psdlearn.npkl.bcd import (
-    _update_sample_reference,
     initial_embedding,
     level_split,
     parallel_split,
@@ -123,7 +124,7 @@ def _brute_force(E, L, Tp, Ti, Ts, loss, gamma, b, seed):
     d = A.shape[1]
 
     def phi(v):
-        return K.sample_objective_reference(v, 0, E, L, Tp, Ti, Ts, loss, gamma)
+        return sample_objective_reference(v, 0, E, L, Tp, Ti, Ts, loss, gamma)
 
     best = None
     for _ in range(4):

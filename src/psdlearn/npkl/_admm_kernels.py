@@ -11,12 +11,15 @@ whose gradient ``A_i v_i - c_i`` (eq. 9) vanishes at ``v_i = A_i^{-1} c_i`` with
 ``A_i = rho I + gamma P_i^T P_i`` (rows of ``P_i``: the ``u_j``, ``j in T_i``) and
 ``c_i = gamma P_i^T t_i - (L U)_i + rho u_i - Lambda_i``. The U-step is the same with the
 roles of ``U`` and ``V`` swapped and ``+Lambda_i`` (eq. 12). ``A_i^{-1}`` is applied by the
-Sherman-Morrison-Woodbury identity (25),
+Sherman-Morrison-Woodbury identity (25) (:func:`psdlearn._linalg.smw_row_solve`),
 
     A_i^{-1} c = (c - P_i^T (rho / gamma I + P_i P_i^T)^{-1} P_i c) / rho,
 
 so each row costs ``O(nnz(L_i) r + |T_i|^2 r + |T_i|^3)``; ``(L U)_i`` is formed on the
-fly, never stored. Rows are independent, hence ``prange``.
+fly, never stored. Rows are independent, hence ``prange``; the threads are woken only from
+:data:`psdlearn._linalg.PARALLEL_MIN_WORK` multiply-adds per half step (``(nnz(L) + |T|) r``;
+measured: at 2.2e6, 1.5 ms serial against 8 ms parallel on a busy 2-core machine; at 2.1e7,
+17 ms against 20 ms), below it the serial driver runs.
 """
 
 from __future__ import annotations
@@ -24,15 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from psdlearn.npkl._qp import cholesky_inplace, cholesky_solve
+from psdlearn._linalg import PARALLEL_MIN_WORK, smw_row_solve
 
 __all__ = ["PARALLEL_MIN_WORK", "half_step", "half_step_serial"]
-
-#: Below this many multiply-adds per half step (``(nnz(L) + |T|) * r``) the serial kernel
-#: is used: the step is memory bound, and waking threads twice per iteration costs more
-#: than it saves below about 2e7 (measured: at 2.2e6, 1.5 ms serial against 8 ms parallel
-#: on a busy 2-core machine; at 2.1e7, 17 ms against 20 ms).
-PARALLEL_MIN_WORK = 20_000_000
 
 
 @njit(cache=True)
@@ -41,34 +38,6 @@ def _dot(X, a, Y, b):
     for c in range(X.shape[1]):
         s += X[a, c] * Y[b, c]
     return s
-
-
-@njit(cache=True)
-def _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, F, y):
-    """Overwrite ``rhs`` by ``A^{-1} rhs`` with ``A = rho I + gamma P^T P`` (eq. 25).
-
-    ``M``, ``F`` (at least ``k x k``) and ``y`` (at least ``k``) are workspace.
-    """
-    r = rhs.shape[0]
-    if k > 0 and gamma > 0.0:
-        for a in range(k):
-            ja = Ti[t0 + a]
-            s = 0.0
-            for c in range(r):
-                s += S[ja, c] * rhs[c]
-            y[a] = s
-            for b in range(a + 1):
-                M[a, b] = _dot(S, ja, S, Ti[t0 + b])
-            M[a, a] += rho / gamma
-        # M = rho / gamma I + P P^T is positive definite: the factorization cannot fail
-        cholesky_inplace(M, k, F, 0.0)
-        cholesky_solve(F, k, y)
-        for a in range(k):
-            ja = Ti[t0 + a]
-            for c in range(r):
-                rhs[c] -= y[a] * S[ja, c]
-    for c in range(r):
-        rhs[c] /= rho
 
 
 @njit(cache=True)
@@ -102,7 +71,7 @@ def _update_rows(lo, hi, Lp, Li, Lx, Tp, Ti, Tt, S, own, lam, lam_sign, rho, gam
             g = gamma * Tt[t0 + q]
             for c in range(r):
                 rhs[c] += g * S[j, c]
-        _smw_apply(S, Ti, t0, k, rhs, rho, gamma, M, F, y)
+        smw_row_solve(S, Ti, t0, k, rhs, rho, gamma, M, F, y)
         for c in range(r):
             diff = rhs[c] - X[i, c]
             change += diff * diff

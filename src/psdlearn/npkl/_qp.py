@@ -39,7 +39,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["box_qp", "box_qp_reference", "cholesky_inplace", "cholesky_solve", "kkt_residual"]
+from psdlearn._linalg import cholesky_inplace, cholesky_solve
+
+__all__ = ["box_qp", "kkt_residual"]
 
 #: Pivots (Cholesky) or eigenvalues (eigh) below this fraction of the largest diagonal
 #: entry / eigenvalue are treated as zero: the subproblem is then singular.
@@ -54,72 +56,6 @@ NULL_RTOL = 1e-11
 KKT_RTOL = 1e-10
 #: Pass cap of the coordinate-descent fallback.
 MAX_POLISH_PASSES = 100_000
-
-
-@njit(cache=True)
-def cholesky_inplace(A, d, F, rtol):
-    """Cholesky factor ``A[:d, :d] = F F^T`` (lower triangle of ``F``), with a pivot test.
-
-    Parameters
-    ----------
-    A : ndarray of shape (>= d, >= d)
-        Symmetric matrix; only ``A[:d, :d]`` (lower triangle) is read.
-    d : int
-        Order of the leading block.
-    F : ndarray of shape (>= d, >= d)
-        Output; its lower triangle receives the factor.
-    rtol : float
-        A pivot ``<= rtol * max_k A_kk`` (or ``<= 0``) counts as a breakdown.
-
-    Returns
-    -------
-    bool
-        ``True`` when the factorization succeeded (``A[:d, :d]`` numerically definite).
-    """
-    amax = 0.0
-    for k in range(d):
-        if A[k, k] > amax:
-            amax = A[k, k]
-    thr = rtol * amax
-    for j in range(d):
-        s = A[j, j]
-        for k in range(j):
-            s -= F[j, k] * F[j, k]
-        if s <= thr or s <= 0.0:
-            return False
-        fjj = np.sqrt(s)
-        F[j, j] = fjj
-        for i in range(j + 1, d):
-            t = A[i, j]
-            for k in range(j):
-                t -= F[i, k] * F[j, k]
-            F[i, j] = t / fjj
-    return True
-
-
-@njit(cache=True)
-def cholesky_solve(F, d, b):
-    """Solve ``F F^T x = b`` in place (``b`` becomes ``x``), ``F`` from :func:`cholesky_inplace`.
-
-    Parameters
-    ----------
-    F : ndarray of shape (>= d, >= d)
-        Lower-triangular factor.
-    d : int
-        Order.
-    b : ndarray of shape (>= d,)
-        Right-hand side, overwritten with the solution.
-    """
-    for i in range(d):
-        t = b[i]
-        for k in range(i):
-            t -= F[i, k] * b[k]
-        b[i] = t / F[i, i]
-    for i in range(d - 1, -1, -1):
-        t = b[i]
-        for k in range(i + 1, d):
-            t -= F[k, i] * b[k]
-        b[i] = t / F[i, i]
 
 
 @njit(cache=True)
@@ -357,71 +293,3 @@ def box_qp(H, q, d, lo, hi, x, g, p, nul, state, idx, Hs, Fs):
         x[a] = min(max(x[a], lo), hi)
     _coordinate_descent(H, q, d, lo, hi, x, g, MAX_POLISH_PASSES)
     return -1
-
-
-def box_qp_reference(H, q, lo, hi, x0=None, max_iter=None):
-    """Plain-NumPy reference of :func:`box_qp` (same active set, SVD-based subproblems).
-
-    The subproblem on the free set is solved with :func:`numpy.linalg.lstsq`, whose
-    minimum-norm solution ``p`` leaves the residual ``n = -g_F - H_FF p`` orthogonal to
-    the range of ``H_FF``, i.e. in its null space; ``n != 0`` is the descent ray.
-
-    Parameters
-    ----------
-    H : ndarray of shape (d, d)
-        Symmetric positive semidefinite.
-    q : ndarray of shape (d,)
-    lo, hi : float
-        Bounds (``hi`` may be ``inf``).
-    x0 : ndarray of shape (d,), optional
-        Starting point; ``lo`` everywhere by default.
-    max_iter : int, optional
-        Iteration cap, ``10 d + 20`` by default.
-
-    Returns
-    -------
-    x : ndarray of shape (d,)
-        The minimizer.
-    """
-    H = np.asarray(H, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
-    d = len(q)
-    x = np.full(d, float(lo)) if x0 is None else np.clip(np.array(x0, dtype=np.float64), lo, hi)
-    state = np.where(x <= lo, -1, np.where(x >= hi, 1, 0))
-    max_iter = 10 * d + 20 if max_iter is None else max_iter
-    for _ in range(max_iter):
-        g = H @ x - q
-        free = np.flatnonzero(state == 0)
-        if free.size:
-            Hff = H[np.ix_(free, free)]
-            p, *_ = np.linalg.lstsq(Hff, -g[free], rcond=PIVOT_RTOL)
-            nul = -g[free] - Hff @ p
-            scale = np.max(np.abs(q)) + np.max(np.abs(np.diag(H))) * np.max(np.abs(x)) + 1e-300
-            ray = np.linalg.norm(nul) > NULL_RTOL * scale
-            if ray:
-                p = nul
-            with np.errstate(divide="ignore", invalid="ignore"):
-                to_bound = np.where(
-                    p < 0, (lo - x[free]) / p, np.where(p > 0, (hi - x[free]) / p, np.inf)
-                )
-            to_bound = np.maximum(to_bound, 0.0)
-            step = np.inf if ray else 1.0
-            block = int(np.argmin(to_bound)) if to_bound.size else -1
-            blocked = block >= 0 and to_bound[block] < step
-            if blocked:
-                step = to_bound[block]
-            elif ray:
-                raise ValueError("the QP is unbounded below")
-            x[free] = np.clip(x[free] + step * p, lo, hi)
-            if blocked:
-                k = free[block]
-                x[k], state[k] = (lo, -1) if p[block] < 0 else (hi, 1)
-                continue
-        g = H @ x - q
-        lam = np.where(state == -1, g, np.where(state == 1, -g, np.inf))
-        scale = np.max(np.abs(q)) + np.max(np.abs(np.diag(H))) * np.max(np.abs(x)) + 1e-300
-        k = int(np.argmin(lam))
-        if lam[k] >= -MULTIPLIER_RTOL * scale:
-            return x
-        state[k] = 0
-    raise RuntimeError("box_qp_reference did not converge")

@@ -34,7 +34,6 @@ from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
-from ._kernels import update_sample_reference as _update_sample_reference  # noqa: F401
 
 __all__ = ["BCD_LOSSES", "fit_bcd", "initial_embedding", "level_split", "parallel_split",
            "relaxation_factor", "solve_bcd"]

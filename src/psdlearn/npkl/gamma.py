@@ -52,6 +52,8 @@ import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.sparse.linalg import lobpcg
 
+from psdlearn.npkl.losses import get_loss
+
 __all__ = ["AUTO_GAMMA_FACTOR", "PCP_AUTO_FACTOR", "auto_gamma", "critical_gamma",
            "loss_gradient_matrix"]
 
@@ -64,12 +66,12 @@ PCP_AUTO_FACTOR = 100.0
 #: Largest ``n`` solved by a dense generalized eigendecomposition (on a1a, n = 1605, the
 #: dense solve took 0.94 s and LOBPCG 0.09 s).
 _DENSE_MAX = 400
-#: ``|l'(0)|`` of each margin loss.
-_SLOPE = {"hinge": 1.0, "linear": 1.0, "squared_hinge": 2.0, "square": 2.0}
-
-
 def loss_gradient_matrix(n_samples, pairs, signs, loss):
     """``G``: minus the gradient of the loss term at ``K = 0``, divided by ``gamma``.
+
+    ``G = sum_k alpha_k c_k S_k`` with the multipliers ``alpha_k = -w_k l'(0; t_k)`` of
+    ``K = 0`` at unit ``gamma`` (:mod:`psdlearn.npkl.losses`), over the off-diagonal terms:
+    for ``pcp`` its pair term only (module docstring).
 
     Parameters
     ----------
@@ -85,19 +87,13 @@ def loss_gradient_matrix(n_samples, pairs, signs, loss):
         ``<G, K> = -d(loss term) / d K`` at 0, per unit of ``gamma`` (for ``pcp``, of its
         pair term).
     """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    signs = np.asarray(signs, dtype=np.float64)
-    if loss == "pcp":
-        must = pairs[signs > 0]  # the pair term only: see the module docstring
-        rows = np.concatenate([must[:, 0], must[:, 1]])
-        cols = np.concatenate([must[:, 1], must[:, 0]])
-        vals = np.ones(len(rows))
-    else:
-        half = 0.5 * _SLOPE[loss] * signs
-        rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
-        cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
-        vals = np.concatenate([half, half])
-    return sp.csr_matrix((vals, (rows, cols)), shape=(n_samples, n_samples))
+    table = get_loss(loss)
+    terms = table.terms(pairs, signs, n_samples, 1.0)
+    alpha = table.multipliers(np.zeros(len(terms)), terms.targets, terms.weights)
+    alpha[terms.rows == terms.cols] = 0.0
+    G = terms.matrix(alpha)
+    G.eliminate_zeros()  # pcp: its cannot-links and diagonal
+    return G
 
 
 def critical_gamma(laplacian, pairs, signs, loss, random_state=0):
@@ -149,7 +145,7 @@ def auto_gamma(laplacian, pairs, signs, loss, gamma0=None):
         ``nan`` when ``gamma_0`` is infinite (no nonzero kernel lowers the loss).
     gamma0 : float or None
     """
-    if loss == "pcp":
+    if not get_loss(loss).margin:  # pcp: fits targets, see the module docstring
         diag = sp.csr_matrix(laplacian).diagonal()
         return PCP_AUTO_FACTOR * float(np.max(diag)), None
     if gamma0 is None:

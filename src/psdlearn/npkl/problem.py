@@ -28,8 +28,9 @@ every sample, with targets ``t = 1`` (must-link and diagonal) and ``0`` (cannot-
 unordered pairs this is ``gamma * sum_pairs (K_ij - t_ij)^2 + gamma / 2 * sum_i
 (K_ii - 1)^2``.
 
-The same number is reported by every solver (``bcd``, ``sdp``, ...), so they can be
-compared directly.
+Each loss is defined once, in :data:`psdlearn.npkl.losses.LOSS_TABLE`; the objective is
+the sum over its terms. The same number is reported by every solver (``bcd``, ``sdp``,
+...), so they can be compared directly.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-__all__ = ["LOSSES", "NPKLProblem", "loss_values", "npkl_objective"]
+from psdlearn.npkl.losses import LOSSES, get_loss
 
-LOSSES = ("hinge", "squared_hinge", "square", "linear", "pcp")
+__all__ = ["LOSSES", "NPKLProblem", "loss_values", "npkl_objective"]
 
 
 def loss_values(z, loss):
-    """Elementwise loss ``l(z)`` of Hu & Kwok 2015 Fig. 1.
+    """Elementwise loss ``l(z)`` of Hu & Kwok 2015 Fig. 1 (margin ``t = 1``).
 
     Parameters
     ----------
@@ -58,18 +59,12 @@ def loss_values(z, loss):
     -------
     ndarray of the shape of ``z``.
     """
-    if loss == "pcp":
-        raise ValueError("the pcp loss is not a function of the margin alone; use npkl_objective.")
-    z = np.asarray(z, dtype=np.float64)
-    if loss == "hinge":
-        return np.maximum(1.0 - z, 0.0)
-    if loss == "squared_hinge":
-        return np.maximum(1.0 - z, 0.0) ** 2
-    if loss == "square":
-        return (1.0 - z) ** 2
-    if loss == "linear":
-        return -z
-    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
+    table = get_loss(loss)
+    if not table.margin:
+        raise ValueError(
+            f"the {loss} loss is not a function of the margin alone; use npkl_objective."
+        )
+    return table.value(z, 1.0)
 
 
 def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
@@ -93,22 +88,15 @@ def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
     Returns
     -------
     float
-        ``tr(E^T L E) + gamma * sum_k loss(signs[k] * <e_i, e_j>)``, or for ``pcp``
-        ``tr(E^T L E) + gamma * sum_k (K_ij - t_k)^2 + gamma / 2 * sum_i (K_ii - 1)^2``
-        with ``t_k = 1`` (must-link) or ``0`` (cannot-link). The norm constraint of the
-        linear loss is not checked here.
+        ``tr(E^T L E) + sum_k w_k l(c_k K_{i_k j_k}; t_k)`` over the terms of
+        :mod:`psdlearn.npkl.losses`: ``gamma * sum_k loss(signs[k] * <e_i, e_j>)``, or for
+        ``pcp`` ``gamma * sum_k (K_ij - t_k)^2 + gamma / 2 * sum_i (K_ii - 1)^2`` with
+        ``t_k = 1`` (must-link) or ``0`` (cannot-link). The norm constraint of the linear
+        loss is not checked here.
     """
     E = np.asarray(E, dtype=np.float64)
-    smooth = float(np.sum(E * (laplacian @ E)))
-    if loss == "pcp":
-        diag = np.einsum("ij,ij->i", E, E)
-        smooth += 0.5 * gamma * float(np.sum((diag - 1.0) ** 2))
-    if len(pairs) == 0:
-        return smooth
-    k_ij = np.einsum("ij,ij->i", E[pairs[:, 0]], E[pairs[:, 1]])
-    if loss == "pcp":
-        return smooth + gamma * float(np.sum((k_ij - (signs > 0)) ** 2))
-    return smooth + gamma * float(np.sum(loss_values(signs * k_ij, loss)))
+    terms = get_loss(loss).terms(pairs, signs, E.shape[0], gamma)
+    return float(np.sum(E * (laplacian @ E))) + terms.penalty(E)
 
 
 @dataclass(frozen=True)
@@ -199,12 +187,23 @@ class NPKLProblem:
         np.cumsum(indptr, out=indptr)
         return indptr, cols[order].astype(np.int64), vals[order]
 
+    def terms(self):
+        """The loss terms ``sum_k w_k l(c_k K_{i_k j_k}; t_k)`` of this problem.
+
+        Returns
+        -------
+        psdlearn.npkl.losses.LossTerms
+        """
+        return get_loss(self.loss).terms(self.pairs, self.signs, self.n_samples, self.gamma)
+
     def ordered_targets(self):
         """The ordered pair set ``T`` of Hu & Kwok 2013 eq. (5) with its targets, in CSR form.
 
-        ``pcp``: both orders of every pair plus ``(i, i)`` for every sample, targets 1
-        (must-link, diagonal) and 0 (cannot-link). ``square``: both orders of every pair,
-        targets ``T_ij = +-1``. In both cases the objective is
+        For a quadratic loss of :mod:`psdlearn.npkl.losses` (``pcp``, ``square``): both
+        orders of every off-diagonal term and each diagonal term once, with target
+        ``c_k t_k``. ``pcp``: both orders of every pair plus ``(i, i)`` for every sample,
+        targets 1 (must-link, diagonal) and 0 (cannot-link). ``square``: both orders of
+        every pair, targets ``T_ij = +-1``. In both cases the objective is
         ``tr(E^T L E) + gamma / 2 * sum_{(i, j) in T} (e_i . e_j - t_ij)^2``.
 
         Returns
@@ -214,19 +213,17 @@ class NPKLProblem:
             ``j`` in ``T_i``, sorted within each row.
         targets : ndarray of shape (|T|,), float64
         """
-        if self.loss not in ("pcp", "square"):
+        if not get_loss(self.loss).quadratic:
             raise ValueError(
                 f"ordered targets exist for the pcp and square losses, not {self.loss!r}."
             )
-        indptr, indices, signs = self.neighbors()
-        if self.loss == "square":
-            return indptr, indices, signs
-        n = self.n_samples
-        rows = np.concatenate([np.repeat(np.arange(n), np.diff(indptr)), np.arange(n)])
-        cols = np.concatenate([indices, np.arange(n)])
-        vals = np.concatenate([(signs > 0).astype(np.float64), np.ones(n)])
+        terms = self.terms()
+        off = terms.rows != terms.cols
+        target = terms.coef * terms.targets
+        rows = np.concatenate([terms.rows[off], terms.cols[off], terms.rows[~off]])
+        cols = np.concatenate([terms.cols[off], terms.rows[off], terms.rows[~off]])
+        vals = np.concatenate([target[off], target[off], target[~off]])
         order = np.lexsort((cols, rows))
-        counts = np.diff(indptr) + 1
-        out_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=out_ptr[1:])
-        return out_ptr, cols[order].astype(np.int64), vals[order]
+        indptr = np.zeros(self.n_samples + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.n_samples), out=indptr[1:])
+        return indptr, cols[order].astype(np.int64), vals[order].astype(np.float64)

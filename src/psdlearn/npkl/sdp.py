@@ -86,6 +86,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from psdlearn._linalg import psd_factor
 from psdlearn._solver import SolverResult
+from psdlearn.npkl.losses import get_loss
 
 __all__ = ["DEFAULT_EIG_TOL", "DEFAULT_MAX_SAMPLES", "FORMULATIONS", "fit_sdp", "solve_sdp"]
 
@@ -155,82 +156,58 @@ def _arrays(problem):
 
 
 def _primal_model(cp, L, pairs, signs, loss, gamma, b):
-    """Model (P) with a dense PSD variable; returns ``(problem, kernel_getter)``."""
+    """Model (P) with a dense PSD variable; returns ``(problem, kernel_getter)``.
+
+    The loss enters as ``sum_k w_k l(c_k K_{i_k j_k}; t_k)`` over the terms of its entry in
+    :data:`psdlearn.npkl.losses.LOSS_TABLE`.
+    """
     n = L.shape[0]
+    table = get_loss(loss)
+    terms = table.terms(pairs, signs, n, gamma)
     K = cp.Variable((n, n), PSD=True, name="K")
     k_vec = cp.vec(K, order="F")  # K_ij at position i + n j
     coo = L.tocoo()
     # tr(L K) = sum_ij L_ij K_ji = sum_ij L_ij K_ij over the stored entries of L (K = K^T)
     objective = coo.data @ k_vec[coo.row.astype(np.int64) + n * coo.col.astype(np.int64)]
-    if len(pairs) and gamma > 0:
-        z = cp.multiply(signs, k_vec[pairs[:, 0] + n * pairs[:, 1]])
-        if loss == "hinge":
-            penalty = cp.sum(cp.pos(1.0 - z))
-        elif loss == "squared_hinge":
-            penalty = cp.sum_squares(cp.pos(1.0 - z))
-        elif loss == "square":
-            penalty = cp.sum_squares(1.0 - z)
-        elif loss == "pcp":
-            targets = (signs > 0).astype(np.float64)
-            penalty = cp.sum_squares(k_vec[pairs[:, 0] + n * pairs[:, 1]] - targets)
-        else:
-            penalty = -cp.sum(z)
-        objective = objective + gamma * penalty
-    if loss == "pcp" and gamma > 0:
-        objective = objective + 0.5 * gamma * cp.sum_squares(cp.diag(K) - 1.0)
-    constraints = [cp.diag(K) <= b * b] if loss == "linear" else []
+    if len(terms) and gamma > 0:
+        z = cp.multiply(terms.coef, k_vec[terms.rows + n * terms.cols])
+        objective = objective + table.cvxpy_penalty(cp, z, terms.targets, terms.weights)
+    constraints = [cp.diag(K) <= b * b] if table.bounded else []
     return cp.Problem(cp.Minimize(objective), constraints), lambda: K.value
 
 
 def _dual_model(cp, L, pairs, signs, loss, gamma, b):
-    """Model (D) with a sparse LMI; returns ``(problem, kernel_getter)``."""
+    """Model (D) with a sparse LMI; returns ``(problem, kernel_getter)``.
+
+    One multiplier ``alpha_k`` per term of the loss (:mod:`psdlearn.npkl.losses`), with
+    ``Z = L - sum_k alpha_k c_k S_k [+ Diag(mu)]`` and the objective
+    ``sum_k h(alpha_k; t_k, w_k) [- b^2 sum_i mu_i]`` (``h`` the conjugate in multiplier form).
+    """
     n = L.shape[0]
-    m = len(pairs)
-    has_loss = m > 0 and gamma > 0
-    diag = sp.csc_matrix((np.ones(n), (np.arange(n) * (n + 1), np.arange(n))), shape=(n * n, n))
-    # column k of A is vec(T_k S_k) = T_k (e_i e_j^T + e_j e_i^T) / 2, C-order vec; for pcp
-    # the targets enter the dual objective instead of the sign, so the column is vec(S_k)
-    coef = np.ones(m) if loss == "pcp" else signs
+    table = get_loss(loss)
+    terms = table.terms(pairs, signs, n, gamma)
+    m = len(terms)
     if m:
-        rows = np.concatenate([pairs[:, 0] * n + pairs[:, 1], pairs[:, 1] * n + pairs[:, 0]])
-        cols = np.concatenate([np.arange(m), np.arange(m)])
-        A = sp.csc_matrix((0.5 * np.concatenate([coef, coef]), (rows, cols)), shape=(n * n, m))
+        # column k is vec(c_k S_k) = c_k (e_i e_j^T + e_j e_i^T) / 2, C-order vec (a diagonal
+        # term's two halves add up to c_k e_i e_i^T)
+        half = 0.5 * np.concatenate([terms.coef, terms.coef])
+        rows = np.concatenate([terms.rows * n + terms.cols, terms.cols * n + terms.rows])
+        A = sp.csc_matrix((half, (rows, np.concatenate([np.arange(m)] * 2))), shape=(n * n, m))
     else:
         A = sp.csc_matrix((n * n, 1))  # one dummy multiplier, fixed at zero below
-    constraints = []
-    if loss == "pcp":
-        # weight w = gamma per unordered pair, gamma / 2 per diagonal entry (K_ii - 1)^2;
-        # conjugate of w (z - t)^2 gives g(a) = t a - a^2 / (4 w), with columns e_i e_i^T
-        A = sp.hstack([A, diag]).tocsc() if m else diag
-        alpha = cp.Variable(A.shape[1], name="alpha")
-        targets = np.concatenate([(signs > 0).astype(np.float64), np.ones(n)])
-        if gamma > 0:
-            weights = np.concatenate([np.full(m, gamma), np.full(n, 0.5 * gamma)])
-            objective = targets @ alpha - cp.sum(cp.multiply(0.25 / weights, cp.square(alpha)))
-        else:
-            constraints.append(alpha == 0.0)
-            objective = cp.sum(alpha)
-        z_vec = -(A @ alpha)
-    elif loss == "linear":
-        # alpha_k = gamma: Z = L - gamma sum_k T_k S_k + Diag(mu), maximize -b^2 sum(mu)
-        alpha = cp.Variable(A.shape[1], name="alpha")
-        mu = cp.Variable(n, name="mu", nonneg=True)
-        constraints.append(alpha == (gamma if m else 0.0))
-        objective = -(b * b) * cp.sum(mu)
-        z_vec = diag @ mu - A @ alpha
+    alpha = cp.Variable(A.shape[1], name="alpha")
+    if m and gamma > 0:
+        objective, constraints = table.cvxpy_conjugate(cp, alpha, terms.targets, terms.weights)
     else:
-        alpha = cp.Variable(A.shape[1], name="alpha")
-        if not has_loss:
-            constraints.append(alpha == 0.0)
-            objective = cp.sum(alpha)
-        elif loss == "hinge":
-            constraints += [alpha >= 0.0, alpha <= gamma]
-            objective = cp.sum(alpha)
-        else:
-            if loss == "squared_hinge":
-                constraints.append(alpha >= 0.0)
-            objective = cp.sum(alpha) - cp.sum_squares(alpha) / (4.0 * gamma)
-        z_vec = -(A @ alpha)
+        objective, constraints = cp.sum(alpha), [alpha == 0.0]
+    z_vec = -(A @ alpha)
+    if table.bounded:
+        # multipliers mu >= 0 of K_ii <= b^2: Z gains Diag(mu), the objective -b^2 sum(mu)
+        mu = cp.Variable(n, name="mu", nonneg=True)
+        diag = sp.csc_matrix((np.ones(n), (np.arange(n) * (n + 1), np.arange(n))),
+                             shape=(n * n, n))
+        objective = objective - (b * b) * cp.sum(mu)
+        z_vec = z_vec + diag @ mu
     Z = cp.reshape(z_vec, (n, n), order="C") + L
     lmi = Z >> 0
     constraints.append(lmi)

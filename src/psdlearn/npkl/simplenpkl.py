@@ -98,6 +98,7 @@ from scipy.sparse.linalg import eigsh
 from threadpoolctl import threadpool_limits
 
 from psdlearn._solver import SolverResult
+from psdlearn.npkl.losses import get_loss
 
 __all__ = ["DEFAULT_B", "default_B", "fit_simplenpkl", "solve_simplenpkl"]
 
@@ -131,74 +132,46 @@ def default_B(n_samples, loss):
 
 
 class _Terms:
-    """The dualized entries of ``K``: rows, columns, coefficients ``c_k`` and ``h``.
+    """The dualized entries of ``K``: the loss terms of :mod:`psdlearn.npkl.losses`.
 
-    ``h(a)``, ``h'(a)``, the bounds of ``a`` and the curvature ``-h''`` are those of the
-    module docstring; ``fixed`` marks the linear loss (``a = gamma``, no iteration).
+    ``h(a)``, ``h'(a)``, the bounds of ``a`` and the curvature ``-h''`` are the conjugate
+    of the loss's table entry (the module docstring lists them); ``fixed`` marks a loss whose
+    multipliers have a single value (the linear loss: ``a = gamma``, no iteration).
     """
 
     def __init__(self, problem):
-        loss, gamma = problem.loss, float(problem.gamma)
-        pairs = np.asarray(problem.pairs, dtype=np.int64).reshape(-1, 2)
-        signs = np.asarray(problem.signs, dtype=np.float64).reshape(-1)
-        n = problem.n_samples
-        self.fixed = loss == "linear"
-        if loss == "pcp":
-            # off-diagonal targets 1 / 0, and K_ii -> 1 on every sample (Hu & Kwok 2013 eq. 2)
-            diag = np.arange(n, dtype=np.int64)
-            self.i = np.concatenate([pairs[:, 0], diag])
-            self.j = np.concatenate([pairs[:, 1], diag])
-            self.c = np.ones(len(self.i))
-            self.t = np.concatenate([(signs > 0).astype(np.float64), np.ones(n)])
-            # weight gamma per unordered pair, gamma / 2 per diagonal entry (problem.py)
-            self.curv = np.concatenate([np.full(len(pairs), 0.5 / gamma), np.full(n, 1.0 / gamma)])
-            self.lo, self.hi = -np.inf, np.inf
-        elif loss in ("hinge", "squared_hinge", "square", "linear"):
-            # h(a) = a (t = 1); the linear loss is all linear term, h = 0 (t = 0)
-            self.i, self.j, self.c = pairs[:, 0], pairs[:, 1], signs
-            self.t = np.full(len(signs), 0.0 if loss == "linear" else 1.0)
-            self.lo = -np.inf if loss == "square" else 0.0
-            self.hi = gamma if loss in ("hinge", "linear") else np.inf
-            curv = 0.0 if loss in ("hinge", "linear") else 0.5 / gamma
-            self.curv = np.full(len(signs), curv)
-        else:
-            raise ValueError(f"solve_simplenpkl does not handle loss={loss!r}.")
-        self.loss, self.gamma, self.n = loss, gamma, n
-        self.curv_max = float(np.max(self.curv)) if len(self.curv) else 0.0
-        off = self.i != self.j
+        self.loss, self.terms = get_loss(problem.loss), problem.terms()
+        self.gamma = float(problem.gamma)
+        self.c, self.t, self.w = self.terms.coef, self.terms.targets, self.terms.weights
+        self.lo, self.hi = self.loss.domain(self.w)
+        # a loss whose conjugate's domain is one point (for any weight) is not iterated
+        self.fixed = bool(np.array_equal(*self.loss.domain(np.ones(1))))
+        curv = self.loss.curvature(self.w)
+        self.curv_max = float(np.max(curv)) if len(curv) else 0.0
+        off = self.terms.rows != self.terms.cols
         # s of the Lipschitz estimate: max_k c_k^2 ||S_k||_F^2
         self.s = float(np.max(self.c**2 * np.where(off, 0.5, 1.0))) if len(self.c) else 0.0
-        # M(a) = W(a) - L with W = sum_k c_k a_k S_k, assembled in COO form
-        self._rows = np.concatenate([self.i[off], self.j[off], self.i[~off]])
-        self._cols = np.concatenate([self.j[off], self.i[off], self.i[~off]])
-        self._off = off
 
     def start(self):
-        """``a_0 = argmax sum_k h(a_k)``: the multipliers of ``K = 0`` (``gamma`` for the
-        hinge and linear losses, ``t_k / h''`` for the quadratic ones)."""
-        if self.fixed or self.loss == "hinge":
-            return np.full(len(self.c), self.gamma)
-        return self.t / self.curv
+        """``a_0 = argmax sum_k h(a_k)``: the multipliers of ``K = 0``."""
+        return self.loss.multipliers(np.zeros(len(self.c)), self.t, self.w)
 
     def h(self, a):
-        return float(np.sum(self.t * a - 0.5 * self.curv * a * a))
+        return float(np.sum(self.loss.conjugate(a, self.t, self.w)))
 
     def dh(self, a):
-        return self.t - self.curv * a
+        return self.loss.conjugate_derivative(a, self.t, self.w)
 
     def project(self, a):
         return np.clip(a, self.lo, self.hi)
 
     def matrix(self, a, L):
         """``M(a) = sum_k c_k a_k S_k - L`` (sparse CSR)."""
-        w = self.c * a
-        vals = np.concatenate([0.5 * w[self._off], 0.5 * w[self._off], w[~self._off]])
-        W = sp.csr_matrix((vals, (self._rows, self._cols)), shape=(self.n, self.n))
-        return (W - L).tocsr()
+        return (self.terms.matrix(a) - L).tocsr()
 
     def entries(self, E):
         """``K_{i_k j_k}`` at ``K = E E^T``."""
-        return np.einsum("ij,ij->i", E[self.i], E[self.j])
+        return self.terms.entries(E)
 
 
 def _top_eigenpairs(M, rank, v0):
