@@ -25,9 +25,10 @@ class SolverResult:
 
     Attributes
     ----------
-    embedding : ndarray of shape (n, r)
+    embedding : ndarray of shape (n, r) or None
         The factor of the learned PSD matrix: ``K = E E^T`` (NPKL), ``M = E E^T`` (metric
-        learners, ``n`` = number of features).
+        learners, ``n`` = number of features); ``None`` where a factor is not free to get
+        (the generalized Nystrom solvers, whose matrices are in ``info``).
     objective_history : sequence of float
         Objective at the start, then after every iteration (``n_iter + 1`` values), in the
         solver's own sense (minimized or maximized, as its docstring says).

@@ -7,6 +7,8 @@ prior kernel ``beta E_l W^+ E_l^T`` fits the ideal kernel best.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy.linalg import pinv
 
@@ -95,13 +97,14 @@ def iterative_beta(W_pinv, lam, data, beta0, *, max_outer=20, tol=1e-3, **solver
     Returns
     -------
     beta : float
-    result : DictionaryResult
-        Of the last ``S``-step; its history concatenates all ``S``-steps. An interrupted
-        ``S``-step (``result.interrupted``) ends the alternation.
+    result : SolverResult
+        Of the last ``S``-step, with the histories (times offset to run on) and iteration
+        counts of all ``S``-steps concatenated. An interrupted ``S``-step
+        (``result.interrupted``) ends the alternation.
     """
     beta = beta0
     res = solve_dictionary(beta * W_pinv, lam, data, **solver_kw)
-    history, n_iter = list(res.objective_history), res.n_iter
+    history, times, n_iter = list(res.objective_history), list(res.time_history), res.n_iter
     for _ in range(max_outer):
         if res.interrupted:  # keep the interrupted S-step and the beta it was solved with
             break
@@ -114,6 +117,7 @@ def iterative_beta(W_pinv, lam, data, beta0, *, max_outer=20, tol=1e-3, **solver
                                 **solver_kw)
         beta, res = new, step
         history += res.objective_history
+        times += [times[-1] + t for t in res.time_history]
         n_iter += res.n_iter
-    res.objective_history, res.n_iter = history, n_iter
-    return beta, res
+    return beta, dataclasses.replace(res, objective_history=history, time_history=times,
+                                     n_iter=n_iter)

@@ -18,13 +18,14 @@ decrease (17), so its value never increases over the outer iterations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
 
 import numpy as np
 from scipy.linalg import eigh
 from scipy.optimize import nnls
 
 from psdlearn._linalg import psd_projection
+from psdlearn._solver import SolverResult
 from psdlearn.nystroem._beta import optimal_beta
 from psdlearn.nystroem.dictionary import (
     QuadraticData,
@@ -33,19 +34,7 @@ from psdlearn.nystroem.dictionary import (
     solve_dictionary,
 )
 
-__all__ = ["MultipleResult", "multiple_objective", "prior_mixture", "solve_multiple"]
-
-
-@dataclass
-class MultipleResult:
-    """Output of :func:`solve_multiple`."""
-
-    T: list
-    alpha: np.ndarray
-    objective_history: list = field(default_factory=list)
-    n_iter: int = 0
-    converged: bool = True
-    interrupted: bool = False  # a KeyboardInterrupt stopped the alternation
+__all__ = ["multiple_objective", "prior_mixture", "solve_multiple"]
 
 
 def multiple_objective(T, alpha, priors, lam, cross, s, c):
@@ -132,25 +121,32 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
     inner_max_iter, inner_tol : int, float
         Passed to :func:`solve_dictionary`.
     callback : callable, optional
-        Called as ``callback(value)`` after every alternation, with the value of (17).
+        Called as ``callback(value)`` after every alternation, with the value of (17);
+        returning ``True`` stops the alternation.
 
     Returns
     -------
-    MultipleResult
-        A ``KeyboardInterrupt`` ends the alternation: the result holds the ``T^(j)`` and
+    SolverResult
+        ``objective_history`` ((17) at the start, then after every alternation),
+        ``time_history`` (cumulative seconds since the call), ``n_iter`` alternations,
+        ``converged``; ``embedding`` is ``None``. ``info`` (read as attributes): ``T``, the
+        tuple of the ``T^(j)``, and ``alpha``. The callback's stop signal or a
+        ``KeyboardInterrupt`` ends the alternation: the result holds the ``T^(j)`` and
         ``alpha`` of the last complete alternation (the start if none completed), with
         ``interrupted=True`` and ``converged=False``.
     """
+    start_time = time.perf_counter()
     M = len(priors)
     # the eigensystems of C_jj serve every T^(j) update (closed form and iterations)
     eigs = [eigh(cross[j][j]) for j in range(M)]
     alpha = prior_mixture(priors, cross, s)
     steps = [None] * M
     T = [alpha[j] * priors[j] for j in range(M)]
-    # (T, alpha, alternations, history) of the last complete alternation, stored as one
-    # tuple: a Ctrl-C at any point leaves it consistent
-    state = (list(T), alpha.copy(), 0,
-             [multiple_objective(T, alpha, priors, lam, cross, s, c)])
+    # (T, alpha, alternations, history, times) of the last complete alternation, stored as
+    # one tuple: a Ctrl-C at any point leaves it consistent
+    state = (tuple(T), alpha.copy(), 0,
+             [multiple_objective(T, alpha, priors, lam, cross, s, c)],
+             [time.perf_counter() - start_time])
     converged = interrupted = False
     try:
         for _ in range(max_iter):
@@ -175,14 +171,17 @@ def solve_multiple(priors, lam, cross, s, c, *, max_iter=20, tol=1e-4, inner_max
                 T[j], steps[j] = res.S, res.step
                 alpha[j] = optimal_beta(T[j], priors[j])  # eq. (19)
             value = multiple_objective(T, alpha, priors, lam, cross, s, c)
-            state = (list(T), alpha.copy(), state[2] + 1, [*state[3], value])
-            if callback is not None:
-                callback(value)
+            state = (tuple(T), alpha.copy(), state[2] + 1, [*state[3], value],
+                     [*state[4], time.perf_counter() - start_time])
+            if callback is not None and callback(value) is True:
+                interrupted = True
+                break
             if state[3][-2] - value <= tol * abs(state[3][-2]):
                 converged = True
                 break
     except KeyboardInterrupt:
         interrupted = True
-    T, alpha, n_iter, history = state
-    return MultipleResult(T=T, alpha=alpha, objective_history=history, n_iter=n_iter,
-                          converged=converged, interrupted=interrupted)
+    T, alpha, n_iter, history, times = state
+    return SolverResult(embedding=None, objective_history=history, time_history=times,
+                        n_iter=n_iter, converged=converged, interrupted=interrupted,
+                        info={"T": T, "alpha": alpha})

@@ -22,16 +22,17 @@ these functions trust their inputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import LinearOperator, cg
 
 from psdlearn._linalg import psd_projection
+from psdlearn._solver import SolverResult
 
 __all__ = [
-    "DictionaryResult",
     "QuadraticData",
     "closed_form_start",
     "gradient",
@@ -166,18 +167,6 @@ def closed_form_start(prior, lam, data, tol=1e-12):
     return 0.5 * (S + S.T)
 
 
-@dataclass
-class DictionaryResult:
-    """Output of :func:`solve_dictionary`."""
-
-    S: np.ndarray
-    objective_history: list = field(default_factory=list)
-    n_iter: int = 0
-    converged: bool = True
-    step: float = 0.0  # last curvature estimate ``a`` (the step is ``1 / a``)
-    interrupted: bool = False  # a KeyboardInterrupt stopped the iterations
-
-
 def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a_init=None,
                      accelerated=True, callback=None):
     """Projected gradient with the Armijo rule for problem (7) (Lan et al. 2017 §3.4).
@@ -211,14 +200,21 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
         First curvature estimate; default ``2 lam`` (the smallest Hessian eigenvalue).
     accelerated : bool, default=True
     callback : callable, optional
-        Called as ``callback(J)`` after every iteration (progress bars).
+        Called as ``callback(J)`` after every iteration (progress bars); returning ``True``
+        stops the iterations.
 
     Returns
     -------
-    DictionaryResult
-        A ``KeyboardInterrupt`` during the iterations ends them: the result holds the last
+    SolverResult
+        ``objective_history`` (``J`` at the start, then after every iteration),
+        ``time_history`` (cumulative seconds since the call), ``n_iter``, ``converged``;
+        ``embedding`` is ``None`` (a factor of ``S`` would cost an eigendecomposition).
+        ``info`` (read as attributes): ``S``, the solution, and ``step``, the last
+        curvature estimate ``a`` (the step is ``1 / a``). The callback's stop signal or a
+        ``KeyboardInterrupt`` during the iterations ends them: the result holds the last
         complete iterate, with ``interrupted=True`` and ``converged=False``.
     """
+    start = time.perf_counter()
     if len(data.blocks) == 1:
         # in the eigenbasis of A = U diag(d) U^T the data term is elementwise,
         # sum_ij d_i d_j S~_ij^2 - 2 <S~, B~>, and the PSD cone is rotation invariant: the
@@ -246,22 +242,28 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
             return gradient(S, prior, lam, data)
 
         S = psd_projection(closed_form_start(prior, lam, data)) if S_init is None else S_init
-    res = _projected_gradient(S, value, grad, lam, data.curvature_bound(), max_iter=max_iter,
-                              tol=tol, a_init=a_init, accelerated=accelerated,
-                              callback=callback)
+    S, history, times, n_iter, converged, interrupted, a = _projected_gradient(
+        S, value, grad, lam, data.curvature_bound(), max_iter=max_iter, tol=tol,
+        a_init=a_init, accelerated=accelerated, callback=callback, start=start)
     if U is not None:
-        S = U @ res.S @ U.T
-        res.S = 0.5 * (S + S.T)
-    return res
+        S = U @ S @ U.T
+        S = 0.5 * (S + S.T)
+    return SolverResult(embedding=None, objective_history=history, time_history=times,
+                        n_iter=n_iter, converged=converged, interrupted=interrupted,
+                        info={"S": S, "step": a})
 
 
 def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init,
-                        accelerated, callback):
-    """The iterations of :func:`solve_dictionary` for ``J = value`` from the PSD ``S``."""
+                        accelerated, callback, start):
+    """The iterations of :func:`solve_dictionary` for ``J = value`` from the PSD ``S``.
+
+    Returns ``(S, objective_history, time_history, n_iter, converged, interrupted, a)``,
+    the times in seconds since the ``time.perf_counter()`` value ``start``.
+    """
     a_max = 4.0 * (lam + curvature)  # twice the Lipschitz constant
     a = 2.0 * lam if a_init is None else float(a_init)
     J = value(S)
-    history = [J]
+    history, times = [J], [time.perf_counter() - start]
     # (S, J, iterations, len(history)) of the last complete iteration, one tuple stored at
     # once: a Ctrl-C anywhere leaves it consistent
     state = (S, J, 0, 1)
@@ -290,9 +292,11 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
                 decrease = None
                 Y, JY, t, S_prev = S, J, 1.0, S
             history.append(J)
+            times.append(time.perf_counter() - start)
             state = (S, J, it, len(history))
-            if callback is not None:
-                callback(J)
+            if callback is not None and callback(J) is True:
+                interrupted = True
+                break
             if decrease is None:
                 continue
             if decrease <= tol * abs(history[-2]):
@@ -307,5 +311,4 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
     except KeyboardInterrupt:
         interrupted, converged = True, False
     S, J, n_iter, n_hist = state
-    return DictionaryResult(S=S, objective_history=history[:n_hist], n_iter=n_iter,
-                            converged=converged, step=a, interrupted=interrupted)
+    return S, history[:n_hist], times[:n_hist], n_iter, converged, interrupted, a
