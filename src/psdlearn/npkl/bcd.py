@@ -236,8 +236,8 @@ def solve_bcd(
     Parameters
     ----------
     problem : NPKLProblem
-        Laplacian (CSR, positive diagonal), constraints, loss in ``{"hinge",
-        "squared_hinge", "square", "linear"}``, ``gamma`` and ``b``.
+        Laplacian (CSR, positive diagonal), constraints, a loss of :data:`BCD_LOSSES`
+        (``"hinge"``, ``"squared_hinge"``, ``"square"``, ``"linear"``), ``gamma`` and ``b``.
     E0 : array-like of shape (n_samples, rank)
         Starting point (not modified). For the linear loss its rows are first projected onto
         the feasible ball ``||e_i|| <= b``.

@@ -48,20 +48,10 @@ from psdlearn.npkl._fit_graph import (
 from psdlearn.npkl._out_of_sample import harmonic_rows, select_n_neighbors
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.losses import get_loss
-from psdlearn.npkl.problem import LOSSES, NPKLProblem, rank_rule_count
+from psdlearn.npkl.problem import LOSSES, NPKLProblem, auto_rank, rank_rule_count
 from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART, WARM, RegistryNames, map_rows
 
-__all__ = ["NPKL", "auto_rank"]
-
-def auto_rank(n_constraints):
-    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1."""
-    m = int(n_constraints)
-    r = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
-    while (r + 1) * (r + 2) // 2 <= m:
-        r += 1
-    while r > 0 and r * (r + 1) // 2 > m:
-        r -= 1
-    return max(r, 1)
+__all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
 
 class NPKL(TransformerMixin, BaseEstimator):

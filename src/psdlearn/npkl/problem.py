@@ -43,7 +43,8 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from psdlearn.npkl.losses import LOSSES, get_loss
 
-__all__ = ["LOSSES", "NPKLProblem", "loss_values", "npkl_objective", "rank_rule_count"]
+__all__ = ["LOSSES", "NPKLProblem", "auto_rank", "loss_values", "npkl_objective",
+           "rank_rule_count"]
 
 
 def loss_values(z, loss):
@@ -97,6 +98,27 @@ def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
     E = np.asarray(E, dtype=np.float64)
     terms = get_loss(loss).terms(pairs, signs, E.shape[0], gamma)
     return float(np.sum(E * (laplacian @ E))) + terms.penalty(E)
+
+
+def auto_rank(n_constraints):
+    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1.
+
+    Parameters
+    ----------
+    n_constraints : int
+        ``m``, e.g. :func:`rank_rule_count`.
+
+    Returns
+    -------
+    int
+    """
+    m = int(n_constraints)
+    r = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
+    while (r + 1) * (r + 2) // 2 <= m:
+        r += 1
+    while r > 0 and r * (r + 1) // 2 > m:
+        r -= 1
+    return max(r, 1)
 
 
 def rank_rule_count(loss, pairs, signs, n_samples):

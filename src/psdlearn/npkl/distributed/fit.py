@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from psdlearn._progress import progress_bar
 from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES
 from psdlearn.npkl.losses import LOSS_TABLE, ROW_HINGE, get_loss
-from psdlearn.npkl.problem import pair_terms, rank_rule_count
+from psdlearn.npkl.problem import auto_rank, pair_terms, rank_rule_count
 
 from . import _build
 from ._runtime import Runtime, attach_transfer_log, get_client
@@ -106,7 +106,6 @@ def fit_dask(est, X, y, *, n_blocks=None):
     est
     """
     from psdlearn.constraints import as_constraints
-    from psdlearn.npkl.estimator import auto_rank
     from psdlearn.npkl.solvers import NPKL_SOLVERS
 
     if est.graph != "knn":
