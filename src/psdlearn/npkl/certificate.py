@@ -200,10 +200,19 @@ def _kinked(terms):
 
 
 def _smoothed_objective(problem, terms, E, mu):
-    """Objective with each kinked term ``w max(u, 0)`` (``u = t - z``) Huber-smoothed."""
-    u = terms.targets - terms.margins(E)
-    h = np.where(u > mu, u - 0.5 * mu, np.where(u > 0, u * u / (2.0 * mu), 0.0))
-    return float(np.sum(E * (problem.laplacian @ E))) + float(terms.weights @ h)
+    """Objective with each kinked term replaced by its Moreau envelope (Huber smoothing).
+
+    From the conjugate: ``w l_mu(z) = max_{a in [lo, hi]} h(a) - a z - mu a^2 / (2 w)``;
+    ``h`` is linear (slope ``h'``), so ``a = clip(w (h' - z) / mu, lo, hi)``. For the hinge
+    this is ``w (u - mu / 2)`` for ``u = t - z > mu``, ``w u^2 / (2 mu)`` on ``[0, mu]``,
+    0 below.
+    """
+    loss, t, w = terms.loss, terms.targets, terms.weights
+    z = terms.margins(E)
+    lo, hi = loss.domain(w)
+    a = np.clip(w * (loss.conjugate_derivative(lo, t, w) - z) / mu, lo, hi)
+    penalty = loss.conjugate(a, t, w) - a * z - mu * a * a / (2.0 * w)
+    return float(np.sum(E * (problem.laplacian @ E))) + float(penalty.sum())
 
 
 def _kink_multipliers(problem, terms, E):
