@@ -273,3 +273,36 @@ def test_ctrl_c_in_certificate_keeps_the_fit(problems, monkeypatch):
                         random_state=0).fit(problem.laplacian, y)
     assert model.certificate_ is None and model.converged_ is False
     assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+
+
+def test_escalation_smoothing_is_the_huber_hinge():
+    """The Moreau envelope of the kinked terms, built from the conjugate, is the Huber hinge
+    ``gamma (u - mu / 2)`` for ``u = 1 - T K_ij > mu``, ``gamma u^2 / (2 mu)`` on
+    ``[0, mu]``, 0 below."""
+    from psdlearn.npkl.certificate import _smoothed_objective
+
+    problem = make_problem("hinge")
+    rng = np.random.default_rng(0)
+    for scale in (0.05, 0.5, 3.0):
+        E = scale * rng.standard_normal((problem.n_samples, 3))
+        u = 1.0 - problem.signs * np.einsum("ij,ij->i", E[problem.pairs[:, 0]],
+                                           E[problem.pairs[:, 1]])
+        for mu in (1e-3, 0.3):
+            huber = np.where(u > mu, u - 0.5 * mu, np.where(u > 0, u * u / (2 * mu), 0.0))
+            expected = np.sum(E * (problem.laplacian @ E)) + problem.gamma * huber.sum()
+            got = _smoothed_objective(problem, problem.terms(), E, mu)
+            assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_pcp_diagonal_trace_bound():
+    """pcp's diagonal terms ``gamma / 2 (K_ii - 1)^2 <= f`` bound the trace by
+    ``n + sqrt(2 n f / gamma)`` (Cauchy-Schwarz); the other losses have no such terms."""
+    from psdlearn.npkl.certificate import _diagonal_trace_bound
+
+    for gamma in (0.3, 2.0):
+        terms = make_problem("pcp", gamma=gamma).terms()
+        n, f = terms.n_samples, 7.5
+        assert _diagonal_trace_bound(terms, f) == pytest.approx(
+            n + np.sqrt(2.0 * n * f / gamma), rel=1e-14)
+    for loss in ("hinge", "squared_hinge", "square", "linear"):
+        assert _diagonal_trace_bound(make_problem(loss).terms(), 7.5) == np.inf

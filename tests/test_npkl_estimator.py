@@ -26,6 +26,23 @@ def test_auto_rank_rule():
         assert r * (r + 1) // 2 <= m < (r + 1) * (r + 2) // 2
 
 
+def test_rank_rule_counts_the_constraints_of_each_paper():
+    """From the loss table: the unordered pairs for the margin losses (Hu & Kwok 2015), the
+    ordered set ``T`` for pcp (Hu & Kwok 2013: both orders of every pair plus the ``n``
+    diagonal pairs)."""
+    from psdlearn.npkl.problem import LOSSES as ALL_LOSSES
+    from psdlearn.npkl.problem import rank_rule_count
+
+    rng = np.random.default_rng(0)
+    n = 50
+    for m in (0, 1, 7, 30):
+        pairs = np.sort(rng.choice(n, size=(m, 2), replace=True), axis=1)
+        signs = rng.choice([-1.0, 1.0], size=m)
+        for loss in ALL_LOSSES:
+            expected = 2 * m + n if loss == "pcp" else m
+            assert rank_rule_count(loss, pairs, signs, n) == expected
+
+
 def test_get_params_roundtrip_and_clone():
     model = pl.NPKL(loss="square", rank=4, gamma=0.5, max_iter=7, random_state=3)
     params = model.get_params()

@@ -42,11 +42,12 @@ import numpy as np
 
 from psdlearn._solver import SolverResult
 from psdlearn.npkl import _admm_kernels as K
+from psdlearn.npkl.losses import LOSS_TABLE
 
 __all__ = ["ADMM_LOSSES", "fit_admm", "solve_admm"]
 
 #: Losses the ADMM splitting handles: quadratic in ``K``.
-ADMM_LOSSES = ("pcp", "square")
+ADMM_LOSSES = tuple(name for name, loss in LOSS_TABLE.items() if loss.quadratic)
 
 #: Floor of ``rho`` in schedule (15).
 RHO_MIN = 10.0

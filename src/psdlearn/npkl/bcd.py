@@ -34,11 +34,13 @@ from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
+from .losses import LOSS_TABLE, ROW_HINGE, get_loss
 
 __all__ = ["BCD_LOSSES", "fit_bcd", "initial_embedding", "level_split", "parallel_split",
            "relaxation_factor", "solve_bcd"]
 
-BCD_LOSSES = ("hinge", "squared_hinge", "square", "linear")
+#: The losses with a BCD row-update kind in :data:`psdlearn.npkl.losses.LOSS_TABLE`.
+BCD_LOSSES = tuple(name for name, loss in LOSS_TABLE.items() if loss.kernel is not None)
 #: Sweeps between exact objective evaluations (in between, exact per-row increments).
 REFRESH = 25
 #: Mean ``K_ii = ||e_i||^2`` below which the embedding has vanished (``K = 0``) and the
@@ -234,8 +236,8 @@ def solve_bcd(
     Parameters
     ----------
     problem : NPKLProblem
-        Laplacian (CSR, positive diagonal), constraints, loss in ``{"hinge",
-        "squared_hinge", "square", "linear"}``, ``gamma`` and ``b``.
+        Laplacian (CSR, positive diagonal), constraints, a loss of :data:`BCD_LOSSES`
+        (``"hinge"``, ``"squared_hinge"``, ``"square"``, ``"linear"``), ``gamma`` and ``b``.
     E0 : array-like of shape (n_samples, rank)
         Starting point (not modified). For the linear loss its rows are first projected onto
         the feasible ball ``||e_i|| <= b``.
@@ -319,14 +321,15 @@ def solve_bcd(
     if not np.all(diag > 0):
         raise ValueError("The Laplacian must have a positive diagonal (L positive definite).")
 
-    loss = K.LOSS_CODES[problem.loss]
+    table = get_loss(problem.loss)
+    loss = table.kernel
     b = float(problem.b)
     omega = float(omega)
     # the kernels read the smoothing through their scalar parameter ``b`` (unused by hinge)
     inner_loss, param = loss, b
-    if problem.loss == "hinge" and smoothing > 0:
+    if loss == ROW_HINGE and smoothing > 0:
         inner_loss, param = K.SMOOTH_HINGE, float(smoothing)
-    radius = b if problem.loss == "linear" else np.inf
+    radius = b if table.bounded else np.inf
     if radius < np.inf:
         _project_rows(E, radius)
     Tp, Ti, Ts = problem.neighbors()
@@ -438,7 +441,7 @@ def solve_bcd(
         converged=bool(converged),
         interrupted=interrupted,
         multipliers=(_pair_multipliers(problem, Tp, Ti, alpha)
-                     if problem.loss == "hinge" and len(pairs) else None),
+                     if loss == ROW_HINGE and len(pairs) else None),
         info={"surrogate_history": surrogate},
     )
 
@@ -475,7 +478,7 @@ def smoothing_schedule(loss, hinge_smoothing="auto"):
     Hinge only: ``"auto"`` is :data:`HINGE_SMOOTHING_AUTO` then 0, a float ``mu`` is
     ``[mu, 0]``, None is ``[0]`` (Algorithm 1 alone); the other losses are smooth: ``[0]``.
     """
-    if loss != "hinge" or hinge_smoothing is None:
+    if get_loss(loss).kernel != ROW_HINGE or hinge_smoothing is None:
         return [0.0]
     if isinstance(hinge_smoothing, str):
         return [*HINGE_SMOOTHING_AUTO, 0.0]

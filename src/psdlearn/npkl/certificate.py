@@ -38,6 +38,11 @@ valid for every ``y`` in the domain of the conjugates, whether ``S`` is PSD or n
 (square), and ``0`` at ``alpha = gamma`` (linear); for pcp ``-g^*(y) = -t y - y^2 / (4 w)``
 with ``w = gamma`` per pair and ``gamma / 2`` per diagonal term.
 
+Every quantity above is read from the loss table (:mod:`psdlearn.npkl.losses`): the terms
+``(i_k, j_k, c_k, t_k, w_k)``, the multipliers ``-w_k l'(z_k; t_k)``, the conjugate ``h``
+and its domain, and the flags ``bounded`` (the ball) and ``quadratic`` (diagonal terms
+that bound the trace); a new loss entry is certified without code here.
+
 **Choice of the multipliers.** For the smooth losses ``y`` is the gradient, ``y_k =
 g_k'(K_ij)``: Fenchel-Young then holds with equality and the bound reads
 ``gap_bound = <S, K> - tau min(lambda_min, 0)``, i.e. ``S`` is the gradient of ``f`` at
@@ -179,71 +184,86 @@ def laplacian_lower_bound(laplacian, n_power=30):
     return best
 
 
-def _smoothed_hinge_objective(problem, E, mu):
-    """Objective with the hinge ``max(u, 0)`` (``u = 1 - z``) replaced by its Huber smoothing."""
-    u = 1.0 - problem.signs * _pair_terms(problem, E)
-    h = np.where(u > mu, u - 0.5 * mu, np.where(u > 0, u * u / (2.0 * mu), 0.0))
-    return float(np.sum(E * (problem.laplacian @ E))) + float(problem.gamma) * float(h.sum())
+def _kinked(terms):
+    """Whether the loss is piecewise linear with a kink at the target (the hinge).
+
+    Read from the table: the conjugate ``h`` is linear (zero curvature) on a nondegenerate
+    domain ``lo < hi``, so the multiplier of a term at its kink ``z = t`` is any point of
+    ``[lo, hi]`` (the subdifferential) and is chosen (given or fitted), not computed.
+    """
+    if len(terms) == 0:
+        return False
+    lo, hi = terms.loss.domain(terms.weights)
+    with np.errstate(divide="ignore"):  # gamma = 0: infinite curvature, not kinked
+        flat = np.all(terms.loss.curvature(terms.weights) == 0)
+    return bool(flat and np.any(lo < hi))
 
 
-def _pair_terms(problem, E):
-    """``K_ij = e_i^T e_j`` of every constrained pair."""
-    p = problem.pairs
-    if len(p) == 0:
-        return np.zeros(0)
-    return np.einsum("ij,ij->i", E[p[:, 0]], E[p[:, 1]])
+def _smoothed_objective(problem, terms, E, mu):
+    """Objective with each kinked term replaced by its Moreau envelope (Huber smoothing).
+
+    From the conjugate: ``w l_mu(z) = max_{a in [lo, hi]} h(a) - a z - mu a^2 / (2 w)``;
+    ``h`` is linear (slope ``h'``), so ``a = clip(w (h' - z) / mu, lo, hi)``. For the hinge
+    this is ``w (u - mu / 2)`` for ``u = t - z > mu``, ``w u^2 / (2 mu)`` on ``[0, mu]``,
+    0 below.
+    """
+    loss, t, w = terms.loss, terms.targets, terms.weights
+    z = terms.margins(E)
+    lo, hi = loss.domain(w)
+    a = np.clip(w * (loss.conjugate_derivative(lo, t, w) - z) / mu, lo, hi)
+    penalty = loss.conjugate(a, t, w) - a * z - mu * a * a / (2.0 * w)
+    return float(np.sum(E * (problem.laplacian @ E))) + float(penalty.sum())
 
 
-def _hinge_multipliers(problem, E, k_ij):
-    """Hinge ``alpha`` in ``[0, gamma]``: fixed off the kink, least squares on ``S E`` at it."""
-    gamma = float(problem.gamma)
-    z = problem.signs * k_ij
-    alpha = np.where(z < 1.0, gamma, 0.0)
-    kink = np.flatnonzero(np.abs(1.0 - z) <= KINK * max(1.0, float(np.abs(z).max())))
+def _kink_multipliers(problem, terms, E):
+    """Kinked-loss ``alpha`` in its domain: ``-w l'(z)`` off the kink, least squares on
+    ``S E`` at it."""
+    z = terms.margins(E)
+    alpha = terms.multipliers(E)
+    kink = np.flatnonzero(np.abs(terms.targets - z) <= KINK * max(1.0, float(np.abs(z).max())))
     if len(kink) == 0:
         return alpha
     alpha[kink] = 0.0
-    residual = _dual_operator(problem, alpha, None) @ E  # S E without the kink pairs
+    # S E without the kink terms
+    residual = (sp.csr_matrix(problem.laplacian) - terms.matrix(alpha)) @ E
     n, r = E.shape
-    p, t = problem.pairs[kink], problem.signs[kink]
-    # column of pair k: d(S E)/d alpha_k = -T_k (row i: e_j / 2, row j: e_i / 2)
-    rows = np.concatenate([(p[:, 0, None] * r + np.arange(r)).ravel(),
-                           (p[:, 1, None] * r + np.arange(r)).ravel()])
-    vals = np.concatenate([(-0.5 * t[:, None] * E[p[:, 1]]).ravel(),
-                           (-0.5 * t[:, None] * E[p[:, 0]]).ravel()])
+    i, j, c = terms.rows[kink], terms.cols[kink], terms.coef[kink]
+    # column of term k: d(S E)/d alpha_k = -c_k (row i: e_j / 2, row j: e_i / 2)
+    rows = np.concatenate([(i[:, None] * r + np.arange(r)).ravel(),
+                           (j[:, None] * r + np.arange(r)).ravel()])
+    vals = np.concatenate([(-0.5 * c[:, None] * E[j]).ravel(),
+                           (-0.5 * c[:, None] * E[i]).ravel()])
     cols = np.concatenate([np.repeat(np.arange(len(kink)), r)] * 2)
     A = sp.csr_matrix((vals, (rows, cols)), shape=(n * r, len(kink)))
-    sol = lsq_linear(A, -residual.ravel(), bounds=(0.0, gamma), lsmr_tol="auto", tol=1e-12)
-    alpha[kink] = np.clip(sol.x, 0.0, gamma)
+    lo, hi = terms.loss.domain(terms.weights[kink])
+    sol = lsq_linear(A, -residual.ravel(), bounds=(lo, hi), lsmr_tol="auto", tol=1e-12)
+    alpha[kink] = np.clip(sol.x, lo, hi)
     return alpha
 
 
-def _dual_operator(problem, alpha, diag):
-    """Sparse ``L - sum_k alpha_k T_k S_k + Diag(diag)`` (``T_k`` omitted for pcp)."""
-    L = sp.csr_matrix(problem.laplacian)
-    n = L.shape[0]
-    p = problem.pairs
-    coef = alpha if problem.loss == "pcp" else alpha * problem.signs
-    parts = [L]
-    if len(p):
-        parts.append(sp.csr_matrix((np.concatenate([-0.5 * coef, -0.5 * coef]),
-                                    (np.concatenate([p[:, 0], p[:, 1]]),
-                                     np.concatenate([p[:, 1], p[:, 0]]))), shape=(n, n)))
-    if diag is not None:
-        parts.append(sp.diags(diag))
-    return sum(parts[1:], parts[0]).tocsr()
+def _clip_to_domain(terms, alpha):
+    """Given multipliers, clipped to the domain of the conjugate."""
+    lo, hi = terms.loss.domain(terms.weights)
+    return np.clip(np.asarray(alpha, dtype=np.float64), lo, hi)
 
 
 def dual_matrix(problem, E, multipliers=None):
     """The dual matrix ``S`` at ``K = E E^T`` and the conjugate part of the lower bound.
+
+    Read from the loss table (:mod:`psdlearn.npkl.losses`): with the terms
+    ``sum_k w_k l(c_k K_{i_k j_k}; t_k)`` of the problem and their multipliers
+    ``alpha_k = -w_k l'(z_k; t_k)``, ``S = L - sum_k alpha_k c_k S_k`` and the conjugate
+    part is ``sum_k h(alpha_k; t_k, w_k)``; a ``bounded`` loss adds ``Diag(mu)`` and
+    ``-b^2 sum_i mu_i`` (module docstring).
 
     Parameters
     ----------
     problem : NPKLProblem
     E : ndarray of shape (n_samples, rank)
     multipliers : ndarray of shape (m,), optional
-        Hinge only: ``alpha_k`` in ``[0, gamma]`` (clipped), e.g. from the BCD dual QPs;
-        by default fitted (see the module docstring). Ignored by the other losses.
+        Kinked losses (the hinge) only: ``alpha_k`` in the domain of the conjugate,
+        ``[0, gamma]`` (clipped), e.g. from the BCD dual QPs; by default fitted (see the
+        module docstring). Ignored by the other losses.
 
     Returns
     -------
@@ -252,39 +272,25 @@ def dual_matrix(problem, E, multipliers=None):
         ``-sum_k g_k^*(y_k) - b^2 sum_i mu_i``.
     """
     E = np.asarray(E, dtype=np.float64)
-    gamma = float(problem.gamma)
-    loss = problem.loss
-    k_ij = _pair_terms(problem, E)
-    z = problem.signs * k_ij
-    if loss == "pcp":
-        t = (problem.signs > 0).astype(np.float64)
-        y = 2.0 * gamma * (k_ij - t)  # gradient of gamma (K_ij - t)^2
-        kii = np.einsum("ij,ij->i", E, E)
-        yd = gamma * (kii - 1.0)  # gradient of gamma / 2 (K_ii - 1)^2
-        conj = (-np.sum(t * y + y * y / (4.0 * gamma))
-                - np.sum(yd + yd * yd / (2.0 * gamma)) if gamma > 0 else 0.0)
-        return _dual_operator(problem, -y, yd), float(conj)
-    if loss == "hinge":
-        alpha = (_hinge_multipliers(problem, E, k_ij) if multipliers is None
-                 else np.clip(np.asarray(multipliers, dtype=np.float64), 0.0, gamma))
-        return _dual_operator(problem, alpha, None), float(alpha.sum())
-    if loss == "squared_hinge":
-        alpha = 2.0 * gamma * np.maximum(1.0 - z, 0.0)
-    elif loss == "square":
-        alpha = 2.0 * gamma * (1.0 - z)
-    elif loss == "linear":
-        alpha = np.full(len(z), gamma)
-        S0 = _dual_operator(problem, alpha, None)
-        sq = np.einsum("ij,ij->i", E, E)
-        num = -np.einsum("ij,ij->i", E, S0 @ E)
-        mu = np.divide(num, sq, out=np.zeros_like(sq), where=sq > 0)
-        mu = np.maximum(mu, 0.0)
-        b2 = float(problem.b) ** 2
-        return (S0 + sp.diags(mu)).tocsr(), float(-b2 * mu.sum())
+    terms = problem.terms()
+    loss = terms.loss
+    if not _kinked(terms):
+        alpha = terms.multipliers(E)
+    elif multipliers is None:
+        alpha = _kink_multipliers(problem, terms, E)
     else:
-        raise ValueError(f"unknown loss {loss!r}.")
-    conj = np.sum(alpha - alpha * alpha / (4.0 * gamma)) if gamma > 0 else 0.0
-    return _dual_operator(problem, alpha, None), float(conj)
+        alpha = _clip_to_domain(terms, multipliers)
+    S = (sp.csr_matrix(problem.laplacian) - terms.matrix(alpha)).tocsr()
+    # h divides by the weights: with gamma = 0 every multiplier is 0 and so is h
+    conj = (float(np.sum(loss.conjugate(alpha, terms.targets, terms.weights)))
+            if problem.gamma > 0 else 0.0)
+    if loss.bounded:
+        # mu_i makes row i of S E orthogonal to e_i (module docstring)
+        sq = np.einsum("ij,ij->i", E, E)
+        num = -np.einsum("ij,ij->i", E, S @ E)
+        mu = np.maximum(np.divide(num, sq, out=np.zeros_like(sq), where=sq > 0), 0.0)
+        return (S + sp.diags(mu)).tocsr(), conj - float(problem.b) ** 2 * float(mu.sum())
+    return S, conj
 
 
 def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
@@ -404,6 +410,23 @@ def _negative_part(values, w, tau):
     return float(np.sum(_times(head, w[: len(head)])) + _times(nu, tau))
 
 
+def _diagonal_trace_bound(terms, f):
+    """``tau >= tr(K*)`` from quadratic diagonal terms ``w_i (K_ii - t_i)^2`` on every sample.
+
+    They sum to at most ``f(E E^T)`` at ``K*`` (nonnegative loss and graph term), so by
+    Cauchy-Schwarz ``tr(K*) <= sum_i t_i + sqrt(f sum_i 1 / w_i)`` (pcp: ``n +
+    sqrt(2 n f / gamma)``); ``inf`` when the loss has no such terms.
+    """
+    diag = terms.rows == terms.cols
+    w = terms.weights[diag]
+    if (not terms.loss.quadratic or np.count_nonzero(diag) != terms.n_samples
+            or not np.all(w > 0)
+            or not np.array_equal(np.sort(terms.rows[diag]), np.arange(terms.n_samples))):
+        return np.inf
+    t = terms.coef[diag] * terms.targets[diag]
+    return float(np.sum(t)) + float(np.sqrt(f * np.sum(1.0 / w)))
+
+
 def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_eig=None,
             n_eig=1, return_eigenvectors=False):
     """Bound the gap ``f(E E^T) - f*`` of a low-rank NPKL solution to the convex optimum.
@@ -437,24 +460,22 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
     E = np.asarray(E, dtype=np.float64)
     n = E.shape[0]
     f = float(problem.objective(E))
+    terms = problem.terms()
     lmin = None
-    if problem.loss == "linear":
+    if terms.loss.bounded:
         tau = n * float(problem.b) ** 2
     else:
         lmin = (laplacian_lower_bound(problem.laplacian) if laplacian_min_eig is None
                 else float(laplacian_min_eig))
         tau = f / lmin if lmin > 0 else np.inf
-        if problem.loss == "pcp" and problem.gamma > 0:
-            tau = min(tau, n + np.sqrt(2.0 * n * f / float(problem.gamma)))
+        tau = min(tau, _diagonal_trace_bound(terms, f))
     # hinge: every alpha in [0, gamma]^m gives a valid bound; keep the best of the given
     # ones (the fitted one only without them: its least squares costs more than a fit),
     # trying the largest sum(alpha) first (an upper bound of D)
     candidates = [None]
-    if problem.loss == "hinge" and multipliers is not None:
+    if _kinked(terms) and multipliers is not None:
         given = [multipliers] if np.ndim(multipliers) == 1 else list(multipliers)
-        gamma = float(problem.gamma)
-        candidates = [np.clip(np.asarray(a, dtype=np.float64), 0.0, gamma) for a in given
-                      if a is not None] or [None]
+        candidates = [_clip_to_domain(terms, a) for a in given if a is not None] or [None]
         candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
     best = None
     for alpha in candidates:
@@ -524,7 +545,8 @@ def escalate(problem, E, values, vectors):
     U = vectors[:, values < 0]
     if U.shape[1] == 0:
         return E, 0.0
-    radius = float(problem.b) if problem.loss == "linear" else None
+    terms = problem.terms()
+    radius = float(problem.b) if terms.loss.bounded else None
 
     def candidate(s):
         out = np.hstack([E, np.sqrt(max(s, 0.0)) * U])
@@ -535,11 +557,11 @@ def escalate(problem, E, values, vectors):
         return out
 
     objective = problem.objective
-    if problem.loss == "hinge":
+    if _kinked(terms):
         # the hinge's directional derivative along u u^T can be positive at a kink even
         # when u^T S u < 0; its Huber smoothing (the surrogate BCD continues from) is C^1
         def objective(E):
-            return _smoothed_hinge_objective(problem, E, HINGE_ESCALATION_SMOOTHING)
+            return _smoothed_objective(problem, terms, E, HINGE_ESCALATION_SMOOTHING)
 
     f0 = objective(E)
     scale = max(float(np.einsum("ij,ij->", E, E)) / max(E.shape[1], 1), 1.0)

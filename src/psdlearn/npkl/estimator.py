@@ -28,7 +28,6 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.sparse.linalg import factorized
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -39,31 +38,20 @@ from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._solver import SolveOptions
 from psdlearn.constraints import as_constraints
-from psdlearn.graph import (
-    DEFAULT_DELTA,
-    KNN_METHODS,
-    graph_from_neighbors,
-    knn_graph,
-    knn_laplacian,
-    neighbors_from_distance_graph,
-    normalized_laplacian,
+from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
+from psdlearn.npkl._fit_graph import (
+    build_laplacian,
+    is_training_data,
+    joint_laplacian,
+    transform_neighbors,
 )
 from psdlearn.npkl._out_of_sample import harmonic_rows, select_n_neighbors
 from psdlearn.npkl.distributed.fit import is_dask_array
-from psdlearn.npkl.problem import LOSSES, NPKLProblem
+from psdlearn.npkl.losses import get_loss
+from psdlearn.npkl.problem import LOSSES, NPKLProblem, auto_rank, rank_rule_count
 from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART, WARM, RegistryNames, map_rows
 
-__all__ = ["NPKL", "auto_rank"]
-
-def auto_rank(n_constraints):
-    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1."""
-    m = int(n_constraints)
-    r = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
-    while (r + 1) * (r + 2) // 2 <= m:
-        r += 1
-    while r > 0 and r * (r + 1) // 2 > m:
-        r -= 1
-    return max(r, 1)
+__all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
 
 class NPKL(TransformerMixin, BaseEstimator):
@@ -415,61 +403,19 @@ class NPKL(TransformerMixin, BaseEstimator):
         return tags
 
     # ------------------------------------------------------------------ fit
-    def _check_square(self, X, what):
-        A = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else sp.csr_matrix(
-            np.asarray(X, dtype=np.float64))
-        if A.ndim != 2 or A.shape[0] != A.shape[1]:
-            raise ValueError(f"with graph={self.graph!r}, X must be a square (n, n) {what}, "
-                             f"got shape {A.shape}.")
-        if A.shape[0] < 2:
-            raise ValueError(f"the {what} must have at least 2 samples.")
-        if not np.all(np.isfinite(A.data)):
-            raise ValueError(f"the precomputed {what} contains NaN or inf.")
-        return A
-
     def _build_laplacian(self, X):
-        self.sigma_ = self.n_neighbors_ = self.degrees_ = None
-        self.neighbor_index_ = self.graph_info_ = None
-        if self.graph == "precomputed":
-            L = self._check_square(X, "Laplacian")
-            if abs(L - L.T).max() > 1e-10 * max(abs(L).max(), 1.0):
-                raise ValueError("the precomputed Laplacian must be symmetric.")
-            if np.any(L.diagonal() <= 0):
-                raise ValueError("the precomputed Laplacian must have a positive diagonal.")
-            L.sort_indices()
-            self.n_features_in_ = L.shape[0]
-            return L
-        if self.graph == "precomputed_nearest_neighbors":
-            D = self._check_square(X, "kNN distance graph")
-            n = D.shape[0]
-            dist, ind = neighbors_from_distance_graph(D)
-            k = min(self.n_neighbors, dist.shape[1])
-            if k < self.n_neighbors:
-                warnings.warn(f"the distance graph stores {dist.shape[1]} neighbours per row, "
-                              f"fewer than n_neighbors={self.n_neighbors}: using {k}.",
-                              UserWarning, stacklevel=4)
-            self.n_features_in_ = n
-            S, self.sigma_ = self._gaussian_graph(dist, ind, k)
-        else:
+        """``L`` of the graph of ``X`` (:func:`psdlearn.npkl._fit_graph.build_laplacian`),
+        setting the graph's fitted attributes."""
+        if self.graph == "knn":
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                               ensure_min_samples=2)
-            S, self.sigma_, self.neighbor_index_, self.graph_info_ = knn_graph(
-                X, n_neighbors=self.n_neighbors, sigma=self.sigma, knn_method=self.knn_method,
-                n_jobs=self.n_jobs, random_state=self.random_state, verbose=self.verbose,
-                return_index=True)
-            self.n_neighbors_ = self.graph_info_["n_neighbors"]
-            self.X_fit_ = X
-        self.degrees_ = np.asarray(S.sum(axis=1)).ravel()
-        return normalized_laplacian(S, self.delta)
-
-    def _gaussian_graph(self, dist, ind, k):
-        """The graph of ``graph="precomputed_nearest_neighbors"``, as :func:`knn_graph`."""
-        from psdlearn.graph import _check_n_neighbors, _resolve_sigma
-
-        k = _check_n_neighbors(k, len(dist))
-        sigma = _resolve_sigma(self.sigma, dist)
-        self.n_neighbors_ = k
-        return graph_from_neighbors(dist[:, :k], ind[:, :k], sigma), sigma
+        L, fitted = build_laplacian(
+            X, graph=self.graph, n_neighbors=self.n_neighbors, sigma=self.sigma,
+            delta=self.delta, knn_method=self.knn_method, n_jobs=self.n_jobs,
+            random_state=self.random_state, verbose=self.verbose)
+        for key, value in fitted.items():
+            setattr(self, key, value)
+        return L
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -509,9 +455,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         if self.loss not in spec.losses:
             raise ValueError(f"solver={self.solver!r} handles the losses {spec.losses}, not "
                              f"loss={self.loss!r}.")
-        # Hu & Kwok 2013 counts the ordered pairs of T and the n diagonal pairs of the pcp loss
-        m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
-        rule = min(auto_rank(m), n)
+        rule = min(auto_rank(rank_rule_count(self.loss, C.pairs, C.signs, n)), n)
         if self.rank == "adaptive":
             if not spec.certificate:
                 certified = [s.name for s in NPKL_SOLVERS if s.certificate]
@@ -554,7 +498,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         E0, state, inverse = None, None, None
         if spec.warm_start:
             E0, warm = self._start(problem.n_samples, rank, rng,
-                                   max_norm=self.b if self.loss == "linear" else None)
+                                   max_norm=self.b if get_loss(self.loss).bounded else None)
             if warm:
                 name, kept = getattr(self, "_warm_state", None) or (None, None)
                 state = kept if name == spec.name and kept is not None else WARM
@@ -756,7 +700,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         from sklearn.metrics import roc_auc_score
 
         check_is_fitted(self, "embedding_")
-        E = self.embedding_ if self._is_training_data(X) else self.transform(X)
+        training = is_training_data(X, self.graph, getattr(self, "X_fit_", None),
+                                    len(self.embedding_))
+        E = self.embedding_ if training else self.transform(X)
         C = as_constraints(y, len(E))
         if C.n_must == 0 or C.n_cannot == 0:
             raise ValueError("score needs must-links and cannot-links in y (the AUC of one "
@@ -767,21 +713,6 @@ class NPKL(TransformerMixin, BaseEstimator):
         denom = norms[i] * norms[j]
         cosine = np.divide(dot, denom, out=np.zeros_like(dot), where=denom > 0)
         return float(roc_auc_score(C.signs > 0, cosine))
-
-    def _is_training_data(self, X):
-        if X is None:
-            return True
-        shape = X.shape if hasattr(X, "shape") else np.shape(X)
-        if self.graph != "knn":
-            return shape == (len(self.embedding_),) * 2
-        A = self.X_fit_
-        if X is A:
-            return True
-        if shape != A.shape:
-            return False
-        if sp.issparse(X) or sp.issparse(A):
-            return sp.issparse(X) and sp.issparse(A) and (X != A).nnz == 0
-        return bool(np.array_equal(np.asarray(X, dtype=np.float64), A))
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
@@ -833,21 +764,11 @@ class NPKL(TransformerMixin, BaseEstimator):
             from psdlearn.npkl.distributed import transform_dask
 
             return transform_dask(self, X)
-        if self.graph == "precomputed":
-            raise ValueError(
-                "transform needs feature vectors or distances: it is unavailable when the "
-                "model was fit with graph='precomputed' (a Laplacian)."
-            )
-        if self.graph == "precomputed_nearest_neighbors":
-            if not sp.issparse(X) or X.shape[1] != len(self.embedding_):
-                raise ValueError(
-                    "with graph='precomputed_nearest_neighbors', transform takes a sparse "
-                    f"(n_new, {len(self.embedding_)}) distance graph to the training points.")
-            dist, ind = neighbors_from_distance_graph(X, n_neighbors=self.n_neighbors_)
-        else:
+        if self.graph == "knn":
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            dist, ind = self.neighbor_index_.kneighbors(
-                X, n_neighbors=self.n_neighbors_transform_)
+        dist, ind = transform_neighbors(
+            X, graph=self.graph, n_train=len(self.embedding_), n_neighbors=self.n_neighbors_,
+            index=self.neighbor_index_, n_neighbors_transform=self.n_neighbors_transform_)
         return harmonic_rows(dist, ind, self.embedding_, self.sigma_)
 
     def transform_joint(self, X):
@@ -874,11 +795,9 @@ class NPKL(TransformerMixin, BaseEstimator):
                              "with graph='knn' only.")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         n_in = self.X_fit_.shape[0]
-        both = (sp.vstack([sp.csr_matrix(self.X_fit_), sp.csr_matrix(X)]).tocsr()
-                if sp.issparse(X) or sp.issparse(self.X_fit_) else np.vstack([self.X_fit_, X]))
-        L = knn_laplacian(both, n_neighbors=self.n_neighbors_, sigma=self.sigma_,
-                          delta=self.delta, knn_method=self.knn_method, n_jobs=self.n_jobs,
-                          random_state=self.random_state)
+        L = joint_laplacian(self.X_fit_, X, n_neighbors=self.n_neighbors_, sigma=self.sigma_,
+                            delta=self.delta, knn_method=self.knn_method,
+                            n_jobs=self.n_jobs, random_state=self.random_state)
         L_oo = L[n_in:, n_in:].tocsc()
         L_oi = L[n_in:, :n_in]
         rhs = -(L_oi @ self.embedding_)

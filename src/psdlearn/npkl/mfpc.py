@@ -51,11 +51,12 @@ from threadpoolctl import threadpool_limits
 
 from psdlearn._linalg import psd_projection
 from psdlearn._solver import SolverResult
+from psdlearn.npkl.losses import LOSS_TABLE
 
 __all__ = ["MFPC_LOSSES", "fit_mfpc", "mfpc_gradient", "solve_mfpc", "trailing_eigenvectors"]
 
 #: Losses of the QSDP: quadratic in ``K``.
-MFPC_LOSSES = ("pcp", "square")
+MFPC_LOSSES = tuple(name for name, loss in LOSS_TABLE.items() if loss.quadratic)
 #: Above this fraction ``r / n`` (or below ``DENSE_N`` samples) the basis is computed densely.
 DENSE_FRACTION = 0.2
 DENSE_N = 600

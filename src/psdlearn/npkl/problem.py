@@ -43,7 +43,8 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from psdlearn.npkl.losses import LOSSES, get_loss
 
-__all__ = ["LOSSES", "NPKLProblem", "loss_values", "npkl_objective"]
+__all__ = ["LOSSES", "NPKLProblem", "auto_rank", "loss_values", "npkl_objective",
+           "rank_rule_count"]
 
 
 def loss_values(z, loss):
@@ -99,6 +100,81 @@ def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
     return float(np.sum(E * (laplacian @ E))) + terms.penalty(E)
 
 
+def auto_rank(n_constraints):
+    """Largest ``r`` with ``r (r + 1) / 2 <= m`` (Hu & Kwok 2015 section IV-A); at least 1.
+
+    Parameters
+    ----------
+    n_constraints : int
+        ``m``, e.g. :func:`rank_rule_count`.
+
+    Returns
+    -------
+    int
+    """
+    m = int(n_constraints)
+    r = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
+    while (r + 1) * (r + 2) // 2 <= m:
+        r += 1
+    while r > 0 and r * (r + 1) // 2 > m:
+        r -= 1
+    return max(r, 1)
+
+
+def rank_rule_count(loss, pairs, signs, n_samples):
+    """The number ``m`` of constraints in the rank rule ``r (r + 1) / 2 <= m``.
+
+    Hu & Kwok 2015 (section IV-A) counts the unordered pairs of its margin losses; Hu &
+    Kwok 2013 counts the ordered set ``T`` of the other (target) losses: both orders of
+    every off-diagonal term and each diagonal term once (``pcp``: ``2 m + n``).
+
+    Parameters
+    ----------
+    loss : str
+        One of :data:`LOSSES`.
+    pairs : ndarray of shape (m, 2)
+        Constrained pairs, each unordered pair once.
+    signs : ndarray of shape (m,)
+        ``+1`` must-link, ``-1`` cannot-link.
+    n_samples : int
+        Number of samples ``n``.
+
+    Returns
+    -------
+    int
+    """
+    table = get_loss(loss)
+    terms, per_sample = pair_terms(table, pairs, signs, 1.0)
+    if table.margin:
+        return len(terms) + int(n_samples) * per_sample
+    off = int(np.count_nonzero(terms.rows != terms.cols))
+    return 2 * off + (len(terms) - off) + int(n_samples) * per_sample
+
+
+def pair_terms(table, pairs, signs, gamma):
+    """The terms of the pairs alone, and the number of terms each sample adds on its own.
+
+    In ``O(m)``, without the ``O(n)`` per-sample terms (the diagonal of ``pcp``): the terms
+    of the loss over no sample, and those of one sample with no pair.
+
+    Parameters
+    ----------
+    table : psdlearn.npkl.losses.Loss
+    pairs : ndarray of shape (m, 2)
+    signs : ndarray of shape (m,)
+    gamma : float
+
+    Returns
+    -------
+    terms : psdlearn.npkl.losses.LossTerms
+    per_sample : int
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    signs = np.asarray(signs, dtype=np.float64).reshape(-1)
+    return (table.terms(pairs, signs, 0, gamma),
+            len(table.terms(pairs[:0], signs[:0], 1, gamma)))
+
+
 @dataclass(frozen=True)
 class NPKLProblem:
     """An instance of the NPKL problem: Laplacian, constraints, loss and trade-off.
@@ -137,7 +213,19 @@ class NPKLProblem:
         return len(self.pairs)
 
     def objective(self, E):
-        """Objective (10) at ``K = E E^T``; see :func:`npkl_objective`."""
+        """Objective (10) at ``K = E E^T``; see :func:`npkl_objective`.
+
+        Parameters
+        ----------
+        E : ndarray of shape (n_samples, rank)
+            Embedding; ``K = E @ E.T``.
+
+        Returns
+        -------
+        float
+            ``tr(E^T L E) + sum_k w_k l(c_k K_{i_k j_k}; t_k)`` over the terms of the loss
+            (:meth:`terms`); the norm constraint of a ``bounded`` loss is not checked.
+        """
         return npkl_objective(E, self.laplacian, self.pairs, self.signs, self.loss, self.gamma)
 
     def renumbered(self):

@@ -32,6 +32,7 @@ from psdlearn._solver import SolverResult
 from psdlearn.npkl import _kernels as K
 from psdlearn.npkl import bcd as _bcd
 from psdlearn.npkl.bcd import VANISHED, _project_rows
+from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.problem import loss_values
 
 from ._runtime import CommRecord
@@ -130,7 +131,7 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
     B = len(static)
     P = B - 1
     code = K.LOSS_CODES[loss]
-    radius = float(b) if loss == "linear" else np.inf
+    radius = float(b) if get_loss(loss).bounded else np.inf
     refresh = _bcd.REFRESH if refresh is None else int(refresh)
     rng = np.random.default_rng(seed)
     state = [rt.submit(q, _init_state, static[q], start[q], radius, q == P) for q in range(B)]

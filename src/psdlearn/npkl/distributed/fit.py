@@ -19,6 +19,8 @@ from sklearn.utils import check_random_state
 
 from psdlearn._progress import progress_bar
 from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES
+from psdlearn.npkl.losses import LOSS_TABLE, ROW_HINGE, get_loss
+from psdlearn.npkl.problem import auto_rank, pair_terms, rank_rule_count
 
 from . import _build
 from ._runtime import Runtime, attach_transfer_log, get_client
@@ -26,9 +28,13 @@ from .layout import Layout, block_colors
 
 __all__ = ["fit_dask", "is_dask_array", "transform_dask"]
 
-#: Losses of the distributed solvers (hinge needs the smoothing stages of the estimator,
-#: not distributed yet).
-DASK_LOSSES = {"admm": ("pcp", "square"), "bcd": ("squared_hinge", "square", "linear")}
+#: Losses of the distributed solvers, from the loss table: ADMM's quadratic ones, and those
+#: with a BCD row kernel except the hinge (its smoothing stages are not distributed yet).
+DASK_LOSSES = {
+    "admm": tuple(name for name, loss in LOSS_TABLE.items() if loss.quadratic),
+    "bcd": tuple(name for name, loss in LOSS_TABLE.items()
+                 if loss.kernel is not None and loss.kernel != ROW_HINGE),
+}
 
 
 def is_dask_array(X):
@@ -100,7 +106,6 @@ def fit_dask(est, X, y, *, n_blocks=None):
     est
     """
     from psdlearn.constraints import as_constraints
-    from psdlearn.npkl.estimator import auto_rank
     from psdlearn.npkl.solvers import NPKL_SOLVERS
 
     if est.graph != "knn":
@@ -121,7 +126,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     C = as_constraints(y, n)
     if C.n_pairs == 0:
         raise ValueError("y holds no constraint: NPKL needs at least one pair.")
-    m = 2 * C.n_pairs + n if est.loss == "pcp" else C.n_pairs
+    m = rank_rule_count(est.loss, C.pairs, C.signs, n)
     rank = min(auto_rank(m), n) if est.rank == "auto" else int(est.rank)
     if rank > n:
         raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
@@ -165,12 +170,15 @@ def fit_dask(est, X, y, *, n_blocks=None):
         from .admm import solve_admm_distributed
 
         layout = Layout(offsets, np.empty(0, dtype=np.int64))
-        vals = np.tile((signs > 0).astype(np.float64) if est.loss == "pcp" else signs, 2)
+        # the ordered targets c t of the pair terms; the per-sample (diagonal) ones are
+        # added by the workers
+        terms, per_sample = pair_terms(get_loss(est.loss), pairs, signs, gamma)
+        vals = np.tile(terms.coef * terms.targets, 2)
         owner = layout.owner(rows)
         targets = [(rows[owner == q], cols[owner == q], vals[owner == q])
                    for q in range(n_blocks)]
         static, sizes, send = _build.make_blocks(rt, layout, laplacian, targets,
-                                                 est.loss == "pcp")
+                                                 per_sample > 0)
         del laplacian  # the workers free the global-id rows once the blocks are built
         with bar:
             res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
@@ -257,7 +265,7 @@ def _dask_gamma(est):
 
     if est.gamma != "auto":
         return float(est.gamma)
-    if est.loss == "pcp":
+    if not get_loss(est.loss).margin:  # pcp, as psdlearn.npkl.gamma.auto_gamma
         return PCP_AUTO_FACTOR * (1.0 + float(est.delta))
     warnings.warn(f"gamma='auto' of the {est.loss} loss needs gamma_0 of the whole graph, "
                   "which a fit on a dask array does not compute: gamma = 1 is used; pass a "
