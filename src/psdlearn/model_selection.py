@@ -27,7 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 from psdlearn._compat import Interval, _fit_context
 from psdlearn._progress import progress_bar
 from psdlearn.constraints import PairwiseConstraints, as_constraints
-from psdlearn.npkl.estimator import NPKL, auto_rank
+from psdlearn.npkl.estimator import NPKL
+from psdlearn.npkl.problem import auto_rank, rank_rule_count
 
 __all__ = ["ConstraintKFold", "NPKLCV"]
 
@@ -308,8 +309,7 @@ class NPKLCV(NPKL):
             raise ValueError("y holds no constraint: NPKLCV needs pairs (or labels).")
         rank = self.rank
         if rank == "auto":
-            m = 2 * C.n_pairs + n if self.loss == "pcp" else C.n_pairs
-            rank = min(auto_rank(m), n)
+            rank = min(auto_rank(rank_rule_count(self.loss, C.pairs, C.signs, n)), n)
         self.gamma0_ = None
         if self.gammas is None or isinstance(self.gammas, numbers.Integral):
             centre, self.gamma0_ = auto_gamma(L, C.pairs, C.signs, self.loss)
