@@ -609,58 +609,24 @@ def test_quiet_by_default_and_progress_on_stderr(capfd):
     assert "GeneralizedNystroem" in err and "lam=" in err
 
 
-def _stop_after(k):
-    """A callback that raises KeyboardInterrupt when called the ``k``-th time."""
+def _stop_after(k, how):
+    """A callback that stops the solver when called the ``k``-th time: by raising
+    KeyboardInterrupt (``how="interrupt"``) or by returning ``True`` (the stop signal)."""
     calls = []
 
     def callback(value):
         calls.append(value)
         if len(calls) == k:
-            raise KeyboardInterrupt
+            if how == "interrupt":
+                raise KeyboardInterrupt
+            return True
+        return None
 
     return callback
 
 
-def test_interrupted_projected_gradient_returns_the_last_complete_iterate():
-    _, _, prior, data = _problem(m=10, n_lab=15, seed=5)
-    full = solve_dictionary(prior, 1e-3, data, max_iter=4, tol=0.0)
-    cut = solve_dictionary(prior, 1e-3, data, max_iter=1000, tol=0.0,
-                           callback=_stop_after(4))
-    assert cut.interrupted and not cut.converged and not full.interrupted
-    assert cut.n_iter == 4
-    assert np.array_equal(cut.S, full.S)
-    assert cut.objective_history == full.objective_history
-
-
-def test_interrupted_alternation_returns_the_last_complete_alternation():
-    rng = np.random.default_rng(9)
-    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
-    Y = _one_hot(np.arange(10) % 2)
-    priors = [np.eye(4) * (j + 1) for j in range(3)]
-    cross = [[a.T @ b for b in F] for a in F]
-    s = [a.T @ Y for a in F]
-    c = float(np.sum(Y.sum(0) ** 2))
-    full = solve_multiple(priors, 0.1, cross, s, c, max_iter=2, tol=0.0)
-    cut = solve_multiple(priors, 0.1, cross, s, c, max_iter=50, tol=0.0,
-                         callback=_stop_after(2))
-    assert cut.interrupted and not cut.converged and cut.n_iter == 2
-    assert all(np.array_equal(a, b) for a, b in zip(cut.T, full.T, strict=True))
-    assert np.array_equal(cut.alpha, full.alpha)
-    assert cut.objective_history == full.objective_history
-
-
-def _stop_at(k):
-    """A callback that returns ``True`` (the stop signal) when called the ``k``-th time."""
-    calls = []
-
-    def callback(value):
-        calls.append(value)
-        return len(calls) == k
-
-    return callback
-
-
-def _check_frozen(res, key):
+def _check_result(res, key):
+    """The frozen SolverResult of the Nystroem solvers, with its time history."""
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.n_iter = 0
     with pytest.raises(TypeError):
@@ -670,21 +636,24 @@ def _check_frozen(res, key):
     assert res.time_history[0] >= 0.0 and np.all(np.diff(res.time_history) >= 0.0)
 
 
+@pytest.mark.parametrize("how", ["interrupt", "signal"])
 @pytest.mark.parametrize("groups", [False, True])
-def test_callback_stop_signal_ends_projected_gradient_at_that_iterate(groups):
+def test_stopped_projected_gradient_returns_the_last_complete_iterate(groups, how):
     E_l, Y, prior, data = _problem(m=10, n_lab=15, seed=5)
     if groups:  # two blocks: the generic (not eigenbasis) iterations
         data = _data_term(E_l, Y, "groups")
-    full = solve_dictionary(prior, 1e-3, data, max_iter=2, tol=0.0)
-    cut = solve_dictionary(prior, 1e-3, data, max_iter=1000, tol=0.0, callback=_stop_at(2))
+    full = solve_dictionary(prior, 1e-3, data, max_iter=4, tol=0.0)
+    cut = solve_dictionary(prior, 1e-3, data, max_iter=1000, tol=0.0,
+                           callback=_stop_after(4, how))
     assert cut.interrupted and not cut.converged and not full.interrupted
-    assert cut.n_iter == full.n_iter == 2
+    assert cut.n_iter == full.n_iter == 4
     assert np.array_equal(cut.S, full.S) and cut.step == full.step
     assert cut.objective_history == full.objective_history
-    _check_frozen(cut, "S")
+    _check_result(cut, "S")
 
 
-def test_callback_stop_signal_ends_the_alternation_at_that_iterate():
+@pytest.mark.parametrize("how", ["interrupt", "signal"])
+def test_stopped_alternation_returns_the_last_complete_alternation(how):
     rng = np.random.default_rng(9)
     F = [rng.uniform(size=(10, 4)) for _ in range(3)]
     Y = _one_hot(np.arange(10) % 2)
@@ -693,13 +662,14 @@ def test_callback_stop_signal_ends_the_alternation_at_that_iterate():
     s = [a.T @ Y for a in F]
     c = float(np.sum(Y.sum(0) ** 2))
     full = solve_multiple(priors, 0.1, cross, s, c, max_iter=2, tol=0.0)
-    cut = solve_multiple(priors, 0.1, cross, s, c, max_iter=50, tol=0.0, callback=_stop_at(2))
+    cut = solve_multiple(priors, 0.1, cross, s, c, max_iter=50, tol=0.0,
+                         callback=_stop_after(2, how))
     assert cut.interrupted and not cut.converged and not full.interrupted
     assert cut.n_iter == full.n_iter == 2
     assert all(np.array_equal(a, b) for a, b in zip(cut.T, full.T, strict=True))
     assert np.array_equal(cut.alpha, full.alpha)
     assert cut.objective_history == full.objective_history
-    _check_frozen(cut, "T")
+    _check_result(cut, "T")
 
 
 def _long_fit(kernel_gammas=None, m=150, max_iter=10**7):
