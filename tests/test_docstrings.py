@@ -16,7 +16,7 @@ import inspect
 
 import pytest
 
-numpydoc_validate = pytest.importorskip("numpydoc.validate")
+numpydoc_validate = pytest.importorskip("numpydoc.validate")  # in the test extra
 docscrape = pytest.importorskip("numpydoc.docscrape")
 
 #: The public modules: every name in their ``__all__`` is checked.
