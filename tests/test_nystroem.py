@@ -265,6 +265,58 @@ def test_default_selects_lambda_by_cross_validation_where_it_applies():
     assert clone(g).fit(X).lambda_selection_ is None
 
 
+def test_cv_score_is_the_mean_over_repeated_folds(monkeypatch):
+    """lambda_scores_ of "cv" is the held-out accuracy averaged over CV_REPEATS draws x 3
+    folds, recomputed here from the recorded splits; the splits (hence lambda_) depend
+    only on random_state."""
+    from sklearn import model_selection
+    from sklearn.svm import LinearSVC
+
+    from psdlearn._linalg import psd_factor
+
+    splits = []
+
+    class Recording(model_selection.RepeatedStratifiedKFold):
+        def split(self, X, y=None, groups=None):
+            for train, test in super().split(X, y, groups):
+                splits.append((train, test))
+                yield train, test
+
+    monkeypatch.setattr(model_selection, "RepeatedStratifiedKFold", Recording)
+    X, y = _blobs()
+    yp = _partial(y)
+    lambdas = (1e-2, 1e2)
+    g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, lambda_selection="cv",
+                            random_state=0).fit(X, yp)
+    first = list(splits)
+    repeats = estimator_module.CV_REPEATS
+    assert repeats > 1 and len(first) == 3 * repeats
+    lab = np.flatnonzero(yp != -1)
+    draws = [np.sort(np.concatenate([t for _, t in first[3 * r:3 * r + 3]]))
+             for r in range(repeats)]
+    for tests in draws:  # every draw partitions the labelled points into its 3 folds
+        assert np.array_equal(tests, np.arange(lab.size))
+    assert any(not np.array_equal(first[0][1], first[3 * r][1]) for r in range(1, repeats))
+
+    codes, Y = estimator_module._one_hot(yp[lab])
+    E = rbf_kernel(X[lab], g.landmarks_, gamma=g.kernel_gamma_)
+    for score, lam in zip(g.lambda_scores_, lambdas, strict=True):
+        accuracy = []
+        for train, test in first:
+            S = solve_dictionary(g.prior_, lam, _data_term(E[train], Y[train], "labels"),
+                                 max_iter=g.max_iter, tol=g.tol).S
+            F = psd_factor(S)
+            clf = LinearSVC(C=1.0).fit(E[train] @ F, codes[train])
+            accuracy.append(clf.score(E[test] @ F, codes[test]))
+        assert score == pytest.approx(np.mean(accuracy), abs=1e-12)
+
+    splits.clear()
+    again = clone(g).fit(X, yp)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+               for a, b in zip(first, splits, strict=True))
+    assert np.array_equal(again.lambda_scores_, g.lambda_scores_) and again.lambda_ == g.lambda_
+
+
 def test_default_beats_the_standard_nystroem_kernel_where_alignment_does_not():
     """Few labels on a problem where criterion (15) fits the labelled points at the
     expense of the others: the cross-validated default keeps the unlabelled accuracy of
