@@ -625,10 +625,12 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         if counts.min() < 3:
             raise ValueError("lambda_selection='cv' needs at least 3 labelled points of "
                              "every class (3 folds).")
-        # the seed comes from rng, so the folds depend only on random_state
-        folds = list(RepeatedStratifiedKFold(n_splits=3, n_repeats=CV_REPEATS,
-                                             random_state=rng.randint(2**31 - 1))
-                     .split(E_l, side.codes))
+        # the seed comes from rng, so the folds depend only on random_state; a fold's data
+        # term (and the eigensystem it caches) serves every candidate lambda
+        folds = [(train, test, _data_term(E_l[train], side.Y[train], "labels"))
+                 for train, test in RepeatedStratifiedKFold(
+                     n_splits=3, n_repeats=CV_REPEATS,
+                     random_state=rng.randint(2**31 - 1)).split(E_l, side.codes)]
 
         current = []
 
@@ -639,8 +641,7 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         def score(out):
             lam = current[0]
             accuracy = []
-            for train, test in folds:
-                data = _data_term(E_l[train], side.Y[train], "labels")
+            for train, test, data in folds:
                 S = solve_dictionary(prior, lam, data, max_iter=self.max_iter,
                                      tol=self.tol).S
                 F = psd_factor(S)
