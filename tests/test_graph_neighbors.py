@@ -75,6 +75,26 @@ def test_approximate_recall_on_fixed_problem():
     assert abs(index.estimate_recall(10, random_state=0) - recall) < 0.05
 
 
+
+def test_approximate_keeps_lowest_indices_among_ties():
+    # integer data: many points tie at the k-th distance. Where every point within that
+    # distance fits among the search's 1.5 k candidates, the approximate search must keep
+    # the same points as a full sort by (distance, index), not its traversal's order.
+    pytest.importorskip("faiss")
+    X = np.random.default_rng(1).integers(0, 3, size=(400, 5)).astype(float)
+    k = 5
+    _, ind = NeighborIndex("approximate", random_state=0).fit(X).kneighbors(n_neighbors=k)
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    n = len(X)
+    canonical = np.lexsort((np.broadcast_to(np.arange(n), (n, n)), D))[:, :k]
+    kth = np.take_along_axis(D, canonical[:, -1:], axis=1)
+    within = (D <= kth).sum(axis=1)
+    fits = within <= int(np.ceil(1.5 * (k + 1))) - 1  # the candidates left after self
+    straddles = within > k  # a tie crosses the cut: the order of ties decides
+    assert np.sum(fits & straddles) >= 40
+    assert np.array_equal(np.sort(ind[fits], axis=1), np.sort(canonical[fits], axis=1))
+
 def test_auto_is_exact_on_small_data():
     X = np.random.default_rng(0).normal(size=(500, 8))
     S, sigma, index, info = knn_graph(X, 5, return_index=True)

@@ -101,6 +101,14 @@ HNSW_M = 12
 HNSW_EF_CONSTRUCTION = 40
 HNSW_EF_FACTOR = 1.5
 HNSW_EF_MIN = 24
+#: The HNSW search returns ``ceil(HNSW_TIE_FACTOR * k)`` candidates and keeps the ``k``
+#: first in (distance, index) order. On binary data many points tie at the k-th distance
+#: (a9a, k = 50: a median of 108 points at the 50th distance); the exact search keeps the
+#: low indices among them, a global order, while HNSW would keep those its traversal met
+#: first, a local one. That makes the approximate graph more mutual and its degrees flatter
+#: (a9a: 51% of kNN edges mutual against 46% exact, degree std 24.6 against 34.7), which
+#: moved the NPKL objective by 2%; with 1.5 k candidates sorted by index: 47%, 31.3.
+HNSW_TIE_FACTOR = 1.5
 #: Seed of faiss's level draws when ``random_state`` is None (faiss's own default).
 _FAISS_DEFAULT_SEED = 12345
 
@@ -150,8 +158,10 @@ class NeighborIndex:
     method : {"auto", "exact", "approximate"}, default="auto"
         ``"exact"``: kd-tree in at most ``KD_TREE_MAX_FEATURES`` dense dimensions, else
         brute force (BLAS, chunked, sparse input kept sparse). ``"approximate"``: HNSW
-        (faiss). ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at
-        most ``AUTO_TREE_MAX_FEATURES`` dense features, approximate beyond (exact, with a
+        (faiss); among points tied at the k-th distance it keeps the lowest indices of
+        the ``HNSW_TIE_FACTOR * k`` candidates it found, as the exact search tends to.
+        ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at most
+        ``AUTO_TREE_MAX_FEATURES`` dense features, approximate beyond (exact, with a
         warning, when faiss is not installed).
     n_jobs : int, optional
         Threads; ``None`` or ``-1`` use every core.
@@ -275,9 +285,12 @@ class NeighborIndex:
             raise ValueError(f"n_neighbors must lie in [1, {available}], got {k}.")
         n_q = Q.shape[0]
         k_query = k + 1 if own else k
+        k_search = k_query
         if self.backend_ == "hnsw":
+            k_search = min(max(int(np.ceil(HNSW_TIE_FACTOR * k_query)), k_query),
+                           self.n_samples_fit_)
             ef = int(np.ceil(HNSW_EF_FACTOR * k_query))
-            self._hnsw.hnsw.efSearch = max(ef, HNSW_EF_MIN)
+            self._hnsw.hnsw.efSearch = max(ef, HNSW_EF_MIN, k_search)
             step = 16_384
         else:
             step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(Q.shape[1], 8), 1),
@@ -288,17 +301,36 @@ class NeighborIndex:
                           unit="pt") as bar:
             for start in range(0, n_q, step):
                 stop = min(start + step, n_q)
-                d_b, i_b = self._query(Q[start:stop], k_query)
+                d_b, i_b = self._query(Q[start:stop], k_search,
+                                       entry=np.arange(start, stop) if own else None)
                 if own:
                     d_b, i_b = _drop_self(d_b, i_b, np.arange(start, stop))
+                if k_search > k_query:
+                    d_b, i_b = _lowest_index_ties(d_b, i_b, k)
                 dist[start:stop], ind[start:stop] = d_b, i_b
                 bar.update(stop - start)
         return dist, ind
 
-    def _query(self, Q, k):
+    def _query(self, Q, k, entry=None):
+        """Neighbours of the rows ``Q``; ``entry``: their own indices when they are indexed.
+
+        An indexed point is its own best entry point: the HNSW search then starts on the
+        bottom layer at the point itself instead of descending the upper layers from the
+        global entry point (at n = 1e5, 10-d: a quarter less query time, the same recall).
+        """
         if self.backend_ == "hnsw":
-            _faiss().omp_set_num_threads(_n_threads(self.n_jobs))
-            d2, ind = self._hnsw.search(_dense32(Q), k)
+            faiss = _faiss()
+            faiss.omp_set_num_threads(_n_threads(self.n_jobs))
+            Q32 = _dense32(Q)
+            if entry is None:
+                d2, ind = self._hnsw.search(Q32, k)
+            else:
+                b = len(Q32)
+                entry = np.ascontiguousarray(entry, dtype=np.int32)
+                d2, ind = np.empty((b, k), np.float32), np.empty((b, k), np.int64)
+                self._hnsw.search_level_0(b, faiss.swig_ptr(Q32), k, faiss.swig_ptr(entry),
+                                          faiss.swig_ptr(np.zeros(b, np.float32)),
+                                          faiss.swig_ptr(d2), faiss.swig_ptr(ind))
             return np.sqrt(np.maximum(d2.astype(np.float64), 0.0)), ind.astype(np.int64)
         dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
         return dist, ind.astype(np.int64)
@@ -369,6 +401,21 @@ def _drop_self(dist, ind, rows):
     drop &= np.cumsum(drop, axis=1) == 1
     keep = ~drop
     return dist[keep].reshape(b, k1 - 1), ind[keep].reshape(b, k1 - 1)
+
+
+def _lowest_index_ties(dist, ind, k):
+    """The ``k`` first of each row's candidates in (distance, index) order.
+
+    The candidates arrive sorted by distance; only rows whose tie straddles the cut
+    (``dist[k - 1] == dist[k]``) are reordered (in place), so continuous data costs one
+    comparison.
+    """
+    rows = np.flatnonzero(dist[:, k - 1] == dist[:, k])
+    if len(rows):
+        order = np.lexsort((ind[rows], dist[rows]))
+        dist[rows] = np.take_along_axis(dist[rows], order, axis=1)
+        ind[rows] = np.take_along_axis(ind[rows], order, axis=1)
+    return dist[:, :k], ind[:, :k]
 
 
 def sigma_rule(distances):
