@@ -734,12 +734,17 @@ class NPKL(TransformerMixin, BaseEstimator):
         points one at a time. The weights sum to one, so a constant embedding is
         reproduced exactly.
 
-        Why not the normalized-Laplacian row, ``e = sum_j s_j e_j / ((1 + delta)
-        sqrt(d_x D_jj))``: its scale follows the degree ratio ``d_x / D_jj``, which varies
-        from point to point; on the Fig. 5 protocol (iris, half out of sample, 0.5 n
-        pairs, square loss, 10 draws) it clustered at 88.0 +- 7.5 Rand, the weighted
-        average at 94.2 +- 1.6 and the joint extension (:meth:`transform_joint`) at
-        92.5 +- 2.4. A training point passed to ``transform`` is not mapped to its fitted
+        The exact minimizer for the normalized Laplacian, the training graph with ``x``
+        attached, is ``e = sum_j s_j e_j / ((1 + delta) sqrt(d_x (D_jj + s_j)))``
+        (:func:`psdlearn.npkl._out_of_sample.normalized_rows`): it also scales the row by
+        ``sqrt(d_x)``, the density of training points around ``x``, as the joint system
+        does. On the Fig. 5 protocol (``reproductions/bcd_out_of_sample.md``, square loss,
+        paired differences to :meth:`transform_joint`) the weighted mean is well above the
+        joint extension with few constraints (iris +3.5, soybean +5.3 Rand points at
+        0.05 n) and below it on wine at 0.5-1.5 n (-0.5 to -0.8, 1.6 to 2.5 standard
+        errors); the normalized row stays within about a standard error of the joint
+        extension or above it (wine +0.5 to +0.6), with none of the weighted mean's gains.
+        A training point passed to ``transform`` is not mapped to its fitted
         row: it is its own nearest neighbour (weight 1) among others, and its constraints
         are not seen. A point whose weights all underflow (far from every training point)
         maps to 0.
