@@ -734,16 +734,12 @@ class NPKL(TransformerMixin, BaseEstimator):
         points one at a time. The weights sum to one, so a constant embedding is
         reproduced exactly.
 
-        The exact minimizer for the normalized Laplacian, the training graph with ``x``
-        attached, is ``e = sum_j s_j e_j / ((1 + delta) sqrt(d_x (D_jj + s_j)))``
-        (:func:`psdlearn.npkl._out_of_sample.normalized_rows`): it also scales the row by
-        ``sqrt(d_x)``, the density of training points around ``x``, as the joint system
-        does. On the Fig. 5 protocol (``reproductions/bcd_out_of_sample.md``, square loss,
-        paired differences to :meth:`transform_joint`) the weighted mean is well above the
-        joint extension with few constraints (iris +3.5, soybean +5.3 Rand points at
-        0.05 n) and below it on wine at 0.5-1.5 n (-0.5 to -0.8, 1.6 to 2.5 standard
-        errors); the normalized row stays within about a standard error of the joint
-        extension or above it (wine +0.5 to +0.6), with none of the weighted mean's gains.
+        The normalized-Laplacian minimizer (``normalized_rows`` of ``npkl._out_of_sample``)
+        also scales the row by ``sqrt(d_x)``, as the joint system does.
+        Against :meth:`transform_joint` on the Fig. 5 protocol (square loss, paired; see
+        ``reproductions/bcd_out_of_sample.md``) the weighted mean gains up to 5.3 Rand
+        points with few constraints but is 0.5-0.8 below on wine at 0.5-1.5 n; the
+        normalized row stays within a standard error of it or above, without those gains.
         A training point passed to ``transform`` is not mapped to its fitted
         row: it is its own nearest neighbour (weight 1) among others, and its constraints
         are not seen. A point whose weights all underflow (far from every training point)
