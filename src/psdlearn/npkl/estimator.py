@@ -734,12 +734,13 @@ class NPKL(TransformerMixin, BaseEstimator):
         points one at a time. The weights sum to one, so a constant embedding is
         reproduced exactly.
 
-        Why not the normalized-Laplacian row, ``e = sum_j s_j e_j / ((1 + delta)
-        sqrt(d_x D_jj))``: its scale follows the degree ratio ``d_x / D_jj``, which varies
-        from point to point; on the Fig. 5 protocol (iris, half out of sample, 0.5 n
-        pairs, square loss, 10 draws) it clustered at 88.0 +- 7.5 Rand, the weighted
-        average at 94.2 +- 1.6 and the joint extension (:meth:`transform_joint`) at
-        92.5 +- 2.4. A training point passed to ``transform`` is not mapped to its fitted
+        The normalized-Laplacian minimizer (``normalized_rows`` of ``npkl._out_of_sample``)
+        also scales the row by ``sqrt(d_x)``, as the joint system does.
+        Against :meth:`transform_joint` on the Fig. 5 protocol (square loss, paired; see
+        ``reproductions/bcd_out_of_sample.md``) the weighted mean gains up to 5.3 Rand
+        points with few constraints but is 0.5-0.8 below on wine at 0.5-1.5 n; the
+        normalized row stays within a standard error of it or above, without those gains.
+        A training point passed to ``transform`` is not mapped to its fitted
         row: it is its own nearest neighbour (weight 1) among others, and its constraints
         are not seen. A point whose weights all underflow (far from every training point)
         maps to 0.

@@ -1,0 +1,79 @@
+"""The per-point normalized-Laplacian row of NPKL's out-of-sample extension (Hu & Kwok 2015,
+III-E, one new point attached to the fixed training graph)."""
+
+import numpy as np
+from sklearn.neighbors import NearestNeighbors
+
+import psdlearn as pl
+from psdlearn.graph import knn_graph, normalized_laplacian
+from psdlearn.npkl._out_of_sample import harmonic_rows, normalized_rows
+
+
+def _fitted(n=90, n_new=20, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(3), (n + n_new) // 3 + 1)[: n + n_new]
+    rng.shuffle(y)
+    X = rng.normal(size=(n + n_new, 4)) * 0.7 + 3.0 * np.eye(3, 4)[y]
+    C = pl.PairwiseConstraints.from_labels(y[:n], random_state=seed)
+    model = pl.NPKL(loss="square", knn_method="exact", random_state=seed).fit(X[:n], C)
+    return model, X[:n], X[n:]
+
+
+def test_normalized_row_minimizes_the_graph_term_with_the_point_attached():
+    """For each new point x, build the (n + 1)-point graph: the training graph plus x's
+    edges to its k' nearest training points, its normalized Laplacian L', and minimize
+    tr([E; e]^T L' [E; e]) over e by solving the 1-row normal equation; the closed form must
+    give that e, and perturbing it must increase the term."""
+    model, X_tr, X_new = _fitted()
+    n, k = len(X_tr), 7
+    S, sigma = knn_graph(X_tr, n_neighbors=model.n_neighbors_, sigma=model.sigma_)
+    np.testing.assert_allclose(np.asarray(S.sum(axis=1)).ravel(), model.degrees_, rtol=1e-12)
+    dist, ind = NearestNeighbors(n_neighbors=k).fit(X_tr).kneighbors(X_new)
+    rows = normalized_rows(dist, ind, model.embedding_, model.degrees_, sigma, model.delta)
+    E = model.embedding_
+    for b in range(len(X_new)):
+        S1 = np.zeros((n + 1, n + 1))
+        S1[:n, :n] = S.toarray()
+        S1[n, ind[b]] = S1[ind[b], n] = np.exp(-dist[b] ** 2 / (2 * sigma**2))
+        L1 = normalized_laplacian(S1, model.delta).toarray()
+        e_star = -(L1[n, :n] @ E) / L1[n, n]  # the zero of the gradient in e
+        np.testing.assert_allclose(rows[b], e_star, rtol=1e-10, atol=1e-13)
+
+        def term(e, L1=L1):
+            F = np.vstack([E, e])
+            return np.sum(F * (L1 @ F))
+
+        step = np.random.default_rng(b).normal(size=E.shape[1]) * 1e-3
+        assert term(rows[b] + step) > term(rows[b])
+        assert term(rows[b] - step) > term(rows[b])
+
+
+def test_normalized_row_is_per_point_and_scales_with_the_density():
+    """Rows do not depend on the batch; scaling every weight s_j by t (a denser
+    neighbourhood of x, with the same neighbours) scales the row by sqrt(t) when the
+    neighbours' degrees dominate, whereas the weighted mean does not change."""
+    model, X_tr, X_new = _fitted(seed=1)
+    dist, ind = model.neighbor_index_.kneighbors(X_new, n_neighbors=5)
+    args = (model.embedding_, model.degrees_, model.sigma_, model.delta)
+    batch = normalized_rows(dist, ind, *args)
+    single = np.vstack([normalized_rows(dist[i:i + 1], ind[i:i + 1], *args)
+                        for i in range(len(X_new))])
+    np.testing.assert_array_equal(batch, single)
+    # s_j -> t s_j is d -> sqrt(d^2 - 2 sigma^2 log t)
+    t = 0.25
+    closer = np.sqrt(dist**2 - 2 * model.sigma_**2 * np.log(t))
+    big_deg = np.full_like(model.degrees_, 1e12)
+    ratio = (normalized_rows(closer, ind, model.embedding_, big_deg, model.sigma_, 0.0)
+             / normalized_rows(dist, ind, model.embedding_, big_deg, model.sigma_, 0.0))
+    np.testing.assert_allclose(ratio, np.sqrt(t), rtol=1e-6)
+    np.testing.assert_allclose(harmonic_rows(closer, ind, model.embedding_, model.sigma_),
+                               harmonic_rows(dist, ind, model.embedding_, model.sigma_),
+                               rtol=1e-12, atol=1e-14)
+
+
+def test_normalized_row_of_a_point_far_from_all_is_zero():
+    model, _, X_new = _fitted(seed=2)
+    dist, ind = model.neighbor_index_.kneighbors(X_new[:2] + 1e6, n_neighbors=5)
+    rows = normalized_rows(dist, ind, model.embedding_, model.degrees_, model.sigma_,
+                           model.delta)
+    assert np.array_equal(rows, np.zeros_like(rows))
