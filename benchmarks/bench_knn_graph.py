@@ -14,7 +14,8 @@ Run: ``python benchmarks/bench_knn_graph.py [--quick] [--max-n N] [--no-quality]
   the same default ``gamma="auto"``, whose ``gamma_0`` both fits compute). The target of
   issue 15: ``total_s <= 2 precomputed_s`` at every n (``total/precomputed``).
 - mnist (70,000 x 784, k = 10) and a9a (32,561 x 123, k = 50): graph time per method.
-- Quality (``--no-quality`` skips it): at n = 1e5 and on a9a, the exact and the
+- Quality (``--no-quality`` skips it; ``--only-quality [--quality-sets a9a]
+  [--tie-factors 1,2]``): at n = 1e5 and on a9a, the exact and the
   approximate graph, the same constraints, seed and gamma (the exact graph's default
   ``"auto"`` value): objective of the fit and the Rand index of kernel k-means on its
   embedding. a9a is binary, so many neighbours tie at the k-th
@@ -39,6 +40,7 @@ from _common import load_note, write_results
 from sklearn.metrics import rand_score
 
 import psdlearn as pl
+from psdlearn import graph
 from psdlearn.graph import knn_graph
 
 
@@ -112,11 +114,13 @@ def _permuted_exact_fit(X, C, k, gamma):
     return model, total, model.embedding_[inv]
 
 
-def quality_rows(rows):
-    cases = [("gauss10 1e5", *pl.datasets.make_two_gaussians(100_000, n_features=10,
-                                                             random_state=0), 5, 2)]
-    X, y = pl.datasets.load("a9a")
-    cases.append(("a9a", X, y, 50, 2))
+def quality_rows(rows, sets=("gauss10", "a9a"), tie_factors=()):
+    cases = []
+    if "gauss10" in sets:
+        cases.append(("gauss10 1e5", *pl.datasets.make_two_gaussians(
+            100_000, n_features=10, random_state=0), 5, 2))
+    if "a9a" in sets:
+        cases.append(("a9a", *pl.datasets.load("a9a"), 50, 2))
     for name, X, y, k, n_clusters in cases:
         C = pl.PairwiseConstraints.from_labels(y, n_must=0.6 if name == "a9a" else 500,
                                                n_cannot=0.6 if name == "a9a" else 500,
@@ -125,8 +129,11 @@ def quality_rows(rows):
         # a9a is binary: many neighbours tie at the k-th distance, and which of them the
         # exact search keeps depends on the row order; the permuted exact fit measures
         # that arbitrariness, the yardstick of the approximate graph's difference
+        # and the approximate graph with other numbers of candidates re-sorted by index
+        # among ties (graph.HNSW_TIE_FACTOR; 1 keeps HNSW's own order of ties)
         methods = ("exact", "approximate") + (("exact, rows permuted",) if name == "a9a"
                                                else ())
+        methods += tuple(f"approximate, tie factor {f:g}" for f in tie_factors)
         # one gamma for every graph: the default "auto" of the exact graph. Each graph's own
         # auto value (30 gamma_0, gamma_0 a property of the graph) would move the objective
         # by its own difference, not the graph's
@@ -134,6 +141,12 @@ def quality_rows(rows):
         for method in methods:
             if method == "exact, rows permuted":
                 model, total, E = _permuted_exact_fit(X, C, k, gamma)
+            elif method.startswith("approximate, tie factor"):
+                default, graph.HNSW_TIE_FACTOR = graph.HNSW_TIE_FACTOR, float(method.split()[-1])
+                model, total = _fit(X, C, n_neighbors=k, knn_method="approximate",
+                                    max_iter=800, gamma=gamma)
+                graph.HNSW_TIE_FACTOR = default
+                E = model.embedding_
             else:
                 model, total = _fit(X, C, n_neighbors=k, knn_method=method, max_iter=800,
                                     gamma=gamma)
@@ -169,6 +182,11 @@ def main():
     ap.add_argument("--only-quality", action="store_true",
                     help="the quality rows alone, to results/knn_graph_quality")
     ap.add_argument("--name", default="knn_graph", help="results file name")
+    ap.add_argument("--quality-sets", default="gauss10,a9a",
+                    help="--only-quality: which of gauss10, a9a")
+    ap.add_argument("--tie-factors", default="",
+                    help="--only-quality: extra approximate a9a fits at these numbers of "
+                         "candidates per neighbour (comma list; e.g. 1,2)")
     args = ap.parse_args()
     start_load = os.getloadavg()[0]
     rows = []
@@ -180,7 +198,8 @@ def main():
         write_results("knn_graph_1e7", COLUMNS, rows, notes)
         return
     if args.only_quality:
-        quality_rows(rows)
+        quality_rows(rows, sets=args.quality_sets.split(","),
+                     tie_factors=[float(f) for f in args.tie_factors.split(",") if f])
         notes.append(load_note(start_load))
         write_results("knn_graph_quality", COLUMNS, rows, notes)
         return
