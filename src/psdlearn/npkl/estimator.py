@@ -494,7 +494,15 @@ class NPKL(TransformerMixin, BaseEstimator):
         joined (a round starts where the previous one
         ended; the certificate's seconds count in the last time), and the ``info`` keys of
         ``spec.attributes`` copied (histories and lists joined over the rounds).
+
+        With ``rank="adaptive"`` every round's ``options.state`` is a
+        :class:`psdlearn.npkl.certificate.AdaptiveRound`: intermediate (loose, cheap bound)
+        from the start and after every escalation; when an intermediate round's columns buy
+        no decrease, a final round continues at that rank to ``tol`` and is certified
+        (:mod:`psdlearn.npkl.certificate`, "Rounds").
         """
+        from psdlearn.npkl.certificate import AdaptiveRound
+
         E0, state, inverse = None, None, None
         if spec.warm_start:
             E0, warm = self._start(problem.n_samples, rank, rng,
@@ -518,11 +526,15 @@ class NPKL(TransformerMixin, BaseEstimator):
                                params={**self.get_params(deep=False), "rank": rank,
                                        "gamma": self.gamma_},
                                state=state)
+        adaptive = self.rank == "adaptive" and spec.certificate
+        if adaptive:
+            options = replace(options, state=AdaptiveRound(
+                start="random" if state is None else "warm", warm=state))
         self._stopped_in_certificate = False
         self._laplacian_min_eig = None  # of a precomputed graph, once per fit
         if spec.certificate:
             self.rank_path_, self.certificate_time_ = [], 0.0
-        history, times, kept, n_iter = [], [], {}, 0
+        history, times, kept, n_iter, carried = [], [], {}, 0, None
         with bar:
             while True:
                 res = spec.solve(problem, E0, options)
@@ -539,12 +551,26 @@ class NPKL(TransformerMixin, BaseEstimator):
                 if not spec.certificate:
                     break
                 start = time.perf_counter()
-                E0 = self._certify(problem, res)
+                round_ = options.state if adaptive else None
+                # a final round's dual candidates include those of the intermediate round
+                # it continues (the hinge: its smoothed stages at this rank)
+                candidates = res.multipliers
+                if (adaptive and round_.start == "continue" and isinstance(carried, list)
+                        and isinstance(candidates, list)):
+                    candidates = carried + candidates
+                E0 = self._certify(problem, res, round_, candidates)
                 times[-1] += time.perf_counter() - start
                 self.certificate_time_ += time.perf_counter() - start
-                if E0 is None:
+                if E0 is not None:
+                    options = replace(options, state=(
+                        AdaptiveRound(start="restart") if adaptive else RESTART))
+                elif adaptive and round_.intermediate and not self._stopped_in_certificate:
+                    # the rank looks sufficient: solve it to tol, then the full certificate
+                    E0, carried = res.embedding, res.multipliers
+                    options = replace(options, state=AdaptiveRound(
+                        start="continue", intermediate=False, warm=res.info.get("state")))
+                else:
                     break
-                options = replace(options, state=RESTART)
         E = res.embedding
         self.embedding_ = E if inverse is None else E[inverse]
         self.objective_history_ = history
@@ -590,18 +616,21 @@ class NPKL(TransformerMixin, BaseEstimator):
             return np.array(prev, dtype=np.float64, order="C"), True
         return E0, False
 
-    def _certify(self, problem, res):
+    def _certify(self, problem, res, round_=None, multipliers=None):
         """Certificate of ``res.embedding`` and, with ``rank="adaptive"``, its growth.
 
-        Returns ``E`` with the escalation columns, or None to stop: certified, at the
-        ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or in the certificate
-        itself; the fit then returns at once with its last iterate).
+        ``round_``: the :class:`psdlearn.npkl.certificate.AdaptiveRound` that produced
+        ``res`` (None for a fixed rank); ``multipliers``: the dual candidates, by default
+        ``res.multipliers``. Returns ``E`` with the escalation columns, or None:
+        certified, at the ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or
+        in the certificate itself; the fit then returns at once with its last iterate).
         """
         from psdlearn.npkl.certificate import certify_and_escalate, laplacian_lower_bound
 
         self.certificate_ = None
         E = res.embedding
         if self.certificate_tol is None or res.interrupted:
+            self._stopped_in_certificate = res.interrupted
             return None
         rank = E.shape[1]
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
@@ -614,9 +643,11 @@ class NPKL(TransformerMixin, BaseEstimator):
                 self._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
             lmin = self._laplacian_min_eig
         try:
-            cert, E_new = certify_and_escalate(problem, E, res.multipliers,
-                                               tol=self.certificate_tol,
-                                               laplacian_min_eig=lmin, n_eig=n_eig)
+            cert, E_new = certify_and_escalate(
+                problem, E, res.multipliers if multipliers is None else multipliers,
+                tol=self.certificate_tol,
+                laplacian_min_eig=lmin, n_eig=n_eig,
+                intermediate=round_ is not None and round_.intermediate)
         except KeyboardInterrupt:
             warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)
             self._stopped_in_certificate = True
