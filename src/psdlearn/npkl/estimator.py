@@ -83,14 +83,19 @@ class NPKL(TransformerMixin, BaseEstimator):
         (:mod:`psdlearn.npkl.certificate`) does not hold, append the eigenvectors of the
         negative eigenvalues of the dual matrix as new columns (scaled by a line search,
         Burer-Monteiro rank escalation, Journée et al. 2010) and continue from there; stop
-        at the first certified rank or at the ``"auto"`` rank. Ignored by
-        ``solver="sdp"`` (the rank of its solution is whatever it is).
+        at the first certified rank, where the new columns buy no decrease, or at the
+        ``"auto"`` rank. The rounds that may still grow the rank stop at ``30 tol``; the
+        last one is continued to ``tol`` and certified. For the hinge the rank is set on
+        its Huber-smoothed problem (``mu = 1e-3``, a stage of ``hinge_smoothing``), where
+        the escalation is a descent step. Ignored by ``solver="sdp"`` (the rank of its
+        solution is whatever it is).
     rank_init : int, default=8
         ``rank="adaptive"`` only: the starting rank, and the most columns added per
         escalation.
     certificate_tol : float or None, default=1e-4
         ``certificate_.certified`` is ``relative_gap <= certificate_tol``; with
-        ``rank="adaptive"`` the rank grows until it holds. ``None`` skips the certificate
+        ``rank="adaptive"`` the rank grows until it holds (``certificate_`` is always that
+        of the final fit, solved to ``tol``). ``None`` skips the certificate
         (``certificate_ = None``): it costs a few Lanczos runs on the sparse dual matrix
         (products ``O(nnz(L) + m)``; ``benchmarks/results/npkl_certificate.md`` has the
         fit times with it). Not allowed with ``rank="adaptive"``.
@@ -224,8 +229,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         :mod:`psdlearn.npkl.certificate`); None with ``certificate_tol=None`` or after
         Ctrl-C.
     rank_path_ : list of (int, float)
-        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (one
-        per rank with ``rank="adaptive"``).
+        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (with
+        ``rank="adaptive"`` one per round: the intermediate ones are the cheap bound, and the
+        last rank appears again for its final round).
     certificate_time_ : float
         ``bcd`` and ``admm``: seconds spent in the certificates and escalation steps
         (included in ``fit_time_`` and ``time_history_``).
