@@ -123,15 +123,35 @@ def test_cheap_bound_is_valid_and_looser(loss):
 
 def test_round_stages_of_the_smoothing_schedule():
     hinge = [1e-1, 1e-2, 1e-3, 1e-4, 0.0]
-    assert AdaptiveRound().stages(hinge) == [1e-1, 1e-2, 1e-3]
-    assert AdaptiveRound(start="restart").stages(hinge) == [1e-3]
-    assert AdaptiveRound(start="continue", intermediate=False).stages(hinge) == [1e-4, 0.0]
+    assert AdaptiveRound(smoothing=1e-3).stages(hinge) == [1e-1, 1e-2, 1e-3]
+    assert AdaptiveRound(smoothing=1e-1).stages(hinge) == [1e-1]
+    assert AdaptiveRound(start="restart", smoothing=1e-3).stages(hinge) == [1e-3]
+    assert AdaptiveRound(start="continue", smoothing=1e-2, previous=1e-1).stages(hinge) == [1e-2]
+    final = AdaptiveRound(start="continue", intermediate=False, smoothing=1e-3, previous=1e-3)
+    assert final.stages(hinge) == [1e-4, 0.0]
     assert AdaptiveRound(start="warm", intermediate=False).stages(hinge) == hinge
     for start in ("random", "restart", "continue"):  # a smooth loss: the exact stage
         assert AdaptiveRound(start=start).stages([0.0]) == [0.0]
     # no smoothed stage at or above mu: the whole schedule, a continuation its last stage
-    assert AdaptiveRound().stages([1e-4, 0.0]) == [1e-4, 0.0]
-    assert AdaptiveRound(start="continue").stages([1e-4, 0.0]) == [0.0]
+    assert AdaptiveRound(smoothing=1e-3).stages([1e-4, 0.0]) == [1e-4, 0.0]
+    assert AdaptiveRound(start="continue", smoothing=1e-3).stages([1e-4, 0.0]) == [0.0]
+
+
+def test_round_sequence_over_the_levels():
+    """Escalate at a level while it descends; then the next (finer) level; after the last
+    one a final round; a final round ends the fit (its escalation restarts the levels'
+    last one)."""
+    levels = (1e-1, 1e-3)
+    first = AdaptiveRound(smoothing=1e-1)
+    assert first.after(True, levels) == AdaptiveRound(start="restart", smoothing=1e-1)
+    nxt = first.after(False, levels, warm="w")
+    assert nxt == AdaptiveRound(start="continue", smoothing=1e-3, previous=1e-1, warm="w")
+    last = nxt.after(False, levels)
+    assert not last.intermediate and last.start == "continue" and last.previous == 1e-3
+    assert last.after(False, levels) is None
+    assert last.after(True, levels) == AdaptiveRound(start="restart", smoothing=1e-3)
+    smooth = AdaptiveRound().after(False, ())
+    assert not smooth.intermediate and smooth.stages([0.0]) == [0.0]
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "square", "linear"])

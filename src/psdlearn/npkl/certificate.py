@@ -112,7 +112,7 @@ from scipy.optimize import lsq_linear, minimize_scalar
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, cg, eigsh
 
 __all__ = ["AdaptiveRound", "Certificate", "certify", "certify_and_escalate", "dual_matrix",
-           "escalate", "laplacian_lower_bound", "smoothed_multipliers"]
+           "escalate", "escalation_levels", "laplacian_lower_bound", "smoothed_multipliers"]
 
 #: Default relative-gap tolerance of :func:`certify`.
 CERTIFICATE_TOL = 1e-4
@@ -120,8 +120,18 @@ CERTIFICATE_TOL = 1e-4
 KINK = 1e-6
 #: Eigenpairs of ``S`` used by the bound (see :func:`_negative_part`).
 N_BOUND_EIG = 4
-#: Huber smoothing of the hinge whose problem sets the rank (module docstring).
-HINGE_ESCALATION_SMOOTHING = 1e-3
+#: Huber smoothings of the hinge whose problems set the rank, coarse to fine (module
+#: docstring): stages of BCD's smoothing continuation, each escalated until its columns
+#: buy no decrease before the next.
+HINGE_ESCALATION_LEVELS = (1e-3,)
+#: The finest level: the default smoothing of :func:`escalate`.
+HINGE_ESCALATION_SMOOTHING = HINGE_ESCALATION_LEVELS[-1]
+
+
+def _stage_index(schedule, mu):
+    """Index of the last smoothed stage of ``schedule`` at ``mu`` or above, or None."""
+    ks = [k for k, m in enumerate(schedule) if m > 0 and mu is not None and m >= mu]
+    return ks[-1] if ks else None
 
 
 @dataclass(frozen=True)
@@ -133,38 +143,68 @@ class AdaptiveRound:
     start : {"random", "warm", "restart", "continue"}
         Where ``E0`` comes from: a random start, a previous fit (``warm_start``), the
         previous round's solution with escalation columns, or the previous round's solution
-        at the same rank (the rank looked sufficient: now solve to ``tol``).
+        at the same rank (its columns bought no decrease: go on to the next level, or solve
+        to ``tol``).
     intermediate : bool
         The rank may still grow after this round: solve only as far as the escalation
         test needs.
     smoothing : float
-        ``mu`` of the smoothed problem that sets the rank for the kinked losses.
+        Kinked losses: ``mu`` of the level (:data:`HINGE_ESCALATION_LEVELS`) whose smoothed
+        problem this round escalates.
+    previous : float or None
+        A continuation: the level of the round it continues.
     warm : object
         The solver's own state to continue from (ADMM's ``(U, Lambda, rho)``), or None.
     """
 
     start: str = "random"
     intermediate: bool = True
-    smoothing: float = HINGE_ESCALATION_SMOOTHING
+    smoothing: float = HINGE_ESCALATION_LEVELS[0]
+    previous: float | None = None
     warm: object = None
 
     def stages(self, schedule):
         """The part of a smoothing ``schedule`` (``mu`` per stage, 0 exact) this round runs.
 
         With ``j`` the last smoothed stage at ``mu >= smoothing``: an intermediate round
-        stops after stage ``j`` (its problem sets the rank), after an escalation it starts
-        there (from a point near the optimum of a larger problem), and a continuation runs
-        the stages after ``j``. Without such a stage (a smooth loss) every round runs the
-        whole schedule, a continuation its last (exact) stage.
+        stops after stage ``j`` (its problem sets the rank); a random or warm start begins
+        at the first stage, a round after an escalation at stage ``j`` (a point near the
+        optimum of a larger problem), a continuation after the stage of ``previous``.
+        Without such stages (a smooth loss) every round runs the whole schedule, a
+        continuation its last (exact) stage.
         """
-        smoothed = [k for k, mu in enumerate(schedule) if mu > 0 and mu >= self.smoothing]
-        if not smoothed:
-            return list(schedule[-1:]) if self.start == "continue" else list(schedule)
-        j = smoothed[-1]
+        schedule = list(schedule)
+        j = _stage_index(schedule, self.smoothing)
         if self.start == "continue":
-            return list(schedule[j + 1:])
-        first = j if self.start == "restart" else 0
-        return list(schedule[first:j + 1] if self.intermediate else schedule[first:])
+            p = _stage_index(schedule, self.previous)
+            first = len(schedule) - 1 if p is None else p + 1
+        elif self.start == "restart" and j is not None:
+            first = j
+        else:
+            first = 0
+        if self.intermediate and j is not None:
+            return schedule[first:j + 1]
+        return schedule[first:]
+
+    def after(self, escalated, levels, warm=None):
+        """The next round: ``escalated`` (the new columns descend) or not, ``levels`` the
+        escalation levels of the loss (:func:`escalation_levels`), ``warm`` the state this
+        round's solver returned; None to stop."""
+        if escalated:
+            return AdaptiveRound(start="restart", smoothing=self.smoothing)
+        if not self.intermediate:
+            return None
+        finer = [mu for mu in levels if mu < self.smoothing]
+        if finer:
+            return AdaptiveRound(start="continue", smoothing=finer[0],
+                                 previous=self.smoothing, warm=warm)
+        return AdaptiveRound(start="continue", intermediate=False, smoothing=self.smoothing,
+                             previous=self.smoothing, warm=warm)
+
+
+def escalation_levels(problem):
+    """:data:`HINGE_ESCALATION_LEVELS` for a kinked loss (the hinge), else ``()``."""
+    return HINGE_ESCALATION_LEVELS if _kinked(problem.terms()) else ()
 
 
 @dataclass(frozen=True)

@@ -507,7 +507,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         no decrease, a final round continues at that rank to ``tol`` and is certified
         (:mod:`psdlearn.npkl.certificate`, "Rounds").
         """
-        from psdlearn.npkl.certificate import AdaptiveRound
+        from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
         E0, state, inverse = None, None, None
         if spec.warm_start:
@@ -534,8 +534,10 @@ class NPKL(TransformerMixin, BaseEstimator):
                                state=state)
         adaptive = self.rank == "adaptive" and spec.certificate
         if adaptive:
+            levels = escalation_levels(problem)
             options = replace(options, state=AdaptiveRound(
-                start="random" if state is None else "warm", warm=state))
+                start="random" if state is None else "warm", warm=state,
+                **({"smoothing": levels[0]} if levels else {})))
         self._stopped_in_certificate = False
         self._laplacian_min_eig = None  # of a precomputed graph, once per fit
         if spec.certificate:
@@ -567,16 +569,18 @@ class NPKL(TransformerMixin, BaseEstimator):
                 E0 = self._certify(problem, res, round_, candidates)
                 times[-1] += time.perf_counter() - start
                 self.certificate_time_ += time.perf_counter() - start
-                if E0 is not None:
-                    options = replace(options, state=(
-                        AdaptiveRound(start="restart") if adaptive else RESTART))
-                elif adaptive and round_.intermediate and not self._stopped_in_certificate:
-                    # the rank looks sufficient: solve it to tol, then the full certificate
-                    E0, carried = res.embedding, res.multipliers
-                    options = replace(options, state=AdaptiveRound(
-                        start="continue", intermediate=False, warm=res.info.get("state")))
-                else:
+                if not adaptive or self._stopped_in_certificate:
+                    if E0 is None:
+                        break
+                    options = replace(options, state=RESTART)
+                    continue
+                # no escalation: the next level, or solve this rank to tol and certify it
+                following = round_.after(E0 is not None, levels, res.info.get("state"))
+                if following is None:
                     break
+                if E0 is None:
+                    E0, carried = res.embedding, res.multipliers
+                options = replace(options, state=following)
         E = res.embedding
         self.embedding_ = E if inverse is None else E[inverse]
         self.objective_history_ = history
@@ -653,7 +657,8 @@ class NPKL(TransformerMixin, BaseEstimator):
                 problem, E, res.multipliers if multipliers is None else multipliers,
                 tol=self.certificate_tol,
                 laplacian_min_eig=lmin, n_eig=n_eig,
-                intermediate=round_ is not None and round_.intermediate)
+                intermediate=round_ is not None and round_.intermediate,
+                **({"smoothing": round_.smoothing} if round_ is not None else {}))
         except KeyboardInterrupt:
             warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)
             self._stopped_in_certificate = True
