@@ -120,6 +120,10 @@ CERTIFICATE_TOL = 1e-4
 KINK = 1e-6
 #: Eigenpairs of ``S`` used by the bound (see :func:`_negative_part`).
 N_BOUND_EIG = 4
+#: Lanczos tolerance (relative to the shift) of the cheap bound (``refine=False``): the
+#: Ritz values are lowered by their residuals, so the bound stays valid, only looser; the
+#: intermediate rounds need the eigenvectors as directions, not ``lambda_min`` to 1e-9.
+CHEAP_EIG_TOL = 1e-6
 #: Huber smoothings of the hinge whose problems set the rank, coarse to fine (module
 #: docstring): stages of BCD's smoothing continuation, each escalated until its columns
 #: buy no decrease before the next.
@@ -570,8 +574,9 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         Also return the eigenvalues and eigenvectors (for :func:`escalate`).
     refine : bool, default=True
         ``False``: the cheap bound of an intermediate round of ``rank="adaptive"``: only
-        the first candidate (the largest ``sum(alpha)``) and no eigenvector weights
-        (``w_i = tau``; the CG solves on ``L`` are skipped). Still valid, only looser.
+        the first candidate (the largest ``sum(alpha)``), no eigenvector weights
+        (``w_i = tau``; the CG solves on ``L`` are skipped) and Lanczos to
+        :data:`CHEAP_EIG_TOL`. Still valid, only looser.
 
     Returns
     -------
@@ -619,7 +624,8 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         # (without refine the bound reads lambda_min alone: the block only for n_eig)
         lower = -np.inf
         for k in dict.fromkeys((1, max(n_eig, N_BOUND_EIG if refine else 1))):
-            values, vectors = smallest_eigenpairs(S, k, deflate=Q)
+            values, vectors = smallest_eigenpairs(S, k, deflate=Q,
+                                                  tol=1e-9 if refine else CHEAP_EIG_TOL)
             w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin)
                  if vectors.shape[1] > 1 and refine else np.zeros(0))
             # the split above holds with eps eta on range(Q) and eps / eta on its
@@ -775,7 +781,8 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
         return cert, None
     if intermediate and n_eig > 1:
         S, _ = dual_matrix(problem, E, multipliers)
-        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, E))
+        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, E),
+                                              tol=CHEAP_EIG_TOL)
         E_block, step = escalate(problem, E, values, vectors, smoothing)
         if descends(E_block, step) and objective(E_block) <= objective(E_new):
             E_new = E_block
