@@ -1,7 +1,7 @@
 """NPKL ``rank="adaptive"`` against the ``r (r + 1) / 2 <= m`` rule, with the duality certificate.
 
 Run: ``python benchmarks/bench_npkl_certificate.py [--data small,a1a,a9a,gauss10]
-[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME]``.
+[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME] [--no-rule]``.
 
 For every data set and loss, two BCD fits of the same problem (same seed, ``tol = 1e-5``,
 800 sweeps per stage as in ``bench_npkl_bcd.py``): ``rank="auto"`` (the rule) and
@@ -16,7 +16,8 @@ set (k = 10, 500 + 500 pairs), as in ``bench_npkl_bcd.py``.
 
 ``--rule-from NAME`` skips the rule fit and copies its columns from the row of the same data,
 n and loss in ``results/NAME.json`` (valid only while the fixed-rank code path, solver and
-certificate, is unchanged since that run: the rule fits cost 300-490 CPU s each on a9a).
+certificate, is unchanged since that run: the rule fits cost 300-490 CPU s each on a9a);
+``--no-rule`` runs the adaptive fit alone (its certified gap and rank; rule columns n/a).
 
 Results: ``benchmarks/results/<name>.{md,json}`` (default ``npkl_certificate``). The fits
 are single-threaded here, so the CPU time is the load-robust measure on a shared machine;
@@ -102,6 +103,14 @@ def compare(data, L, C, loss, repeats, rule_row=None):
             "rank_path": " ".join(f"{r}:{g:.1e}" for r, g in ada.rank_path_)}
 
 
+class NoRule(dict):
+    """``--no-rule``: every lookup gives a rule row of n/a (only the CPU time is needed,
+    as the ratio's denominator: NaN)."""
+
+    def get(self, key, default=None):
+        return {"rule_cpu_s": float("nan")}
+
+
 def _add(rows, row):
     """``rows`` with ``row`` replacing the one of the same data, n and loss."""
     print(row, flush=True)
@@ -123,9 +132,12 @@ def main():
                     help="keep the rows of the existing results (replacing equal data/loss)")
     ap.add_argument("--rule-from", default=None,
                     help="results name whose rule-fit columns are reused (no rule fit)")
+    ap.add_argument("--no-rule", action="store_true", help="no rule fit (adaptive only)")
     args = ap.parse_args()
     rule_rows = {}
-    if args.rule_from:
+    if args.no_rule:
+        rule_rows = NoRule()
+    elif args.rule_from:
         for r in json.loads((RESULTS / f"{args.rule_from}.json").read_text())["rows"]:
             rule_rows[(r["data"], r["n"], r["loss"])] = {
                 k: r[k] for k in RULE_COLUMNS if k in r and r[k] is not None}
