@@ -604,10 +604,9 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
     if not refine:
         candidates = candidates[:1]
-    best = None
-    for alpha in candidates:
-        if best is not None and alpha is not None and float(alpha.sum()) <= best[0]:
-            continue
+    eig_tol = 1e-9 if refine else CHEAP_EIG_TOL
+
+    def prepare(alpha):
         S, conj = dual_matrix(problem, E, alpha)
         Q = _null_basis(S, E)
         # split R^n = range(Q) + its complement, Q a basis of (most of) range(E): with
@@ -619,31 +618,41 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         G = Q.T @ SQ
         omega = float(np.linalg.eigvalsh(G)[0]) if Q.shape[1] else 0.0
         eps = float(np.linalg.norm(SQ - Q @ G, 2)) if Q.shape[1] else 0.0
-        # the smallest eigenpair alone first: a k-block costs several times more Lanczos
-        # steps, and only tightens the bound (or feeds the escalation) when it is negative
-        # (without refine the bound reads lambda_min alone: the block only for n_eig)
-        lower = -np.inf
-        for k in dict.fromkeys((1, max(n_eig, N_BOUND_EIG if refine else 1))):
-            values, vectors = smallest_eigenpairs(S, k, deflate=Q,
-                                                  tol=1e-9 if refine else CHEAP_EIG_TOL)
-            w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin)
-                 if vectors.shape[1] > 1 and refine else np.zeros(0))
-            # the split above holds with eps eta on range(Q) and eps / eta on its
-            # complement for any eta > 0 (2 ab <= eta a^2 + b^2 / eta): best eta of a grid
-            bounds = [(_negative_part(values - eps / eta, w, tau)
-                       + float(_times(min(omega - eps * eta, 0.0), tau)), eta)
-                      for eta in np.logspace(-8, 4, 49)]
-            part, eta = max(bounds)
-            # several strongly negative eigenvalues can make the k-block bound lower than
-            # the single-eigenvalue one: both are valid, keep the larger
-            if conj + part >= lower:
-                lower = conj + part
-                lam = min(float(values[0]) - eps / eta, omega - eps * eta)
-            if values[0] >= 0 or f - lower <= tol * max(abs(f), np.finfo(float).tiny):
-                break
-        if best is None or lower > best[0]:
-            best = (lower, lam, values, vectors)
-    lower, lam, values, vectors = best
+        return S, conj, Q, omega, eps
+
+    def bound(prepared, k):
+        S, conj, Q, omega, eps = prepared
+        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=eig_tol)
+        w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin)
+             if vectors.shape[1] > 1 and refine else np.zeros(0))
+        # the split above holds with eps eta on range(Q) and eps / eta on its
+        # complement for any eta > 0 (2 ab <= eta a^2 + b^2 / eta): best eta of a grid
+        part, eta = max((_negative_part(values - eps / eta, w, tau)
+                         + float(_times(min(omega - eps * eta, 0.0), tau)), eta)
+                        for eta in np.logspace(-8, 4, 49))
+        lam = min(float(values[0]) - eps / eta, omega - eps * eta)
+        return conj + part, lam, values, vectors
+
+    # every candidate's bound from its smallest eigenpair alone first (a k-block costs
+    # several times more Lanczos steps, and its eigenvector weights a CG solve each); the
+    # block only for the best candidate, when its lambda_min is negative and the bound
+    # does not certify (or the escalation needs n_eig vectors)
+    best = None
+    for alpha in candidates:
+        if best is not None and alpha is not None and float(alpha.sum()) <= best[0][0]:
+            continue
+        prepared = prepare(alpha)
+        found = bound(prepared, 1)
+        if best is None or found[0] > best[0][0]:
+            best = (found, prepared)
+    (lower, lam, values, vectors), prepared = best
+    k_block = max(n_eig, N_BOUND_EIG if refine else 1)
+    if k_block > 1 and values[0] < 0 and f - lower > tol * max(abs(f), np.finfo(float).tiny):
+        block_lower, block_lam, values, vectors = bound(prepared, k_block)
+        # several strongly negative eigenvalues can make the k-block bound lower than
+        # the single-eigenvalue one: both are valid, keep the larger
+        if block_lower > lower:
+            lower, lam = block_lower, block_lam
     gap = max(f - lower, 0.0)
     rel = gap / max(abs(f), np.finfo(float).tiny)
     cert = Certificate(objective=f, lower_bound=float(lower), gap_bound=float(gap),
