@@ -127,7 +127,7 @@ CHEAP_EIG_TOL = 1e-6
 #: Huber smoothings of the hinge whose problems set the rank, coarse to fine (module
 #: docstring): stages of BCD's smoothing continuation, each escalated until its columns
 #: buy no decrease before the next.
-HINGE_ESCALATION_LEVELS = (1e-3,)
+HINGE_ESCALATION_LEVELS = (1e-2,)
 #: The finest level: the default smoothing of :func:`escalate`.
 HINGE_ESCALATION_SMOOTHING = HINGE_ESCALATION_LEVELS[-1]
 
@@ -771,8 +771,7 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
     kinked = _kinked(terms)
     if kinked and intermediate:
         multipliers, _ = smoothed_multipliers(terms, E, smoothing)
-    # an intermediate round first tries the most negative eigenvector alone: where it buys
-    # no decrease the rank looks sufficient, and the k-block of Lanczos is not needed
+    # an intermediate round's cheap bound needs one eigenpair (the k-block below if needed)
     cert, values, vectors = certify(problem, E, multipliers, tol=tol,
                                     laplacian_min_eig=laplacian_min_eig,
                                     n_eig=1 if intermediate else max(n_eig, 1),
@@ -785,14 +784,21 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
     def descends(E_new, step):
         return step > 0 and f0 - objective(E_new) > ESCALATION_MIN_DECREASE * tol * abs(f0)
 
-    E_new, step = escalate(problem, E, values[:n_eig], vectors[:, :n_eig], smoothing)
-    if not descends(E_new, step):
-        return cert, None
-    if intermediate and n_eig > 1:
+    if intermediate:
+        # the most negative eigenvector alone first (the Lanczos run of the cheap bound):
+        # where it buys no decrease the rank looks sufficient, and no k-block is computed
+        E_one, step = escalate(problem, E, values[:1], vectors[:, :1], smoothing)
+        if not descends(E_one, step):
+            return cert, None
+        if n_eig == 1:
+            return cert, E_one
         S, _ = dual_matrix(problem, E, multipliers)
         values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, E),
                                               tol=CHEAP_EIG_TOL)
-        E_block, step = escalate(problem, E, values, vectors, smoothing)
-        if descends(E_block, step) and objective(E_block) <= objective(E_new):
-            E_new = E_block
-    return cert, E_new
+    E_new, step = escalate(problem, E, values[:n_eig], vectors[:, :n_eig], smoothing)
+    if descends(E_new, step):
+        # every negative eigenvector that descends with one common step: the solver
+        # then grows the new columns (the common step is set by the most curved one, so
+        # it can buy a little less than the single column; the rank grows faster)
+        return cert, E_new
+    return cert, (E_one if intermediate else None)
