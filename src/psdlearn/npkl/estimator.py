@@ -86,7 +86,7 @@ class NPKL(TransformerMixin, BaseEstimator):
         at the first certified rank, where the new columns buy no decrease, or at the
         ``"auto"`` rank. The rounds that may still grow the rank stop at ``30 tol``; the
         last one is continued to ``tol`` and certified. For the hinge the rank is set on
-        its Huber-smoothed problem (``mu = 1e-3``, a stage of ``hinge_smoothing``), where
+        its Huber-smoothed problem (``mu = 1e-2``, a stage of ``hinge_smoothing``), where
         the escalation is a descent step. Ignored by ``solver="sdp"`` (the rank of its
         solution is whatever it is).
     rank_init : int, default=8
