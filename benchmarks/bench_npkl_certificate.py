@@ -50,7 +50,9 @@ NOTES = [
     "rule_rank: r (r + 1) / 2 <= m (rank='auto'); certified_rank: where rank='adaptive' "
     "(rank_init = 8) stopped, in brackets when its certificate does not hold at 1e-4 (the "
     "escalation stops when its columns buy no decrease: the gap is then the fit's "
-    "first-order residual, not missing rank).",
+    "first-order residual, not missing rank). rank_path: rank:relative gap of every round, "
+    "the intermediate ones (stopped at 30 tol, cheap bound; the hinge's on its smoothed "
+    "problem at mu = 1e-2) then the final one at tol (the last rank twice).",
     "rule_gap / adaptive_gap: certificate_.relative_gap, a bound on (f - f*) / |f| with f* "
     "the optimum of the convex problem over K >= 0; rel_obj_diff = (f_adaptive - f_rule) / "
     "|f_rule|. The hinge is never certified at the default tol = 1e-5: on chessboard and "
@@ -62,6 +64,8 @@ NOTES = [
     "certificates and escalations inside the fit (wall times are inflated by the load).",
     "gamma = 1 (the reproductions' protocol) unless the file name ends in _auto "
     "(gamma='auto', the estimator's default).",
+    "rule_obj / adaptive_obj: the final objectives (n/a in rows whose rule columns were "
+    "copied by --rule-from from a run that did not record them).",
 ]
 
 
