@@ -1,7 +1,7 @@
 """NPKL ``rank="adaptive"`` against the ``r (r + 1) / 2 <= m`` rule, with the duality certificate.
 
 Run: ``python benchmarks/bench_npkl_certificate.py [--data small,a1a,a9a,gauss10]
-[--losses ...] [--gauss-n N] [--name NAME] [--append]``.
+[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME] [--no-rule]``.
 
 For every data set and loss, two BCD fits of the same problem (same seed, ``tol = 1e-5``,
 800 sweeps per stage as in ``bench_npkl_bcd.py``): ``rank="auto"`` (the rule) and
@@ -13,6 +13,11 @@ seconds of the certificates (and escalations) within each fit. Protocol sets: th
 small sets of the reproductions (k = 5), adult a1a and a9a (k = 50), all with 0.6 n
 must-link + 0.6 n cannot-link pairs from the labels (seed 0), and the 10-d two-Gaussian
 set (k = 10, 500 + 500 pairs), as in ``bench_npkl_bcd.py``.
+
+``--rule-from NAME`` skips the rule fit and copies its columns from the row of the same data,
+n and loss in ``results/NAME.json`` (valid only while the fixed-rank code path, solver and
+certificate, is unchanged since that run: the rule fits cost 300-490 CPU s each on a9a);
+``--no-rule`` runs the adaptive fit alone (its certified gap and rank; rule columns n/a).
 
 Results: ``benchmarks/results/<name>.{md,json}`` (default ``npkl_certificate``). The fits
 are single-threaded here, so the CPU time is the load-robust measure on a shared machine;
@@ -35,15 +40,19 @@ from psdlearn.graph import knn_laplacian
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
 COLUMNS = ["data", "n", "m", "loss", "rule_rank", "certified_rank", "rule_gap", "adaptive_gap",
-           "rel_obj_diff", "rule_s", "adaptive_s", "rule_cpu_s", "adaptive_cpu_s",
-           "cpu_ratio", "rule_cert_s", "adaptive_cert_s", "rank_path"]
+           "rule_obj", "adaptive_obj", "rel_obj_diff", "rule_s", "adaptive_s", "rule_cpu_s",
+           "adaptive_cpu_s", "cpu_ratio", "rule_cert_s", "adaptive_cert_s", "rank_path"]
+#: The rule fit's columns (copied by --rule-from).
+RULE_COLUMNS = ("rule_rank", "rule_gap", "rule_obj", "rule_s", "rule_cpu_s", "rule_cert_s")
 
 
 NOTES = [
     "rule_rank: r (r + 1) / 2 <= m (rank='auto'); certified_rank: where rank='adaptive' "
     "(rank_init = 8) stopped, in brackets when its certificate does not hold at 1e-4 (the "
     "escalation stops when its columns buy no decrease: the gap is then the fit's "
-    "first-order residual, not missing rank).",
+    "first-order residual, not missing rank). rank_path: rank:relative gap of every round, "
+    "the intermediate ones (stopped at 30 tol, cheap bound; the hinge's on its smoothed "
+    "problem at mu = 1e-2) then the final one at tol (the last rank twice).",
     "rule_gap / adaptive_gap: certificate_.relative_gap, a bound on (f - f*) / |f| with f* "
     "the optimum of the convex problem over K >= 0; rel_obj_diff = (f_adaptive - f_rule) / "
     "|f_rule|. The hinge is never certified at the default tol = 1e-5: on chessboard and "
@@ -55,6 +64,8 @@ NOTES = [
     "certificates and escalations inside the fit (wall times are inflated by the load).",
     "gamma = 1 (the reproductions' protocol) unless the file name ends in _auto "
     "(gamma='auto', the estimator's default).",
+    "rule_obj / adaptive_obj: the final objectives (n/a in rows whose rule columns were "
+    "copied by --rule-from from a run that did not record them).",
 ]
 
 
@@ -68,27 +79,40 @@ def fit(L, C, loss, rank, max_iter=800):
                        gamma=GAMMA["value"], max_iter=max_iter, random_state=0).fit(L, C)
 
 
-def compare(data, L, C, loss, repeats):
+def compare(data, L, C, loss, repeats, rule_row=None):
+    """One row; ``rule_row``: the rule fit's columns from an earlier run (not refitted)."""
     models = {}
     times = {}
-    for rank in ("auto", "adaptive"):
+    for rank in ("adaptive",) if rule_row else ("auto", "adaptive"):
         out = []
         times[rank] = median_wall_cpu(lambda rank=rank, out=out: out.append(fit(L, C, loss, rank)),
                                       repeats=repeats)
         models[rank] = out[-1]
-    rule, ada = models["auto"], models["adaptive"]
-    f_rule, f_ada = rule.objective_history_[-1], ada.objective_history_[-1]
+    ada = models["adaptive"]
+    if rule_row is None:
+        rule = models["auto"]
+        rule_row = {"rule_rank": rule.rank_, "rule_gap": rule.certificate_.relative_gap,
+                    "rule_obj": rule.objective_history_[-1], "rule_s": times["auto"][0],
+                    "rule_cpu_s": times["auto"][1], "rule_cert_s": rule.certificate_time_}
+    f_rule, f_ada = rule_row.get("rule_obj", float("nan")), ada.objective_history_[-1]
     return {"data": data, "n": L.shape[0], "m": C.n_pairs, "loss": loss,
-            "rule_rank": rule.rank_, "certified_rank": ada.rank_ if ada.certificate_.certified
+            **{k: rule_row.get(k, float("nan")) for k in RULE_COLUMNS},
+            "certified_rank": ada.rank_ if ada.certificate_.certified
             else f"({ada.rank_}, not certified)",
-            "rule_gap": rule.certificate_.relative_gap,
-            "adaptive_gap": ada.certificate_.relative_gap,
+            "adaptive_gap": ada.certificate_.relative_gap, "adaptive_obj": f_ada,
             "rel_obj_diff": (f_ada - f_rule) / abs(f_rule),
-            "rule_s": times["auto"][0], "adaptive_s": times["adaptive"][0],
-            "rule_cpu_s": times["auto"][1], "adaptive_cpu_s": times["adaptive"][1],
-            "cpu_ratio": times["adaptive"][1] / times["auto"][1],
-            "rule_cert_s": rule.certificate_time_, "adaptive_cert_s": ada.certificate_time_,
+            "adaptive_s": times["adaptive"][0], "adaptive_cpu_s": times["adaptive"][1],
+            "cpu_ratio": times["adaptive"][1] / rule_row["rule_cpu_s"],
+            "adaptive_cert_s": ada.certificate_time_,
             "rank_path": " ".join(f"{r}:{g:.1e}" for r, g in ada.rank_path_)}
+
+
+class NoRule(dict):
+    """``--no-rule``: every lookup gives a rule row of n/a (only the CPU time is needed,
+    as the ratio's denominator: NaN)."""
+
+    def get(self, key, default=None):
+        return {"rule_cpu_s": float("nan")}
 
 
 def _add(rows, row):
@@ -110,7 +134,17 @@ def main():
     ap.add_argument("--name", default="npkl_certificate", help="results file name")
     ap.add_argument("--append", action="store_true",
                     help="keep the rows of the existing results (replacing equal data/loss)")
+    ap.add_argument("--rule-from", default=None,
+                    help="results name whose rule-fit columns are reused (no rule fit)")
+    ap.add_argument("--no-rule", action="store_true", help="no rule fit (adaptive only)")
     args = ap.parse_args()
+    rule_rows = {}
+    if args.no_rule:
+        rule_rows = NoRule()
+    elif args.rule_from:
+        for r in json.loads((RESULTS / f"{args.rule_from}.json").read_text())["rows"]:
+            rule_rows[(r["data"], r["n"], r["loss"])] = {
+                k: r[k] for k in RULE_COLUMNS if k in r and r[k] is not None}
     GAMMA["value"] = args.gamma if args.gamma == "auto" else float(args.gamma)
     start_load = os.getloadavg()[0]
     rows, notes = [], list(NOTES)
@@ -134,7 +168,8 @@ def main():
                 C = pl.PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6,
                                                        random_state=0)
                 for loss in losses:
-                    rows = _add(rows, compare(name, L, C, loss, args.repeats))
+                    rows = _add(rows, compare(name, L, C, loss, args.repeats,
+                                              rule_rows.get((name, L.shape[0], loss))))
                 write_results(args.name, COLUMNS, rows, [*notes, load_note(start_load)])
             continue
         else:
@@ -143,7 +178,8 @@ def main():
             C = pl.PairwiseConstraints.from_labels(y, random_state=0)
         print(f"{data}: graph {time.perf_counter() - t0:.1f} s", flush=True)
         for loss in losses:
-            rows = _add(rows, compare(data, L, C, loss, args.repeats))
+            rows = _add(rows, compare(data, L, C, loss, args.repeats,
+                                      rule_rows.get((data, L.shape[0], loss))))
             write_results(args.name, COLUMNS, rows, [*notes, load_note(start_load)])
     notes.append(load_note(start_load))
     write_results(args.name, COLUMNS, rows, notes)

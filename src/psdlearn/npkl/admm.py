@@ -52,6 +52,10 @@ ADMM_LOSSES = tuple(name for name, loss in LOSS_TABLE.items() if loss.quadratic)
 #: Floor of ``rho`` in schedule (15).
 RHO_MIN = 10.0
 
+#: An intermediate round of ``rank="adaptive"`` stops at ``INTERMEDIATE_TOL_FACTOR * tol``
+#: (as BCD's): its point only has to show whether more columns descend.
+INTERMEDIATE_TOL_FACTOR = 30.0
+
 
 def update_rho(rho, primal, dual):
     """Penalty schedule (15) of Hu & Kwok 2013 (Boyd et al. 2011, eq. 3.13)."""
@@ -206,7 +210,9 @@ def fit_admm(problem, E0, options):
     of the previous fit) continues from the previous ADMM iterate, so that a path of
     ``gamma`` values restarts near it rather than at ``Lambda = 0`` and the initial
     ``rho``. The problem comes renumbered from the estimator: :func:`solve_admm` runs with
-    ``reorder=False``.
+    ``reorder=False``. A round of ``rank="adaptive"`` (``options.state`` a
+    :class:`psdlearn.npkl.certificate.AdaptiveRound`) continues from its ``warm`` state
+    when it has one, and an intermediate round stops at ``INTERMEDIATE_TOL_FACTOR * tol``.
 
     Parameters
     ----------
@@ -221,19 +227,25 @@ def fit_admm(problem, E0, options):
         That of :func:`solve_admm`, with ``info["state"] = (U, Lambda, rho)``.
     """
     from psdlearn.npkl.bcd import relaxation_factor, solve_bcd
+    from psdlearn.npkl.certificate import AdaptiveRound
     from psdlearn.npkl.problem import NPKLProblem
 
-    params, state, V0 = options.params, options.state, E0
+    params, state, V0, tol = options.params, options.state, E0, options.tol
+    fresh = state is None  # a random start
+    if isinstance(state, AdaptiveRound):
+        fresh = state.start == "random"
+        tol *= INTERMEDIATE_TOL_FACTOR if state.intermediate else 1.0
+        state = state.warm if state.start in ("warm", "continue") else None
     U0, lam0, rho0 = (state if isinstance(state, tuple) and state[0].shape == E0.shape
                       else (None, None, float(params["rho"])))
-    if params["init"] == "bcd" and state is None:
+    if params["init"] == "bcd" and fresh:
         square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
                              problem.gamma)
         V0 = solve_bcd(square, V0, max_iter=options.max_iter, tol=max(options.tol, 1e-3),
                        random_state=options.random_state,
                        omega=relaxation_factor(problem.laplacian, params["omega"])).embedding
     res = solve_admm(problem, V0, U0, lam0, rho=rho0, max_iter=options.max_iter,
-                     tol=options.tol, reorder=False, callback=options.callback)
+                     tol=tol, reorder=False, callback=options.callback)
     kept = ((res.U, res.multipliers, float(res.rho_history[-1]))
             if len(res.rho_history) else None)
     return replace(res, info={**res.info, "state": kept})

@@ -34,6 +34,7 @@ from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
+from .certificate import AdaptiveRound
 from .losses import LOSS_TABLE, ROW_HINGE, get_loss
 
 __all__ = ["BCD_LOSSES", "fit_bcd", "initial_embedding", "level_split", "parallel_split",
@@ -53,6 +54,10 @@ HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
 #: cuts the sweeps by up to 40% (a1a 323 -> 191) and leaves the final hinge objective within
 #: 1e-4 relative (a1a +3e-5).
 SMOOTHING_TOL_FACTOR = 30.0
+#: An intermediate round of ``rank="adaptive"`` stops its exact stage at
+#: ``INTERMEDIATE_TOL_FACTOR * tol``: like the smoothed stages, it only brings the next
+#: round near its optimum (``psdlearn.npkl.certificate.AdaptiveRound``).
+INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
 
 
 def _pair_multipliers(problem, Tp, Ti, alpha):
@@ -493,7 +498,10 @@ def fit_bcd(problem, E0, options):
     they only bring the exact stage near the optimum), with ``omega`` from
     :func:`relaxation_factor` and one :func:`parallel_split` for all stages. After a rank
     escalation (``options.state == "restart"``) the schedule restarts at ``mu = 1e-3``,
-    the smoothing of a point already near the optimum.
+    the smoothing of a point already near the optimum. A round of ``rank="adaptive"``
+    (``options.state`` a :class:`psdlearn.npkl.certificate.AdaptiveRound`) runs the stages
+    of :meth:`~psdlearn.npkl.certificate.AdaptiveRound.stages`, an intermediate one with
+    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``.
 
     Parameters
     ----------
@@ -514,7 +522,12 @@ def fit_bcd(problem, E0, options):
     """
     params = options.params
     schedule = smoothing_schedule(problem.loss, params["hinge_smoothing"])
-    if options.state == "restart":
+    exact_tol = options.tol
+    if isinstance(options.state, AdaptiveRound):
+        schedule = options.state.stages(schedule)
+        if options.state.intermediate:
+            exact_tol *= INTERMEDIATE_TOL_FACTOR
+    elif options.state == "restart":
         schedule = schedule[-3:]
     omega = relaxation_factor(problem.laplacian, params["omega"])
     split = (parallel_split(problem, E0.shape[1])
@@ -522,7 +535,7 @@ def fit_bcd(problem, E0, options):
     E, history, times, stages, multipliers = E0, [], [], [], []
     for mu in schedule:
         res = solve_bcd(problem, E, max_iter=options.max_iter,
-                        tol=options.tol * (SMOOTHING_TOL_FACTOR if mu > 0 else 1.0),
+                        tol=options.tol * SMOOTHING_TOL_FACTOR if mu > 0 else exact_tol,
                         random_state=options.random_state,
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback)

@@ -83,14 +83,19 @@ class NPKL(TransformerMixin, BaseEstimator):
         (:mod:`psdlearn.npkl.certificate`) does not hold, append the eigenvectors of the
         negative eigenvalues of the dual matrix as new columns (scaled by a line search,
         Burer-Monteiro rank escalation, Journée et al. 2010) and continue from there; stop
-        at the first certified rank or at the ``"auto"`` rank. Ignored by
-        ``solver="sdp"`` (the rank of its solution is whatever it is).
+        at the first certified rank, where the new columns buy no decrease, or at the
+        ``"auto"`` rank. The rounds that may still grow the rank stop at ``30 tol``; the
+        last one is continued to ``tol`` and certified. For the hinge the rank is set on
+        its Huber-smoothed problem (``mu = 1e-2``, a stage of ``hinge_smoothing``), where
+        the escalation is a descent step. Ignored by ``solver="sdp"`` (the rank of its
+        solution is whatever it is).
     rank_init : int, default=8
         ``rank="adaptive"`` only: the starting rank, and the most columns added per
         escalation.
     certificate_tol : float or None, default=1e-4
         ``certificate_.certified`` is ``relative_gap <= certificate_tol``; with
-        ``rank="adaptive"`` the rank grows until it holds. ``None`` skips the certificate
+        ``rank="adaptive"`` the rank grows until it holds (``certificate_`` is always that
+        of the final fit, solved to ``tol``). ``None`` skips the certificate
         (``certificate_ = None``): it costs a few Lanczos runs on the sparse dual matrix
         (products ``O(nnz(L) + m)``; ``benchmarks/results/npkl_certificate.md`` has the
         fit times with it). Not allowed with ``rank="adaptive"``.
@@ -224,8 +229,9 @@ class NPKL(TransformerMixin, BaseEstimator):
         :mod:`psdlearn.npkl.certificate`); None with ``certificate_tol=None`` or after
         Ctrl-C.
     rank_path_ : list of (int, float)
-        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (one
-        per rank with ``rank="adaptive"``).
+        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (with
+        ``rank="adaptive"`` one per round: the intermediate ones are the cheap bound, and the
+        last rank appears again for its final round).
     certificate_time_ : float
         ``bcd`` and ``admm``: seconds spent in the certificates and escalation steps
         (included in ``fit_time_`` and ``time_history_``).
@@ -494,7 +500,15 @@ class NPKL(TransformerMixin, BaseEstimator):
         joined (a round starts where the previous one
         ended; the certificate's seconds count in the last time), and the ``info`` keys of
         ``spec.attributes`` copied (histories and lists joined over the rounds).
+
+        With ``rank="adaptive"`` every round's ``options.state`` is a
+        :class:`psdlearn.npkl.certificate.AdaptiveRound`: intermediate (loose, cheap bound)
+        from the start and after every escalation; when an intermediate round's columns buy
+        no decrease, a final round continues at that rank to ``tol`` and is certified
+        (:mod:`psdlearn.npkl.certificate`, "Rounds").
         """
+        from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
+
         E0, state, inverse = None, None, None
         if spec.warm_start:
             E0, warm = self._start(problem.n_samples, rank, rng,
@@ -518,11 +532,17 @@ class NPKL(TransformerMixin, BaseEstimator):
                                params={**self.get_params(deep=False), "rank": rank,
                                        "gamma": self.gamma_},
                                state=state)
+        adaptive = self.rank == "adaptive" and spec.certificate
+        if adaptive:
+            levels = escalation_levels(problem)
+            options = replace(options, state=AdaptiveRound(
+                start="random" if state is None else "warm", warm=state,
+                **({"smoothing": levels[0]} if levels else {})))
         self._stopped_in_certificate = False
         self._laplacian_min_eig = None  # of a precomputed graph, once per fit
         if spec.certificate:
             self.rank_path_, self.certificate_time_ = [], 0.0
-        history, times, kept, n_iter = [], [], {}, 0
+        history, times, kept, n_iter, carried = [], [], {}, 0, None
         with bar:
             while True:
                 res = spec.solve(problem, E0, options)
@@ -539,12 +559,28 @@ class NPKL(TransformerMixin, BaseEstimator):
                 if not spec.certificate:
                     break
                 start = time.perf_counter()
-                E0 = self._certify(problem, res)
+                round_ = options.state if adaptive else None
+                # a final round's dual candidates include those of the intermediate round
+                # it continues (the hinge: its smoothed stages at this rank)
+                candidates = res.multipliers
+                if (adaptive and round_.start == "continue" and isinstance(carried, list)
+                        and isinstance(candidates, list)):
+                    candidates = carried + candidates
+                E0 = self._certify(problem, res, round_, candidates)
                 times[-1] += time.perf_counter() - start
                 self.certificate_time_ += time.perf_counter() - start
-                if E0 is None:
+                if not adaptive or self._stopped_in_certificate:
+                    if E0 is None:
+                        break
+                    options = replace(options, state=RESTART)
+                    continue
+                # no escalation: the next level, or solve this rank to tol and certify it
+                following = round_.after(E0 is not None, levels, res.info.get("state"))
+                if following is None:
                     break
-                options = replace(options, state=RESTART)
+                if E0 is None:
+                    E0, carried = res.embedding, res.multipliers
+                options = replace(options, state=following)
         E = res.embedding
         self.embedding_ = E if inverse is None else E[inverse]
         self.objective_history_ = history
@@ -590,18 +626,21 @@ class NPKL(TransformerMixin, BaseEstimator):
             return np.array(prev, dtype=np.float64, order="C"), True
         return E0, False
 
-    def _certify(self, problem, res):
+    def _certify(self, problem, res, round_=None, multipliers=None):
         """Certificate of ``res.embedding`` and, with ``rank="adaptive"``, its growth.
 
-        Returns ``E`` with the escalation columns, or None to stop: certified, at the
-        ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or in the certificate
-        itself; the fit then returns at once with its last iterate).
+        ``round_``: the :class:`psdlearn.npkl.certificate.AdaptiveRound` that produced
+        ``res`` (None for a fixed rank); ``multipliers``: the dual candidates, by default
+        ``res.multipliers``. Returns ``E`` with the escalation columns, or None:
+        certified, at the ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or
+        in the certificate itself; the fit then returns at once with its last iterate).
         """
         from psdlearn.npkl.certificate import certify_and_escalate, laplacian_lower_bound
 
         self.certificate_ = None
         E = res.embedding
         if self.certificate_tol is None or res.interrupted:
+            self._stopped_in_certificate = res.interrupted
             return None
         rank = E.shape[1]
         n_eig = min(int(self.rank_init), self._rank_cap - rank) if self.rank == "adaptive" else 0
@@ -614,9 +653,12 @@ class NPKL(TransformerMixin, BaseEstimator):
                 self._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
             lmin = self._laplacian_min_eig
         try:
-            cert, E_new = certify_and_escalate(problem, E, res.multipliers,
-                                               tol=self.certificate_tol,
-                                               laplacian_min_eig=lmin, n_eig=n_eig)
+            cert, E_new = certify_and_escalate(
+                problem, E, res.multipliers if multipliers is None else multipliers,
+                tol=self.certificate_tol,
+                laplacian_min_eig=lmin, n_eig=n_eig,
+                intermediate=round_ is not None and round_.intermediate,
+                **({"smoothing": round_.smoothing} if round_ is not None else {}))
         except KeyboardInterrupt:
             warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)
             self._stopped_in_certificate = True
