@@ -333,9 +333,9 @@ def _write(out_dir, table, sets, raw, caps, load):
             "kernels on ours' landmarks (m_bar = m tau / 9). Their time: the weights only.",
             "Nystrom 9: standard Nystrom of the nine kernels, equal weights, same landmarks.",
         ]
-    notes.append("Machine load (5-minute average) along the run: "
-                 + ", ".join(f"{v:.1f}" for v in load) + " on 2 cores shared with other "
-                 "engineers' jobs (wall times are inflated; CPU times less so).")
+    notes.append(f"Machine load (5-minute average) at the start and end of the last run: "
+                 f"{load[0]:.1f}, {load[-1]:.1f} on 2 cores shared with other engineers' jobs "
+                 "(wall times are inflated; CPU times less so).")
     title = ("Lan et al. (2017) Table 1: Spectral and Cluster baselines, C = 1 and C by CV"
              if table == 1 else
              "Lan et al. (2017) Table 2: ABMKL and CABMKL baselines, C = 1 and C by CV")
