@@ -183,6 +183,13 @@ def _paper(entry):
     return "-" if entry is None else f"{entry[0]:.2f} ± {entry[1]:.2f}"
 
 
+def _paired(recs, a, b):
+    """Mean of the per-draw difference ``a - b`` and its standard error (same draws)."""
+    d = np.array([r[a] - r[b] for r in recs])
+    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else np.nan
+    return f"{d.mean():+.2f} ± {se:.2f}"
+
+
 def _median_cpu(recs):
     v = [r["draw_cpu_s"] for r in recs if "draw_cpu_s" in r]
     return f"{np.median(v):.1f}" if v else "-"
@@ -199,6 +206,7 @@ def _table1_row(name, recs):
     row["spectral s (graph)"] = (f"{np.median([r['spectral_s'] for r in recs]):.2f} "
                                  f"({recs[0]['graph_s']:.1f})" if "graph_s" in recs[0]
                                  else "-")
+    row["ours - Nys C=CV (paired ± se)"] = _paired(recs, "ours_cv", "nystrom_cv")
     row["median C ours/Nys"] = (f"{np.median([r['ours_C'] for r in recs]):.3g}/"
                                 f"{np.median([r['nystrom_C'] for r in recs]):.3g}")
     row["draw CPU s"] = _median_cpu(recs)
