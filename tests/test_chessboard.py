@@ -44,3 +44,17 @@ def test_lattice_has_one_point_per_square_in_checkerboard_colours():
     assert len({tuple(c) for c in cells.tolist()}) == 100
     np.testing.assert_array_equal(y, cells.sum(axis=1) % 2)
     assert np.bincount(y).tolist() == [50, 50]
+
+
+def test_load_chessboard_is_the_default_three_by_three_board():
+    from psdlearn.datasets import load
+
+    X, y = load("chessboard")
+    X0, y0 = make_chessboard(random_state=0)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    cells = np.floor(X * 3).astype(int)
+    np.testing.assert_array_equal(y, cells.sum(axis=1) % 2)
+    # every one of the nine squares is occupied, about 11 points each
+    counts = np.bincount(cells[:, 0] * 3 + cells[:, 1], minlength=9)
+    assert counts.min() >= 5 and counts.sum() == 100
