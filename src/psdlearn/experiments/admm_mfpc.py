@@ -133,10 +133,14 @@ def _write(out_dir, raw, load_start):
             y = load_set_with_graph(name)[1]
             rows.append(_row(name, y, raw[name]["mfpc"], raw[name]["admm"]))
     adult = ", ".join(f"{r['dataset']} {r['reps']}" for r in rows if r["dataset"] in ADULT_SETS)
+    missing = [name for name in TABLE_SETS if name not in raw]
     notes = [
         "Same protocol and constraint draws (seeds 0..reps-1) as admm_table2; ADMM rerun on "
         f"the same draws. Repetitions in 'reps' (the paper: 20): {SMALL_REPS} on the small "
-        f"sets, on adult {adult or 'none'}, for time on a shared 2-core machine.",
+        f"sets, on adult {adult or 'none'}, for time on a shared 2-core machine"
+        + (f"; not run: {', '.join(missing)}." if missing else "."),
+        "Rows are kept from earlier runs when a run covers other sets (resume): the JSON "
+        "holds every draw.",
         "MFPC: r = the protocol rank (Hu & Kwok 2013 Table 1), Q by shift-invert Lanczos, U by "
         "accelerated projected gradient to fixed-point residual tol = 1e-5 (at most 1000 "
         "steps). CPU s: process time of basis + U (graph and clustering excluded); the "
