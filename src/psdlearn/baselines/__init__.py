@@ -4,12 +4,15 @@
   2002) and the order-constrained spectral kernel (Zhu, Kandola, Ghahramani & Lafferty
   2005), Lan et al. (2017) Table 1;
 - :mod:`~psdlearn.baselines.alignment`: ABMKL and CABMKL kernel weights (Cortes, Mohri &
-  Rostamizadeh 2012), Lan et al. (2017) Table 2.
+  Rostamizadeh 2012), Lan et al. (2017) Table 2;
+- :mod:`~psdlearn.baselines.linear_svm`: the linear SVM's ``C`` by LIBLINEAR's ``-C``
+  search ("the heuristic implemented in LIBLINEAR" of Lan et al. 2017).
 
 MFPC (Hu & Kwok 2013 Table 2) shares NPKL's problem: ``NPKL(solver="mfpc")``.
 """
 
 from psdlearn.baselines.alignment import alignment, alignment_weights
+from psdlearn.baselines.linear_svm import liblinear_c
 from psdlearn.baselines.spectral import (
     cluster_kernel_features,
     graph_spectrum,
@@ -18,4 +21,4 @@ from psdlearn.baselines.spectral import (
 )
 
 __all__ = ["alignment", "alignment_weights", "cluster_kernel_features", "graph_spectrum",
-           "order_constrained_weights", "spectral_kernel_features"]
+           "liblinear_c", "order_constrained_weights", "spectral_kernel_features"]

@@ -11,7 +11,9 @@ objective against ``r``.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -28,8 +30,11 @@ from psdlearn.npkl.estimator import auto_rank
 
 __all__ = ["MFPC_SETS", "mfpc_cells", "run"]
 
-#: Sets of the MFPC column (a6a: one fit takes minutes with r = 275 on this machine).
+#: Sets of the MFPC column of admm_table2 (a6a: one fit takes minutes with r = 275 on this
+#: machine) ...
 MFPC_SETS = SMALL_SETS + ("a1a", "a2a", "a3a", "a4a")
+#: ... and of this table.
+TABLE_SETS = MFPC_SETS + ("a6a",)
 #: Paper's MFPC (Rand %, CPU s), Hu & Kwok 2013 Table 2.
 PAPER_MFPC = {
     "chessboard": (71.09, 4.87, 1.22), "double-spiral": (99.68, 2.31, 1.32),
@@ -38,8 +43,12 @@ PAPER_MFPC = {
     "a1a": (66.29, 1.83, 120.42), "a2a": (65.46, 1.07, 157.08), "a3a": (62.07, 2.31, 332.34),
     "a4a": (61.94, 2.82, 821.76), "a6a": (65.17, 1.62, 4786.6),
 }
-#: Repetitions (the paper: 20), for time on the shared 2-core machine.
-SMALL_REPS, ADULT_REPS = 10, 3
+#: Repetitions (the paper: 20), for time on the shared 2-core machine: small sets, and
+#: per adult set (one MFPC fit takes about 6 CPU s on a1a, 70 on a4a, minutes on a6a).
+SMALL_REPS = 10
+ADULT_REPS = {"a1a": 10, "a2a": 5, "a3a": 3, "a4a": 2, "a6a": 1}
+#: Sets of the rank study.
+RANK_SETS = ("chessboard", "glass", "heart", "iris", "sonar", "wine")
 #: Multiples of the protocol rank in the rank study (capped at n).
 RANK_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
@@ -57,10 +66,40 @@ def mfpc_cells(X, y, k, L, reps, **params):
             "MFPC CPU s": _fmt(s["cpu_mean"], s["cpu_std"])}, recs
 
 
-def run(out_dir, quick=False, log=print):
-    """MFPC beside the paper and beside ADMM; the rank study. Writes ``admm_mfpc.*``."""
-    sets = ("iris", "soybean") if quick else MFPC_SETS
-    rows, raw = [], {}
+def _row(name, y, recs, admm):
+    paper = PAPER_MFPC[name]
+    s_m, s_a = summarize(recs), summarize(admm)
+    ratio = np.mean([a["objective"] / b["objective"] for a, b in zip(recs, admm, strict=True)])
+    return {"dataset": name, "n": len(y), "r": recs[0]["rank"], "reps": len(recs),
+            "MFPC rand %": _fmt(s_m["rand_mean"], s_m["rand_std"]),
+            "MFPC CPU s": _fmt(s_m["cpu_mean"], s_m["cpu_std"]),
+            "paper MFPC %": _fmt(paper[0], paper[1]), "paper MFPC s": f"{paper[2]:g}",
+            "ADMM rand % (same draws)": _fmt(s_a["rand_mean"], s_a["rand_std"]),
+            "ADMM CPU s": _fmt(s_a["cpu_mean"], s_a["cpu_std"]),
+            "MFPC obj / ADMM obj": f"{ratio:.3f}",
+            "MFPC converged": f"{sum(r['converged'] for r in recs)}/{len(recs)}"}
+
+
+def run(out_dir, quick=False, log=print, sets=None, reps=None, resume=False,
+        rank_sets=None):
+    """MFPC beside the paper and beside ADMM; the rank study. Writes ``admm_mfpc.*``.
+
+    Parameters
+    ----------
+    out_dir : path-like
+    quick : bool
+    log : callable
+    sets : sequence of str, optional
+        Sets to (re)run; default :data:`TABLE_SETS`.
+    reps : int or dict, optional
+        Repetitions (per set with a dict); default :data:`SMALL_REPS` / :data:`ADULT_REPS`.
+    resume : bool
+        Keep the rows of the sets not rerun from ``out_dir/admm_mfpc.json``.
+    rank_sets : sequence of str, optional
+        Sets of the rank study (default: six small sets; ``()`` skips it).
+    """
+    sets = ("iris", "soybean") if quick else (sets or TABLE_SETS)
+    raw = _saved_raw(out_dir) if resume else {}
     load_start = os.getloadavg()[1]
     for name in sets:
         loaded = load_set_with_graph(name)
@@ -68,54 +107,69 @@ def run(out_dir, quick=False, log=print):
             continue
         X, y, k, L = loaded
         adult = name in ADULT_SETS
-        reps = 2 if quick else (ADULT_REPS if adult else SMALL_REPS)
-        cells, recs = mfpc_cells(X, y, k, L, reps)
-        admm = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
+        n_reps = (2 if quick else reps.get(name) if isinstance(reps, dict) else reps
+                  ) or (ADULT_REPS.get(name, 1) if adult else SMALL_REPS)
+        recs = run_repetitions(X, y, n_neighbors=k, reps=n_reps, laplacian=L, loss="pcp",
+                               solver="mfpc", max_iter=1000)
+        admm = run_repetitions(X, y, n_neighbors=k, reps=n_reps, laplacian=L, loss="pcp",
                                solver="admm", max_iter=100 if adult else 500)
-        sa = summarize(admm)
-        paper = PAPER_MFPC[name]
-        ratio = np.mean([a["objective"] / b["objective"] for a, b in zip(recs, admm, strict=True)])
-        row = {"dataset": name, "n": len(y), "r": recs[0]["rank"], "reps": reps,
-               **cells, "paper MFPC %": _fmt(paper[0], paper[1]),
-               "paper MFPC s": f"{paper[2]:g}",
-               "ADMM rand % (same draws)": _fmt(sa["rand_mean"], sa["rand_std"]),
-               "ADMM CPU s": _fmt(sa["cpu_mean"], sa["cpu_std"]),
-               "MFPC obj / ADMM obj": f"{ratio:.3f}",
-               "MFPC converged": f"{sum(r['converged'] for r in recs)}/{reps}"}
-        rows.append(row)
         raw[name] = {"mfpc": recs, "admm": admm}
-        log(f"{name:14s} mfpc {row['MFPC rand %']} ({row['paper MFPC %']})  "
-            f"admm {row['ADMM rand % (same draws)']}  cpu {row['MFPC CPU s']}")
-        _write(out_dir, rows, raw, load_start)  # partial results survive an interruption
-    log(_write(out_dir, rows, raw, load_start))
-    rank_study(out_dir, quick, log)
-    return rows
+        log(f"{name:14s} mfpc {_row(name, y, recs, admm)}")
+        _write(out_dir, raw, load_start)  # partial results survive an interruption
+    log(_write(out_dir, raw, load_start))
+    rank_study(out_dir, quick, log, sets=rank_sets, resume=resume)
+    return raw
 
 
-def _write(out_dir, rows, raw, load_start):
+def _saved_raw(out_dir, name="admm_mfpc"):
+    path = Path(out_dir) / f"{name}.json"
+    return json.loads(path.read_text())["raw"] if path.exists() else {}
+
+
+def _write(out_dir, raw, load_start):
+    rows = []
+    for name in TABLE_SETS:
+        if name in raw:
+            y = load_set_with_graph(name)[1]
+            rows.append(_row(name, y, raw[name]["mfpc"], raw[name]["admm"]))
+    adult = ", ".join(f"{r['dataset']} {r['reps']}" for r in rows if r["dataset"] in ADULT_SETS)
+    missing = [name for name in TABLE_SETS if name not in raw]
     notes = [
-        "Same protocol and constraint draws (seeds 0..reps-1) as admm_table2; "
-        f"{SMALL_REPS} repetitions on the small sets, {ADULT_REPS} on the adult sets (the "
-        "paper: 20), for time on a shared 2-core machine. a6a not run (time).",
+        "Same protocol and constraint draws (seeds 0..reps-1) as admm_table2; ADMM rerun on "
+        f"the same draws. Repetitions in 'reps' (the paper: 20): {SMALL_REPS} on the small "
+        f"sets, on adult {adult or 'none'}, for time on a shared 2-core machine"
+        + (f"; not run: {', '.join(missing)}." if missing else "."),
+        "Rows are kept from earlier runs when a run covers other sets (resume): the JSON "
+        "holds every draw.",
         "MFPC: r = the protocol rank (Hu & Kwok 2013 Table 1), Q by shift-invert Lanczos, U by "
         "accelerated projected gradient to fixed-point residual tol = 1e-5 (at most 1000 "
         "steps). CPU s: process time of basis + U (graph and clustering excluded); the "
         "paper's: MATLAB on an i7-3370.",
         "MFPC obj / ADMM obj: ratio of the pcp objectives on the same draws (>= 1 up to "
         "ADMM's own gap: Q U Q^T is a subset of the rank-r kernels ADMM searches).",
-        f"Machine load (5-minute average) at the start and end: {load_start:.1f}, "
-        f"{os.getloadavg()[1]:.1f} on 2 cores; times are inflated by other jobs.",
+        f"Machine load (5-minute average) at the start and end of the last run: "
+        f"{load_start:.1f}, {os.getloadavg()[1]:.1f} on 2 cores; times are inflated by other "
+        "jobs.",
     ]
     return write_results(out_dir, "admm_mfpc", list(rows[0].keys()), rows, notes,
                          title="Hu & Kwok 2013 Table 2: MFPC (ours) beside the paper's and "
                          "beside ADMM", extra={"raw": raw})
 
 
-def rank_study(out_dir, quick=False, log=print):
-    """Rand index and objective of MFPC against ``r`` (the paper: no gain from larger U)."""
-    sets = ("iris",) if quick else ("chessboard", "glass", "heart", "iris", "sonar", "wine")
+def rank_study(out_dir, quick=False, log=print, sets=None, resume=False):
+    """Rand index and objective of MFPC against ``r`` (the paper: no gain from larger U).
+
+    ``sets``: the sets to (re)run (default :data:`RANK_SETS`; ``()`` runs nothing);
+    ``resume``: keep the saved rows of the other sets.
+    """
+    sets = ("iris",) if quick else (RANK_SETS if sets is None else sets)
+    if not sets:
+        return
     reps = 2 if quick else 3
-    rows = []
+    saved = {}
+    path = Path(out_dir) / "admm_mfpc_rank.json"
+    if resume and path.exists():
+        saved = {r["dataset"]: r for r in json.loads(path.read_text())["rows"]}
     for name in sets:
         X, y, k, L = load_set_with_graph(name)
         n = len(y)
@@ -134,10 +188,10 @@ def rank_study(out_dir, quick=False, log=print):
         row["ADMM (protocol r) rand %"] = _fmt(summarize(admm)["rand_mean"],
                                                summarize(admm)["rand_std"])
         row["ADMM obj"] = f"{np.mean([q['objective'] for q in admm]):.4g}"
-        rows.append(row)
+        saved[name] = row
         log(f"rank study {name}: {row}")
-        _write_rank(out_dir, rows, reps)
-    log(_write_rank(out_dir, rows, reps))
+        _write_rank(out_dir, [saved[s] for s in RANK_SETS if s in saved], reps)
+    log(_write_rank(out_dir, [saved[s] for s in RANK_SETS if s in saved], reps))
 
 
 def _write_rank(out_dir, rows, reps):
