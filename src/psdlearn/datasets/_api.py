@@ -17,7 +17,7 @@ GENERATED_SEED = 0
 
 _GENERATED = {
     "chessboard": (make_chessboard, 100, 2, 2,
-                   "synthetic 4x4 chessboard in [0, 1]^2, 50 points per colour "
+                   "synthetic 3x3 chessboard in [0, 1]^2, 50 points per colour "
                    "(make_chessboard, seed 0)"),
     "double-spiral": (make_double_spiral, 100, 3, 2,
                       "synthetic pair of interleaved 3-D spirals, 50 points each "
