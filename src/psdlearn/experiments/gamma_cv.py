@@ -255,15 +255,29 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
     ``out_dir``.
 
     ``reps``: draws on the small sets (default 5, 2 with ``quick``); ``adult_reps``: on
-    adult (default ``min(reps, 3)``). ``compare``: the rule columns on the small sets;
-    ``adult_compare`` on adult (one protocol refit per distinct chosen gamma and draw).
+    adult (default ``min(reps, 3)``; a mapping set -> draws sets them one by one).
+    ``compare``: the rule columns on the small sets; ``adult_compare`` (a bool, or the
+    names of the adult sets) on adult (one protocol refit per distinct chosen gamma and
+    draw).
     ``tables``: which of "admm", "bcd" to run. Each table is rewritten after every set.
     """
     from psdlearn.experiments.admm_table2 import PAPER_TABLE2
     from psdlearn.experiments.bcd_tables import JMLR_TABLE2
 
     reps = (2 if quick else 5) if reps is None else int(reps)
-    adult_reps = min(reps, 3) if adult_reps is None else int(adult_reps)
+    if not isinstance(adult_reps, dict):
+        adult_reps = min(reps, 3) if adult_reps is None else int(adult_reps)
+
+    def draws(data):
+        if data not in ADULT_SETS:
+            return reps
+        return adult_reps.get(data, min(reps, 3)) if isinstance(adult_reps, dict) \
+            else adult_reps
+
+    def compared(data):
+        if data not in ADULT_SETS:
+            return compare
+        return data in adult_compare if not isinstance(adult_compare, bool) else adult_compare
     load0 = os.getloadavg()[1]
     notes = _notes(groups, compare, _cv_desc(CV_SCORING, CV_SELECTION))
 
@@ -288,11 +302,10 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
             if admm_sets is None else tuple(admm_sets)
         rows, raw = [], {}
         for data in admm_sets:
-            adult = data in ADULT_SETS
-            part, praw = _table("admm", (data,), adult_reps if adult else reps,
+            part, praw = _table("admm", (data,), draws(data),
                                 {"loss": "pcp", "solver": "admm", "max_iter": 500},
                                 admm_paper, log, adult_params={"max_iter": 100},
-                                groups=groups, compare=adult_compare if adult else compare)
+                                groups=groups, compare=compared(data))
             rows += part
             raw.update(praw)
             if rows:
@@ -307,11 +320,10 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
         rows, raw = [], {}
         for data in bcd_sets:
             for loss in bcd_losses:
-                adult = data in ADULT_SETS
-                part, praw = _table("bcd", (data,), adult_reps if adult else reps,
+                part, praw = _table("bcd", (data,), draws(data),
                                     {"loss": loss, "max_iter": 1000, "tol": 1e-5},
                                     bcd_paper, log, adult_params={"max_iter": 800},
-                                    groups=groups, compare=adult_compare if adult else compare)
+                                    groups=groups, compare=compared(data))
                 rows += part
                 raw.update(praw)
             if rows:
