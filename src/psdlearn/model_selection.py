@@ -210,7 +210,11 @@ def select_gamma(scores, rule="best"):
         that the folds cannot tell apart from the best, the rule takes the most
         regularized one, instead of letting fold noise or a plateau carry the choice to
         the large-``gamma`` end (where the fits are the stiffest and, for ADMM at a fixed
-        iteration budget, the least converged).
+        iteration budget, the least converged). Measured on the protocol sets of Hu &
+        Kwok with 3 folds it chose worse than ``"best"`` (``reproductions/gamma_cv_bcd.md``):
+        the standard error of 3 folds is wide, and the small-``gamma`` end it reaches is
+        not a safe one for NPKL (near ``gamma_0`` the kernel is nearly of rank one and
+        clusters poorly), hence the default ``"best"``.
 
     Returns
     -------
