@@ -134,3 +134,36 @@ def test_npklcv_with_the_clustering_scorer_rejects_the_zero_kernel():
     assert np.allclose(cv.scores_[0], 0.5)
     assert np.all(cv.scores_[1] > 0.7)
     assert cv.gamma_ == pytest.approx(high)
+
+
+# ------------------------------------------------------------- require_convergence
+def test_require_convergence_chooses_among_the_gammas_the_budget_solves():
+    X, y = _blobs(60)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    folds = list(ConstraintKFold(3).split(C))
+    grid = [3.0, 10.0, 30.0, 1e4]
+    fits = {}
+    for max_iter in (30, 50):
+        for require in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fits[max_iter, require] = NPKLCV(
+                    gammas=grid, cv=folds, loss="pcp", solver="admm", max_iter=max_iter,
+                    graph="precomputed", random_state=0,
+                    require_convergence=require).fit(L, C)
+    # ADMM at 50 iterations: the stiff top of the grid stops at the cap, some gamma not
+    cv = fits[50, True]
+    ok = cv.cv_converged_.all(axis=1)
+    assert cv.cv_converged_.shape == (4, 3) and ok.any() and not ok[-1]
+    assert np.array_equal(cv.cv_converged_, cv.cv_n_iter_ < 50)
+    mean = cv.scores_.mean(axis=1)
+    assert np.argmax(mean) == 3  # the held-out score alone would take the top
+    assert fits[50, False].gamma_ == 1e4
+    rows = np.flatnonzero(ok)
+    assert cv.gamma_ == grid[rows[np.argmax(mean[rows])]]
+    assert cv.cv_converged_[grid.index(cv.gamma_)].all()
+    # no gamma solved on every fold: the requirement cannot choose, all are candidates
+    none = fits[30, True]
+    assert not none.cv_converged_.all(axis=1).any()
+    assert none.gamma_ == fits[30, False].gamma_

@@ -48,14 +48,17 @@ from psdlearn.experiments.protocol import (
 from psdlearn.experiments.report import write_results
 from psdlearn.model_selection import NPKLCV, ClusteringScorer, ConstraintKFold, select_gamma
 
-__all__ = ["CV_SCORING", "CV_SELECTION", "RULES", "cv_cell", "cv_count", "cv_records",
-           "cv_reduced_note", "run"]
+__all__ = ["CV_REQUIRE_CONVERGENCE", "CV_SCORING", "CV_SELECTION", "RULES", "cv_cell",
+           "cv_count", "cv_records", "cv_reduced_note", "run"]
 
 #: Held-out score of the CV column: "clustering" (ClusteringScorer with the protocol's
 #: number of clusters) or "auc" (NPKL.score).
 CV_SCORING = "clustering"
 #: Selection rule of the CV column (select_gamma): "best" or "one_se".
 CV_SELECTION = "best"
+#: NPKLCV(require_convergence=...) of the CV column: choose among the gammas whose fold
+#: fits converged (to cv_tol) within the protocol's max_iter.
+CV_REQUIRE_CONVERGENCE = True
 #: The rules compared by ``compare=True``: name -> (score, selection).
 RULES = {"auc best": ("auc", "best"), "auc one-SE": ("auc", "one_se"),
          "clustering best": ("clustering", "best"),
@@ -114,21 +117,26 @@ def cv_records(y, laplacian, reps, *, folds=3, groups="pairs", scoring=None, sel
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = NPKLCV(graph="precomputed", cv=cv, random_state=seed, scoring=scorer,
-                           selection=selection, **npkl_params).fit(laplacian, C)
+                           selection=selection, require_convergence=CV_REQUIRE_CONVERGENCE,
+                           **npkl_params).fit(laplacian, C)
         cpu = time.process_time() - c0
         labels = kernel_kmeans(model.embedding_, n_classes, n_init=20, random_state=seed)
         grid = model.gammas_
         rec = {"rand": pairwise_accuracy(y, labels), "gamma": model.gamma_,
                "gamma0": model.gamma0_, "cpu_s": cpu, "gammas": grid.tolist(),
                "scores": model.scores_.tolist(),
+               "converged": model.cv_converged_.tolist(),
                "edge": bool(model.gamma_ in (grid[0], grid[-1]))}
         if compare:
             tables = {name: scorer.table(name, len(grid)) for name in ("auc", "clustering")}
             rec.update(auc_scores=tables["auc"].tolist(),
                        clustering_scores=tables["clustering"].tolist(), rules={})
             fits = {}
+            ok = model.cv_converged_.all(axis=1)
+            rows = (np.flatnonzero(ok) if CV_REQUIRE_CONVERGENCE and ok.any()
+                    else np.arange(len(grid)))
             for rule, (score, sel) in RULES.items():
-                g = float(grid[select_gamma(tables[score], sel)])
+                g = float(grid[rows[select_gamma(tables[score][rows], sel)]])
                 if g not in fits:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
@@ -237,17 +245,21 @@ def _notes(groups, compare, cv_desc):
             "ClusteringScorer; best = the best mean, ties to the largest gamma; one-SE = the "
             "smallest gamma within one standard error of the best), each choice refit by the "
             "protocol's own cold fit (run_repetitions), so they differ from the CV column "
-            "(NPKLCV's refit starts from a fold fit) by the start only. 'auc best' is the "
-            "rule before issue 17's second pass.")
+            "(NPKLCV's refit starts from a fold fit) by the start only. Every rule chooses "
+            "among the gammas whose fold fits converged (to tol 1e-3 within max_iter) when "
+            f"the run requires it (require_convergence={CV_REQUIRE_CONVERGENCE}). 'auc best' "
+            "without that requirement is the rule before issue 17's second pass.")
     return notes
 
 
 def _cv_desc(scoring, selection):
-    return ("held-out score: " + ("ClusteringScorer (balanced held-out pair accuracy of the "
-                                  "k-means partition)" if scoring == "clustering"
-                                  else "NPKL.score (cosine AUC)")
-            + ", selection: " + ("one-standard-error rule toward smaller gamma"
-                                 if selection == "one_se" else "best mean"))
+    score = ("ClusteringScorer (balanced held-out pair accuracy of the k-means partition)"
+             if scoring == "clustering" else "NPKL.score (cosine AUC)")
+    rule = ("one-standard-error rule toward smaller gamma" if selection == "one_se"
+            else "best mean")
+    only = ("only gammas whose fold fits all converged are candidates; "
+            if CV_REQUIRE_CONVERGENCE else "")
+    return f"{only}held-out score: {score}, selection: {rule}"
 
 
 def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_sets=None,
