@@ -212,7 +212,7 @@ def select_gamma(scores, rule="best"):
         the large-``gamma`` end (where the fits are the stiffest and, for ADMM at a fixed
         iteration budget, the least converged). Measured on the protocol sets of Hu &
         Kwok with 3 folds it chose worse than ``"best"``
-        (``reproductions/gamma_cv_bcd_rules.md``): the standard error of 3 folds is
+        (``reproductions/gamma_cv_bcd.md``): the standard error of 3 folds is
         wide, and the small-``gamma`` end it reaches is not a safe one for NPKL (near
         ``gamma_0`` the kernel is of rank one and clusters poorly), hence the default
         ``"best"``.
@@ -256,7 +256,7 @@ class ClusteringScorer:
     the kernel *ranks* pairs; the two disagree where a kernel that ranks pairs well
     partitions them worse: on heart (square loss) the AUC is highest at the bottom of the
     grid, near ``gamma_0``, where the kernel is nearly of rank one and the k-means
-    partition is poor (``reproductions/gamma_cv_bcd_rules.md``).
+    partition is poor (``reproductions/gamma_cv_bcd.md``).
 
     Parameters
     ----------

@@ -23,7 +23,7 @@ used: with 3 folds the standard error is wide and the rule reaches down to that 
 degenerate bottom (chessboard, heart). ``run(compare=True)`` scores the four combinations
 (AUC or clustering, best or one-SE) on the same fold fits and refits each chosen
 ``gamma`` with the protocol's fit, so that the rules are compared on the same draws
-(``reproductions/gamma_cv_bcd_rules.md``).
+(``reproductions/gamma_cv_bcd.md``).
 
 Two tables: ADMM on the pcp loss (Hu & Kwok 2013 Table 2) and BCD on the margin losses
 (Hu & Kwok 2015; our ``bcd-tables`` protocol).
@@ -346,10 +346,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
                     "BCD, Hu & Kwok 2015 protocol (max_iter 1000, 800 on adult, tol 1e-5). "
                     "paper: the SimpleNPKL JMLR 2011 Table 2 column of the loss (hinge: "
                     "NPKL+HL, linear: NPKL+LL, squared hinge: SimpleNPKL+SHL; another "
-                    "constraint protocol and a tuned C: a reference only)."]
-                    + ([] if compare else [
-                        "The four (score, selection) rules on the same fold fits, 10 draws: "
-                        "gamma_cv_bcd_rules.md (run(compare=True, name_suffix='_rules'))."]),
+                    "constraint protocol and a tuned C: a reference only)."],
                     "gamma by constraint CV: NPKL-BCD")
         out += rows
     return out
