@@ -79,9 +79,13 @@ def harmonic_rows(dist, ind, embedding, sigma):
     """
     s = np.exp(-(dist**2) / (2.0 * sigma**2))
     total = s.sum(axis=1, keepdims=True)
-    coef = np.divide(s, total, out=np.zeros_like(s), where=total > 0)
+    return _combine(np.divide(s, total, out=np.zeros_like(s), where=total > 0), ind, embedding)
+
+
+def _combine(coef, ind, embedding):
+    """``out_b = sum_k coef_bk E[ind_bk]``, in blocks that bound the ``(b, k', r)`` gather."""
     out = np.empty((len(ind), embedding.shape[1]))
-    step = max(1, 2**22 // max(ind.shape[1] * embedding.shape[1], 1))  # E[ind]: (b, k', r)
+    step = max(1, 2**22 // max(ind.shape[1] * embedding.shape[1], 1))
     for start in range(0, len(ind), step):
         sl = slice(start, start + step)
         out[sl] = np.einsum("bk,bkr->br", coef[sl], embedding[ind[sl]])
@@ -109,8 +113,8 @@ def normalized_rows(dist, ind, embedding, degrees, sigma, delta):
     s = np.exp(-(dist**2) / (2.0 * sigma**2))
     d_x = s.sum(axis=1, keepdims=True)
     denom = np.sqrt(d_x * (degrees[ind] + s))
-    coef = np.divide(s, (1.0 + delta) * denom, out=np.zeros_like(s), where=denom > 0)
-    return np.einsum("bk,bkr->br", coef, embedding[ind])
+    return _combine(np.divide(s, (1.0 + delta) * denom, out=np.zeros_like(s), where=denom > 0),
+                    ind, embedding)
 
 
 def loo_errors(dist, ind, rows, embedding, sigma, sizes):
