@@ -108,8 +108,9 @@ HNSW_EF_MIN = 16
 #: (a9a, k = 50: a median of 108 points at the 50th distance); the exact search keeps the
 #: low indices among them, a global order, while HNSW would keep those its traversal met
 #: first, a local one. That makes the approximate graph more mutual and its degrees flatter
-#: (a9a: 51% of kNN edges mutual against 46% exact, degree std 24.6 against 34.7), which
-#: moved the NPKL objective by 2%; with 1.5 k candidates sorted by index: 47%, 31.3.
+#: (a9a: 51% of kNN edges mutual against 46% exact, degree std 24.6 against 34.7) and
+#: moved the NPKL objective by -3.0%; with 1.5 k candidates sorted by index: 47%, 31.3 and
+#: -2.1% (benchmarks/results/knn_graph_quality.md).
 HNSW_TIE_FACTOR = 1.5
 #: Seed of faiss's level draws when ``random_state`` is None (faiss's own default).
 _FAISS_DEFAULT_SEED = 12345
@@ -303,10 +304,10 @@ class NeighborIndex:
                           unit="pt") as bar:
             for start in range(0, n_q, step):
                 stop = min(start + step, n_q)
-                d_b, i_b = self._query(Q[start:stop], k_search,
-                                       entry=np.arange(start, stop) if own else None)
+                rows = np.arange(start, stop) if own else None
+                d_b, i_b = self._query(Q[start:stop], k_search, entry=rows)
                 if own:
-                    d_b, i_b = _drop_self(d_b, i_b, np.arange(start, stop))
+                    d_b, i_b = _drop_self(d_b, i_b, rows)
                 if k_search > k_query:
                     d_b, i_b = _lowest_index_ties(d_b, i_b, k)
                 dist[start:stop], ind[start:stop] = d_b, i_b
@@ -333,7 +334,8 @@ class NeighborIndex:
                 self._hnsw.search_level_0(b, faiss.swig_ptr(Q32), k, faiss.swig_ptr(entry),
                                           faiss.swig_ptr(np.zeros(b, np.float32)),
                                           faiss.swig_ptr(d2), faiss.swig_ptr(ind))
-            return np.sqrt(np.maximum(d2.astype(np.float64), 0.0)), ind.astype(np.int64)
+            return (np.sqrt(np.maximum(d2.astype(np.float64), 0.0)),
+                    ind.astype(np.int64, copy=False))
         dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
         return dist, ind.astype(np.int64)
 
@@ -372,7 +374,7 @@ class NeighborIndex:
         n = self.n_samples_fit_
         queries = np.sort(rng.choice(n, size=min(int(n_queries), n), replace=False))
         k = int(n_neighbors)
-        d_a, i_a = self._query(self._X[queries], k + 1)
+        d_a, i_a = self._query(self._X[queries], k + 1, entry=queries)  # as kneighbors
         _, i_a = _drop_self(d_a, i_a, queries)
         exact = NearestNeighbors(algorithm="brute", n_jobs=self.n_jobs).fit(self._X)
         d_e, i_e = exact.kneighbors(self._X[queries], n_neighbors=k + 1)
