@@ -62,7 +62,7 @@ def _cpu_s():
     return time.process_time()
 
 
-def end_to_end(ns, rows, precomputed=True):
+def end_to_end(ns, rows, precomputed=True, verbose=0):
     # compile the numba kernels outside the timings
     X, y = pl.datasets.make_two_gaussians(2000, n_features=10, random_state=1)
     _fit(X, pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=50, random_state=0))
@@ -70,7 +70,7 @@ def end_to_end(ns, rows, precomputed=True):
         X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
         C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
         cpu0 = _cpu_s()
-        model, total = _fit(X, C)
+        model, total = _fit(X, C, verbose=verbose)
         cpu = _cpu_s() - cpu0
         info = model.graph_info_
         rows.append({"case": "gauss10 end-to-end", "n": n, "d": 10, "k": 5,
@@ -179,6 +179,8 @@ def main():
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--no-quality", action="store_true")
     ap.add_argument("--only-1e7", action="store_true")
+    ap.add_argument("--verbose", type=int, default=0,
+                    help="the end-to-end fits' verbose (progress on stderr)")
     ap.add_argument("--only-quality", action="store_true",
                     help="the quality rows alone, to results/knn_graph_quality")
     ap.add_argument("--name", default="knn_graph", help="results file name")
@@ -193,7 +195,7 @@ def main():
     notes = [f"{os.cpu_count()} cores; the searches use all of them, the BCD solve its own "
              "threads above 2e7 multiply-adds per pass."]
     if args.only_1e7:
-        end_to_end([10_000_000], rows, precomputed=False)
+        end_to_end([10_000_000], rows, precomputed=False, verbose=args.verbose)
         notes.append(load_note(start_load))
         write_results("knn_graph_1e7", COLUMNS, rows, notes)
         return
