@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.neighbors import KNeighborsTransformer, NearestNeighbors
 
+from psdlearn import graph
 from psdlearn.graph import (
     NeighborIndex,
     knn_graph,
@@ -94,6 +95,48 @@ def test_approximate_keeps_lowest_indices_among_ties():
     straddles = within > k  # a tie crosses the cut: the order of ties decides
     assert np.sum(fits & straddles) >= 40
     assert np.array_equal(np.sort(ind[fits], axis=1), np.sort(canonical[fits], axis=1))
+
+
+def _canonical_neighbors(X, k):
+    """Exact neighbours by a full sort on (squared distance, index), self excluded."""
+    D = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    np.fill_diagonal(D, np.inf)
+    n = len(X)
+    order = np.lexsort((np.broadcast_to(np.arange(n), (n, n)), D))[:, :k]
+    return order, np.take_along_axis(D, order, axis=1)
+
+
+@pytest.mark.parametrize("bias", [graph.HNSW_INDEX_BIAS, 0.0])
+def test_approximate_searches_by_distance_then_index_on_integer_data(monkeypatch, bias):
+    # binary data: a point's ball up to its k-th distance holds far more than the 1.5 k
+    # candidates, so re-sorting candidates cannot find the low-index tied points; the
+    # index-bias coordinate makes the traversal itself rank by (distance, index)
+    pytest.importorskip("faiss")
+    monkeypatch.setattr(graph, "HNSW_INDEX_BIAS", bias)
+    X = np.random.default_rng(3).integers(0, 2, size=(2000, 10)).astype(float)
+    k = 10
+    dist, ind = NeighborIndex("approximate", random_state=0).fit(X).kneighbors(n_neighbors=k)
+    canonical, _ = _canonical_neighbors(X, k)
+    same = np.mean([set(a) == set(b) for a, b in zip(ind, canonical, strict=True)])
+    # distances are the true ones (the bias is removed), whatever points were kept
+    true = ((X[:, None, :] - X[ind]) ** 2).sum(-1)
+    assert np.allclose(dist ** 2, true, atol=1e-9)
+    if bias:  # measured: 0.97 of the rows, 0.997 of the neighbours
+        assert same >= 0.9
+        overlap = np.mean([len(set(a) & set(b)) for a, b in zip(ind, canonical, strict=True)])
+        assert overlap >= 0.99 * k
+    else:  # without it the traversal's order of ties decides (measured 0.23 of the rows)
+        assert same < 0.5
+
+
+def test_index_bias_only_on_integer_data():
+    pytest.importorskip("faiss")
+    X = np.random.default_rng(0).normal(size=(500, 4))
+    assert NeighborIndex("approximate", random_state=0).fit(X)._index_bias == 0.0
+    assert NeighborIndex("approximate", random_state=0).fit(np.rint(X))._index_bias > 0.0
+    assert NeighborIndex("approximate", random_state=0).fit(
+        sp.csr_matrix(np.rint(X)))._index_bias > 0.0
+
 
 def test_auto_is_exact_on_small_data():
     X = np.random.default_rng(0).normal(size=(500, 8))
