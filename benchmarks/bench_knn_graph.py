@@ -129,8 +129,8 @@ def quality_rows(rows, sets=("gauss10", "a9a"), tie_factors=()):
         # a9a is binary: many neighbours tie at the k-th distance, and which of them the
         # exact search keeps depends on the row order; the permuted exact fit measures
         # that arbitrariness, the yardstick of the approximate graph's difference
-        # and the approximate graph with other numbers of candidates re-sorted by index
-        # among ties (graph.HNSW_TIE_FACTOR; 1 keeps HNSW's own order of ties)
+        # and the approximate graph with other numbers of candidates per neighbour
+        # (graph.HNSW_TIE_FACTOR, HNSW_INTEGER_TIE_FACTOR on integer data)
         methods = ("exact", "approximate") + (("exact, rows permuted",) if name == "a9a"
                                                else ())
         methods += tuple(f"approximate, tie factor {f:g}" for f in tie_factors)
@@ -142,10 +142,13 @@ def quality_rows(rows, sets=("gauss10", "a9a"), tie_factors=()):
             if method == "exact, rows permuted":
                 model, total, E = _permuted_exact_fit(X, C, k, gamma)
             elif method.startswith("approximate, tie factor"):
-                default, graph.HNSW_TIE_FACTOR = graph.HNSW_TIE_FACTOR, float(method.split()[-1])
+                # a9a is integer-valued: its searches take HNSW_INTEGER_TIE_FACTOR k candidates
+                factor = float(method.split()[-1])
+                default = graph.HNSW_TIE_FACTOR, graph.HNSW_INTEGER_TIE_FACTOR
+                graph.HNSW_TIE_FACTOR = graph.HNSW_INTEGER_TIE_FACTOR = factor
                 model, total = _fit(X, C, n_neighbors=k, knn_method="approximate",
                                     max_iter=800, gamma=gamma)
-                graph.HNSW_TIE_FACTOR = default
+                graph.HNSW_TIE_FACTOR, graph.HNSW_INTEGER_TIE_FACTOR = default
                 E = model.embedding_
             else:
                 model, total = _fit(X, C, n_neighbors=k, knn_method=method, max_iter=800,

@@ -129,13 +129,17 @@ def test_approximate_searches_by_distance_then_index_on_integer_data(monkeypatch
         assert same < 0.5
 
 
-def test_index_bias_only_on_integer_data():
+def test_distinct_rows_and_index_bias_only_on_integer_data():
     pytest.importorskip("faiss")
     X = np.random.default_rng(0).normal(size=(500, 4))
-    assert NeighborIndex("approximate", random_state=0).fit(X)._index_bias == 0.0
-    assert NeighborIndex("approximate", random_state=0).fit(np.rint(X))._index_bias > 0.0
-    assert NeighborIndex("approximate", random_state=0).fit(
-        sp.csr_matrix(np.rint(X)))._index_bias > 0.0
+    assert not NeighborIndex("approximate", random_state=0).fit(X)._hnsw.integer
+    Xi = np.rint(X)
+    for data in (Xi, sp.csr_matrix(Xi)):
+        hnsw = NeighborIndex("approximate", random_state=0).fit(data)._hnsw
+        assert hnsw.integer and hnsw.n_nodes == len(np.unique(Xi, axis=0))
+        # every point is the copy of a node with its row, each node's copies ascend
+        assert np.array_equal(Xi[hnsw.first[hnsw.inverse]], Xi)
+        assert np.all(np.diff(hnsw.members)[np.diff(hnsw.inverse[hnsw.members]) == 0] > 0)
 
 
 def test_auto_is_exact_on_small_data():

@@ -22,7 +22,9 @@ All neighbour searches of the library go through :class:`NeighborIndex`:
   ``ann``), chosen by measurement (``benchmarks/results/ann_libraries.md``): as fast as
   hnswlib, deterministic for a given seed on several threads (hnswlib is not; faiss before
   1.15.1 builds on one thread for it, :func:`psdlearn._compat.hnsw_build_threads`), binary
-  wheels, and no per-process compilation (pynndescent compiles for 2 minutes per process);
+  wheels, and no per-process compilation (pynndescent compiles for 2 minutes per process).
+  On integer-valued data it indexes the distinct rows and searches by (distance, index),
+  the exact search's order among tied points (:mod:`psdlearn._hnsw`);
 - ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` points (or in at most
   :data:`AUTO_TREE_MAX_FEATURES` dimensions, where the kd-tree stays fast), approximate
   above when faiss is installed.
@@ -51,6 +53,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
 
 from psdlearn._compat import hnsw_build_threads
+from psdlearn._hnsw import HNSW
 from psdlearn._progress import progress_bar
 
 __all__ = [
@@ -112,16 +115,18 @@ HNSW_EF_MIN = 16
 #: moved the NPKL objective by -3.0%; with 1.5 k candidates sorted by index: 47%, 31.3 and
 #: -2.1% (benchmarks/results/knn_graph_quality.md).
 HNSW_TIE_FACTOR = 1.5
-#: On integer-valued data (the binary LIBSVM sets) the HNSW index stores each point ``j``
-#: with one more coordinate ``sqrt(eps j)`` and queries carry 0 there, so the search ranks
-#: by ``d^2 + eps j``, with ``eps = HNSW_INDEX_BIAS / n``. Distinct squared distances of
-#: integer data differ by at least 1 > ``eps (n - 1)``, so that is the exact search's order,
-#: (distance, index), and the traversal itself heads for the low indices among tied points
-#: instead of stopping at those it met first: re-sorting candidates cannot find tied points
-#: the search never visited (a9a, k = 50: the ball up to the 50th distance holds a median
-#: of 129 points, 253 at the 90th percentile). The bias is subtracted from the returned
-#: distances, which are then rounded to the integers they are.
+#: On integer-valued data the HNSW graph indexes the distinct rows and searches by
+#: (distance, index), the exact search's order (``psdlearn._hnsw``): each distinct row gets
+#: one more coordinate ``sqrt(eps m)``, ``m`` its lowest index, ``eps = HNSW_INDEX_BIAS / n``
+#: (below the gap of 1 between distinct squared distances of integer data), and the search
+#: takes ``HNSW_INTEGER_TIE_FACTOR * k`` candidates. On a9a (k = 50) the ball up to the
+#: 50th distance holds a median of 129 points (253 at the 90th percentile); the neighbours
+#: agree with a full (distance, index) sort at 0.970 (0 bias, 1.5 k: 0.830), 0.980 once
+#: the rows are deduplicated, 0.987 / 0.994 with 2 k / 3 k candidates, and with 3 k the
+#: NPKL objective moves by -0.22% against the exact graph (-2.1% before). Deduplication
+#: pays for the breadth: 5.6 CPU s for the graph against 6.4 s for 1.5 k without it.
 HNSW_INDEX_BIAS = 0.5
+HNSW_INTEGER_TIE_FACTOR = 3.0
 #: Seed of faiss's level draws when ``random_state`` is None (faiss's own default).
 _FAISS_DEFAULT_SEED = 12345
 
@@ -252,36 +257,22 @@ class NeighborIndex:
 
     def _build_hnsw(self, X):
         faiss = _faiss()
-        n, d = X.shape
         seed = (_FAISS_DEFAULT_SEED if self.random_state is None
                 else int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
-        self._index_bias = HNSW_INDEX_BIAS / n if _integral(X) else 0.0
-        index = faiss.IndexHNSWFlat(d + (self._index_bias > 0), HNSW_M)
-        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.hnsw.rng = faiss.RandomGenerator(seed)
-        # older faiss inserts in an unspecified order on several threads
-        faiss.omp_set_num_threads(hnsw_build_threads(faiss, _n_threads(self.n_jobs)))
-        step = 32_768
-        with progress_bar(self.verbose, total=n, desc="kNN index", unit="pt") as bar:
-            for start in range(0, n, step):
-                block = self._with_bias(X[start:start + step], start)
-                index.add(block)
-                bar.update(len(block))
-        self._hnsw = index
 
-    def _with_bias(self, rows, start=None):
-        """Rows as float32 for HNSW, with the index-bias coordinate on integer data.
+        def add(index, hnsw):
+            # older faiss inserts in an unspecified order on several threads
+            faiss.omp_set_num_threads(hnsw_build_threads(faiss, _n_threads(self.n_jobs)))
+            step = 32_768
+            with progress_bar(self.verbose, total=hnsw.n_nodes, desc="kNN index",
+                              unit="pt") as bar:
+                for start in range(0, hnsw.n_nodes, step):
+                    block = hnsw.node_rows(start, start + step)
+                    index.add(block)
+                    bar.update(len(block))
 
-        ``start``: the index of the first row when the rows are indexed points, ``None``
-        for queries (coordinate 0).
-        """
-        block = _dense32(rows)
-        bias = getattr(self, "_index_bias", 0.0)
-        if not bias:
-            return block
-        extra = (np.zeros(len(block)) if start is None
-                 else np.sqrt(bias * np.arange(start, start + len(block))))
-        return np.hstack([block, extra.astype(np.float32)[:, None]])
+        self._hnsw = HNSW(faiss, X, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                          seed=seed, index_bias=HNSW_INDEX_BIAS, add=add)
 
     def kneighbors(self, X=None, n_neighbors=5):
         """The ``n_neighbors`` nearest indexed points of each query, nearest first.
@@ -314,70 +305,68 @@ class NeighborIndex:
             raise ValueError(f"n_neighbors must lie in [1, {available}], got {k}.")
         n_q = Q.shape[0]
         k_query = k + 1 if own else k
-        k_search = k_query
-        if self.backend_ == "hnsw":
-            k_search = min(max(int(np.ceil(HNSW_TIE_FACTOR * k_query)), k_query),
-                           self.n_samples_fit_)
-            ef = int(np.ceil(HNSW_EF_FACTOR * k_query))
-            self._hnsw.hnsw.efSearch = max(ef, HNSW_EF_MIN, k_search)
-            step = 16_384
-        else:
-            step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(Q.shape[1], 8), 1),
-                               64, 65_536))
         dist = np.empty((n_q, k))
         ind = np.empty((n_q, k), dtype=np.int64)
+        if self.backend_ == "hnsw" and own and self._hnsw.integer:
+            # one search per distinct row, shared by its copies (each then drops itself)
+            d_nodes, i_nodes = self._search_blocks(self._hnsw.query_rows, self._hnsw.n_nodes,
+                                                   k_query, own=True)
+            for start in range(0, n_q, 65_536):
+                rows = np.arange(start, min(start + 65_536, n_q))
+                node = self._hnsw.inverse[rows]
+                dist[rows], ind[rows] = _drop_self(d_nodes[node], i_nodes[node], rows)
+            return dist, ind
+        query = ((lambda a, b: Q[a:b]) if not own or self.backend_ != "hnsw"
+                 else self._hnsw.query_rows)
+
+        def store(start, stop, d_b, i_b):
+            if own:
+                d_b, i_b = _drop_self(d_b, i_b, np.arange(start, stop))
+            dist[start:stop], ind[start:stop] = d_b, i_b
+
+        self._search_blocks(query, n_q, k_query, own=own, store=store)
+        return dist, ind
+
+    def _search_blocks(self, rows, n_q, k, own, store=None):
+        """Search ``rows(start, stop)`` block by block for ``k`` neighbours each; hand each
+        block to ``store(start, stop, dist, ind)``, or return the stacked results."""
+        if self.backend_ == "hnsw":
+            step = 16_384
+        else:
+            step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(self.n_features_in_,
+                                                                           8), 1),
+                               64, 65_536))
+        out = None
+        if store is None:
+            out = np.empty((n_q, k)), np.empty((n_q, k), dtype=np.int64)
+
+            def store(start, stop, d_b, i_b):
+                out[0][start:stop], out[1][start:stop] = d_b, i_b
+
         with progress_bar(self.verbose and n_q > step, total=n_q, desc="kNN search",
                           unit="pt") as bar:
             for start in range(0, n_q, step):
                 stop = min(start + step, n_q)
-                rows = np.arange(start, stop) if own else None
-                d_b, i_b = self._query(Q[start:stop], k_search, entry=rows)
-                if own:
-                    d_b, i_b = _drop_self(d_b, i_b, rows)
-                if k_search > k_query:
-                    d_b, i_b = _lowest_index_ties(d_b, i_b, k)
-                dist[start:stop], ind[start:stop] = d_b, i_b
+                entry = np.arange(start, stop) if own else None
+                store(start, stop, *self._query(rows(start, stop), k, entry=entry))
                 bar.update(stop - start)
-        return dist, ind
+        return out
 
     def _query(self, Q, k, entry=None):
-        """Neighbours of the rows ``Q``; ``entry``: their own indices when they are indexed.
+        """The ``k`` nearest indexed points of the rows ``Q``; ``entry``: their own graph
+        nodes when they are indexed (HNSW).
 
         An indexed point is its own best entry point: the HNSW search then starts on the
         bottom layer at the point itself instead of descending the upper layers from the
         global entry point (at n = 1e5, 10-d: a quarter less query time, the same recall).
         """
         if self.backend_ == "hnsw":
-            faiss = _faiss()
-            faiss.omp_set_num_threads(_n_threads(self.n_jobs))
-            Q32 = self._with_bias(Q)
-            if entry is None:
-                d2, ind = self._hnsw.search(Q32, k)
-            else:
-                b = len(Q32)
-                entry = np.ascontiguousarray(entry, dtype=np.int32)
-                d2, ind = np.empty((b, k), np.float32), np.empty((b, k), np.int64)
-                self._hnsw.search_level_0(b, faiss.swig_ptr(Q32), k, faiss.swig_ptr(entry),
-                                          faiss.swig_ptr(np.zeros(b, np.float32)),
-                                          faiss.swig_ptr(d2), faiss.swig_ptr(ind))
-            ind = ind.astype(np.int64, copy=False)
-            d2 = d2.astype(np.float64)
-            if getattr(self, "_index_bias", 0.0):
-                d2 = np.rint(d2 - self._index_bias * ind)
-            return np.sqrt(np.maximum(d2, 0.0)), ind
+            _faiss().omp_set_num_threads(_n_threads(self.n_jobs))
+            ef = max(int(np.ceil(HNSW_EF_FACTOR * k)), HNSW_EF_MIN)
+            tie = HNSW_INTEGER_TIE_FACTOR if self._hnsw.integer else HNSW_TIE_FACTOR
+            return self._hnsw.search(Q, k, entry, ef=ef, tie_factor=tie)
         dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
         return dist, ind.astype(np.int64)
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        if "_hnsw" in state:  # a faiss index pickles as its serialized bytes
-            state["_hnsw"] = _faiss().serialize_index(state["_hnsw"])
-        return state
-
-    def __setstate__(self, state):
-        if "_hnsw" in state:
-            state["_hnsw"] = _faiss().deserialize_index(state["_hnsw"])
-        self.__dict__.update(state)
 
     def estimate_recall(self, n_neighbors, n_queries=256, random_state=None):
         """Mean recall@k of :meth:`kneighbors` on indexed points, against exact neighbours.
@@ -403,7 +392,8 @@ class NeighborIndex:
         n = self.n_samples_fit_
         queries = np.sort(rng.choice(n, size=min(int(n_queries), n), replace=False))
         k = int(n_neighbors)
-        d_a, i_a = self._query(self._X[queries], k + 1, entry=queries)  # as kneighbors
+        d_a, i_a = self._query(self._X[queries], k + 1,  # as kneighbors
+                               entry=self._hnsw.node_of(queries))
         _, i_a = _drop_self(d_a, i_a, queries)
         exact = NearestNeighbors(algorithm="brute", n_jobs=self.n_jobs).fit(self._X)
         d_e, i_e = exact.kneighbors(self._X[queries], n_neighbors=k + 1)
@@ -417,25 +407,6 @@ class NeighborIndex:
         return float(np.mean(true <= d_e[:, -1:] * (1 + 1e-9) + 1e-12))
 
 
-def _dense32(block):
-    """A block of rows as C-ordered float32, the input HNSW takes."""
-    if sp.issparse(block):
-        block = block.toarray()
-    return np.ascontiguousarray(block, dtype=np.float32)
-
-
-def _integral(X, block=65_536):
-    """Whether every entry of ``X`` (dense or CSR) is an integer; stops at the first block
-    that is not, so continuous data costs one block."""
-    if sp.issparse(X):
-        return bool(np.all(np.equal(np.rint(X.data), X.data)))
-    for start in range(0, X.shape[0], block):
-        part = X[start:start + block]
-        if not np.array_equal(np.rint(part), part):
-            return False
-    return True
-
-
 def _drop_self(dist, ind, rows):
     """Remove each query's own index from its ``k + 1`` neighbours (else the farthest)."""
     b, k1 = ind.shape
@@ -446,21 +417,6 @@ def _drop_self(dist, ind, rows):
     drop &= np.cumsum(drop, axis=1) == 1
     keep = ~drop
     return dist[keep].reshape(b, k1 - 1), ind[keep].reshape(b, k1 - 1)
-
-
-def _lowest_index_ties(dist, ind, k):
-    """The ``k`` first of each row's candidates in (distance, index) order.
-
-    The candidates arrive sorted by distance; only rows whose tie straddles the cut
-    (``dist[k - 1] == dist[k]``) are reordered (in place), so continuous data costs one
-    comparison.
-    """
-    rows = np.flatnonzero(dist[:, k - 1] == dist[:, k])
-    if len(rows):
-        order = np.lexsort((ind[rows], dist[rows]))
-        dist[rows] = np.take_along_axis(dist[rows], order, axis=1)
-        ind[rows] = np.take_along_axis(ind[rows], order, axis=1)
-    return dist[:, :k], ind[:, :k]
 
 
 def sigma_rule(distances):
