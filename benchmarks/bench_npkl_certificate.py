@@ -160,7 +160,7 @@ def main():
         t0 = time.perf_counter()
         if data == "gauss10":
             X, y = pl.datasets.make_two_gaussians(args.gauss_n, n_features=10, random_state=0)
-            L = knn_laplacian(X, n_neighbors=10, n_jobs=-1)
+            L = knn_laplacian(X, n_neighbors=10, n_jobs=1)  # single-threaded, like the fits
             C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
         elif data == "small":
             for name in SMALL_SETS:
