@@ -1,7 +1,9 @@
 """NPKL ``rank="adaptive"`` against the ``r (r + 1) / 2 <= m`` rule, with the duality certificate.
 
 Run: ``python benchmarks/bench_npkl_certificate.py [--data small,a1a,a9a,gauss10]
-[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME] [--no-rule]``.
+[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME] [--no-rule]``;
+``--summary`` only writes ``results/npkl_certificate_summary.{md,json}``, the issue's table
+(data, loss, rule rank, certified rank, CPU time both ways) from the result files above.
 
 For every data set and loss, two BCD fits of the same problem (same seed, ``tol = 1e-5``,
 800 sweeps per stage as in ``bench_npkl_bcd.py``): ``rank="auto"`` (the rule) and
@@ -107,6 +109,29 @@ def compare(data, L, C, loss, repeats, rule_row=None):
             "rank_path": " ".join(f"{r}:{g:.1e}" for r, g in ada.rank_path_)}
 
 
+#: The result files of the summary table, in its row order.
+SUMMARY_SOURCES = ("npkl_certificate", "npkl_certificate_a9a", "npkl_certificate_1e6_auto")
+SUMMARY_COLUMNS = ["data", "n", "gamma", "loss", "rule_rank", "certified_rank", "adaptive_gap",
+                   "rule_cpu_s", "adaptive_cpu_s", "cpu_ratio", "rel_obj_diff", "source"]
+
+
+def summary():
+    """The issue's table from the committed results (no fit): one row per data and loss."""
+    rows = []
+    for name in SUMMARY_SOURCES:
+        for r in json.loads((RESULTS / f"{name}.json").read_text())["rows"]:
+            rows.append({**{k: r.get(k) for k in SUMMARY_COLUMNS},
+                         "gamma": "auto" if name.endswith("_auto") else 1, "source": name})
+    notes = [
+        "Rows copied from the files in the source column (their notes give the load and the "
+        "runs); certified_rank: in brackets when the final certificate does not hold at "
+        "1e-4; adaptive_gap: certificate_.relative_gap of the adaptive fit; cpu_ratio = "
+        "adaptive_cpu_s / rule_cpu_s (n/a: no rule fit); rel_obj_diff = (f_adaptive - "
+        "f_rule) / |f_rule|.",
+    ]
+    write_results("npkl_certificate_summary", SUMMARY_COLUMNS, rows, notes)
+
+
 class NoRule(dict):
     """``--no-rule``: every lookup gives a rule row of n/a (only the CPU time is needed,
     as the ratio's denominator: NaN)."""
@@ -137,7 +162,12 @@ def main():
     ap.add_argument("--rule-from", default=None,
                     help="results name whose rule-fit columns are reused (no rule fit)")
     ap.add_argument("--no-rule", action="store_true", help="no rule fit (adaptive only)")
+    ap.add_argument("--summary", action="store_true",
+                    help="only write npkl_certificate_summary from the result files")
     args = ap.parse_args()
+    if args.summary:
+        summary()
+        return
     rule_rows = {}
     if args.no_rule:
         rule_rows = NoRule()
@@ -160,7 +190,7 @@ def main():
         t0 = time.perf_counter()
         if data == "gauss10":
             X, y = pl.datasets.make_two_gaussians(args.gauss_n, n_features=10, random_state=0)
-            L = knn_laplacian(X, n_neighbors=10, n_jobs=-1)
+            L = knn_laplacian(X, n_neighbors=10, n_jobs=1)  # single-threaded, like the fits
             C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
         elif data == "small":
             for name in SMALL_SETS:

@@ -20,13 +20,12 @@ from test_npkl_certificate import DELTA, make_problem  # noqa: E402
 
 import psdlearn as pl  # noqa: E402
 from psdlearn.npkl import bcd  # noqa: E402
-from psdlearn.npkl.certificate import (  # noqa: E402
+from psdlearn.npkl.certificate import certify, dual_matrix  # noqa: E402
+from psdlearn.npkl.escalation import (  # noqa: E402
     HINGE_ESCALATION_SMOOTHING,
     AdaptiveRound,
     _smoothed_objective,
-    certify,
     certify_and_escalate,
-    dual_matrix,
     escalate,
     smoothed_multipliers,
 )

@@ -21,9 +21,9 @@ from psdlearn.graph import knn_laplacian  # noqa: E402
 from psdlearn.npkl.certificate import (  # noqa: E402
     certify,
     dual_matrix,
-    escalate,
     laplacian_lower_bound,
 )
+from psdlearn.npkl.escalation import escalate  # noqa: E402
 from psdlearn.npkl.problem import LOSSES, NPKLProblem  # noqa: E402
 from psdlearn.npkl.sdp import solve_sdp  # noqa: E402
 
@@ -260,12 +260,13 @@ def test_protocol_records_certified_gap():
 
 def test_ctrl_c_in_certificate_keeps_the_fit(problems, monkeypatch):
     from psdlearn._progress import FitInterruptedWarning
-    from psdlearn.npkl import certificate
+    from psdlearn.npkl import escalation
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(certificate, "certify", interrupted)
+    # the certificate as each round of the fit calls it
+    monkeypatch.setattr(escalation, "certify", interrupted)
     problem, _ = problems["square"]
     y = np.column_stack([problem.pairs, problem.signs.astype(int)])
     with pytest.warns(FitInterruptedWarning, match="certificate"):
@@ -279,7 +280,7 @@ def test_escalation_smoothing_is_the_huber_hinge():
     """The Moreau envelope of the kinked terms, built from the conjugate, is the Huber hinge
     ``gamma (u - mu / 2)`` for ``u = 1 - T K_ij > mu``, ``gamma u^2 / (2 mu)`` on
     ``[0, mu]``, 0 below."""
-    from psdlearn.npkl.certificate import _smoothed_objective
+    from psdlearn.npkl.escalation import _smoothed_objective
 
     problem = make_problem("hinge")
     rng = np.random.default_rng(0)

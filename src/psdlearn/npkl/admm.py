@@ -211,7 +211,7 @@ def fit_admm(problem, E0, options):
     ``gamma`` values restarts near it rather than at ``Lambda = 0`` and the initial
     ``rho``. The problem comes renumbered from the estimator: :func:`solve_admm` runs with
     ``reorder=False``. A round of ``rank="adaptive"`` (``options.state`` a
-    :class:`psdlearn.npkl.certificate.AdaptiveRound`) continues from its ``warm`` state
+    :class:`psdlearn.npkl.escalation.AdaptiveRound`) continues from its ``warm`` state
     when it has one, and an intermediate round stops at ``INTERMEDIATE_TOL_FACTOR * tol``.
 
     Parameters
@@ -227,7 +227,7 @@ def fit_admm(problem, E0, options):
         That of :func:`solve_admm`, with ``info["state"] = (U, Lambda, rho)``.
     """
     from psdlearn.npkl.bcd import relaxation_factor, solve_bcd
-    from psdlearn.npkl.certificate import AdaptiveRound
+    from psdlearn.npkl.escalation import AdaptiveRound
     from psdlearn.npkl.problem import NPKLProblem
 
     params, state, V0, tol = options.params, options.state, E0, options.tol

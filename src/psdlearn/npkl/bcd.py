@@ -34,7 +34,7 @@ from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
-from .certificate import AdaptiveRound
+from .escalation import AdaptiveRound
 from .losses import LOSS_TABLE, ROW_HINGE, get_loss
 
 __all__ = ["BCD_LOSSES", "fit_bcd", "initial_embedding", "level_split", "parallel_split",
@@ -56,7 +56,7 @@ HINGE_SMOOTHING_AUTO = (1e-1, 1e-2, 1e-3, 1e-4)
 SMOOTHING_TOL_FACTOR = 30.0
 #: An intermediate round of ``rank="adaptive"`` stops its exact stage at
 #: ``INTERMEDIATE_TOL_FACTOR * tol``: like the smoothed stages, it only brings the next
-#: round near its optimum (``psdlearn.npkl.certificate.AdaptiveRound``).
+#: round near its optimum (``psdlearn.npkl.escalation.AdaptiveRound``).
 INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
 
 
@@ -499,8 +499,8 @@ def fit_bcd(problem, E0, options):
     :func:`relaxation_factor` and one :func:`parallel_split` for all stages. After a rank
     escalation (``options.state == "restart"``) the schedule restarts at ``mu = 1e-3``,
     the smoothing of a point already near the optimum. A round of ``rank="adaptive"``
-    (``options.state`` a :class:`psdlearn.npkl.certificate.AdaptiveRound`) runs the stages
-    of :meth:`~psdlearn.npkl.certificate.AdaptiveRound.stages`, an intermediate one with
+    (``options.state`` a :class:`psdlearn.npkl.escalation.AdaptiveRound`) runs the stages
+    of :meth:`~psdlearn.npkl.escalation.AdaptiveRound.stages`, an intermediate one with
     its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``.
 
     Parameters
