@@ -3,6 +3,8 @@ every stop (convergence, ``max_iter``, ``max_time``), the choice of ``"auto"``, 
 pieces of the certificate (the primal value, the capped-simplex projection, the low-rank
 Newton system of the subspace master)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -24,7 +26,7 @@ def _problem(**kwargs):
     return X, np.unique(T, axis=0)
 
 
-SOLVERS = ["column-generation", "interior-point", "subspace"]
+SOLVERS = ["column-generation", "interior-point", "subspace", "working-set"]
 COMMON = ["metric_", "components_", "rank_", "objective_", "upper_bound_", "rho_", "slacks_",
           "dual_weights_", "objective_history_", "upper_bound_history_", "time_history_",
           "n_iter_", "converged_", "n_matvec_", "C_", "eps_", "triplets_", "solver_"]
@@ -117,7 +119,8 @@ def test_bounds_bracket_the_optimum_at_every_stop(solver, stop):
 
 
 @pytest.mark.parametrize("solve", [solve_column_generation, solve_ipm,
-                                   subspace.solve_subspace])
+                                   subspace.solve_subspace,
+                                   partial(subspace.solve_subspace, working_set=True)])
 def test_a_callback_returning_true_stops_the_solver_at_its_last_iterate(solve):
     # Stopped by its callback after the second iteration, a solver returns the iterate of
     # that iteration: the one a run capped where that iterate is final returns (two master

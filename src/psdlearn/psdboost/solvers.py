@@ -113,15 +113,28 @@ def _interior_point(problem, start, options):
 
 def _subspace(problem, start, options):
     """``solve_subspace`` at the estimator's ``tol``; its bounds are certified already."""
-    with _progress(options, "PSDBoost subspace", "master", lambda lower, upper, k: {
+    return _run_subspace(problem, options, working_set=False)
+
+
+def _working_set(problem, start, options):
+    """``solve_subspace`` with its working set of triplets, at the estimator's ``tol``."""
+    return _run_subspace(problem, options, working_set=True)
+
+
+def _run_subspace(problem, options, working_set):
+    desc = "PSDBoost working set" if working_set else "PSDBoost subspace"
+    with _progress(options, desc, "master", lambda lower, upper, k: {
             "lower": f"{lower:.6g}", "gap": f"{upper - lower:.3g}", "k": k}) as report:
         res = solve_subspace(problem.X, problem.triplets, problem.C, tol=options.tol,
                              max_iter=options.max_iter, max_time=options.params["max_time"],
                              eigen_solver=options.params["eigen_solver"],
-                             random_state=options.random_state, callback=report)
+                             working_set=working_set, random_state=options.random_state,
+                             callback=report)
     objective = res.rho - problem.C * res.slacks.sum()
-    return replace(res, converged=bool(res.upper_bound - objective <= problem.eps),
-                   info={**res.info, "subspace_dim_history": res.dim_history})
+    info = {**res.info, "subspace_dim_history": res.dim_history}
+    if working_set:
+        info["working_set_history"] = res.working_set_history
+    return replace(res, converged=bool(res.upper_bound - objective <= problem.eps), info=info)
 
 
 #: PSDBoost's solvers; its ``solver`` parameter takes these names or ``"auto"``.
@@ -140,3 +153,7 @@ SOLVERS.register(SolverSpec(
     name="subspace", solve=_subspace, rank=False, unit="master solves",
     stop_rule="upper_bound - objective <= eps", hint="increase max_iter or max_time, or tol",
     attributes=(*COMMON_ATTRIBUTES, "subspace_dim_history")))
+SOLVERS.register(SolverSpec(
+    name="working-set", solve=_working_set, rank=False, unit="master solves",
+    stop_rule="upper_bound - objective <= eps", hint="increase max_iter or max_time, or tol",
+    attributes=(*COMMON_ATTRIBUTES, "subspace_dim_history", "working_set_history")))

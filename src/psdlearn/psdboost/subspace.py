@@ -58,6 +58,7 @@ SIAM Journal on Optimization 10(3).
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -80,13 +81,22 @@ _MASTER_MAX_ITER = 60
 #: Masters with at most this many triplets use the dense ``t x t`` Newton system, which
 #: reaches a relative gap of 1e-8 where the low-rank one stops near 1e-6.
 _DENSE_MASTER_MAX_T = 1000
+#: Working set: its first size in units of ``1 / C`` (the rows that carry weight ``C``
+#: at an optimum number at most ``1 / C``), rows beyond ``1 / C`` always kept, rows added
+#: per master in units of ``1 / C``, masters a row may stay idle (zero weight, margin above
+#: ``rho``) before it is dropped, and the weight below which it counts as zero (times C).
+_WS_START = 1.5
+_WS_MIN_EXTRA = 50
+_WS_ADD = 0.5
+_WS_PATIENCE = 3
+_WS_ZERO = 1e-6
 #: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
 _SERIOUS = 0.1
 
 
 def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=16,
                    max_dim=None, proximal=True, eigen_solver="auto", random_state=None,
-                   callback=None):
+                   working_set=False, callback=None):
     """Solve problem (3) by the subspace method of the module docstring.
 
     Parameters
@@ -153,7 +163,7 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     method = eigen_method(eigen_solver, D)
     p = min(n_vectors, D)
     if max_dim is None:
-        max_dim = 60 if t <= _DENSE_MASTER_MAX_T else 30
+        max_dim = 60 if working_set or t <= _DENSE_MASTER_MAX_T else 30
     max_dim = max(min(max_dim, D), p + 1)
     rng = check_random_state(random_state)
 
@@ -163,21 +173,35 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     Q = np.empty((D, 0))
     Pk, Pj = np.empty((t, 0)), np.empty((t, 0))
     Q, Pk, Pj = _expand(op, Q, Pk, Pj, vecs)
+    # The first rows: the smallest margins under the projector on the first subspace.
+    center, rows = w, None
+    if working_set:
+        rows = _WorkingSet(np.sum(Pk**2, axis=1) - np.sum(Pj**2, axis=1), C)
+        # The proximal center must lie in the masters' domain: uniform on the rows.
+        center = np.zeros(t)
+        center[rows.rows] = 1.0 / len(rows.rows)
+        vals, vecs, count = op.top_eigenpairs(center, p, method, v0=vecs[:, 0])
+        n_matvec += count
+        if vals[0] < upper:
+            upper, best_w = float(vals[0]), center
     lower, best = -np.inf, None
-    history_lo, history_up, times, dims = [], [], [], []
+    history_lo, history_up, times, dims, sizes = [], [], [], [], []
     status = "max_iter"
     master_tol = 1e-3
-    center, center_value = w, upper / scale
+    center_value = float(vals[0]) / scale
     # (u / 2) ||w - c||^2 with ||w - c||^2 <= 2 C: a tenth of the unit margin scale.
     u = 0.1 / C
     for _ in range(max_iter):
         k = Q.shape[1]
         dims.append(k)
+        idx = slice(None) if rows is None else rows.rows
+        s = t if rows is None else len(idx)
+        sizes.append(s)
         root = np.sqrt(scale)
         Y, _, _, pi, w_master, _, _ = path_following(
-            Pk / root, Pj / root, C, master_tol, _MASTER_MAX_ITER, deadline,
-            low_rank=t > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < t // 2,
-            prox=(u, center) if proximal else None)
+            Pk[idx] / root, Pj[idx] / root, C, master_tol, _MASTER_MAX_ITER, deadline,
+            low_rank=s > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < s // 2,
+            prox=(u, center[idx]) if proximal else None)
         vals_y, vecs_y = np.linalg.eigh((Y + Y.T) / 2.0)
         vals_y = np.clip(vals_y, 0.0, None)
         vals_y /= vals_y.sum()
@@ -186,7 +210,9 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         value = primal_value(margins, C)[0]
         if value > lower:
             lower, best = value, Q @ R
-        w_cert = project_capped_simplex(w_master, C)
+        # Zero outside the working set: still a point of the full capped simplex.
+        w_cert = np.zeros(t)
+        w_cert[idx] = project_capped_simplex(w_master, C)
         vals, vecs, count = op.top_eigenpairs(w_cert, p, method, v0=vecs[:, 0])
         n_matvec += count
         if vals[0] < upper:
@@ -211,6 +237,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
             break
         # Masters need only be as accurate as the outer gap is small.
         master_tol = float(np.clip(0.05 * (upper - lower) / scale, 1e-8, 1e-3))
+        if rows is not None:
+            rows.update(margins, w_cert, center)
         # Directions where the model lambda_max(Q^T H Q) underestimates lambda_max(H).
         new = vecs[:, vals > pi * scale]
         if new.shape[1] == 0:
@@ -228,7 +256,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         converged=status == "optimal", interrupted=status == "interrupted",
         info={"metric": metric, "rho": rho, "slacks": slacks, "upper_bound": upper,
               "dual_weights": best_w, "upper_bound_history": history_up,
-              "dim_history": dims, "n_matvec": n_matvec, "eps": eps, "status": status})
+              "dim_history": dims, "working_set_history": sizes, "n_matvec": n_matvec,
+              "eps": eps, "status": status})
 
 
 def _expand(op, Q, Pk, Pj, new):
@@ -239,3 +268,56 @@ def _expand(op, Q, Pk, Pj, new):
     U = U[:, s > 1e-8 * max(1.0, s.max(initial=0.0))]
     XU = op.X @ U
     return (np.hstack([Q, U]), np.hstack([Pk, op.Bk @ XU]), np.hstack([Pj, op.Bj @ XU]))
+
+
+class _WorkingSet:
+    """The triplet rows of the masters (``working_set=True``), grown by pricing.
+
+    Parameters
+    ----------
+    margins : ndarray of shape (t,)
+        Margins at the first metric: the rows start as the ``2 / C`` smallest.
+    C : float
+        Slack price: at least ``ceil(1 / C)`` rows are kept, so that the master's capped
+        simplex is not empty (and has an interior).
+    """
+
+    def __init__(self, margins, C):
+        self.C = C
+        t = len(margins)
+        self.size = min(t, max(math.ceil(_WS_START / C), math.ceil(1.0 / C) + _WS_MIN_EXTRA))
+        self.rows = np.sort(np.argpartition(margins, self.size - 1)[:self.size])
+        self.idle = np.zeros(len(self.rows), dtype=np.int64)
+
+    def update(self, margins, w, center):
+        """Add the rows whose margin at the new metric falls below the master's ``rho``
+        (smallest first, at most ``_WS_ADD / C``); drop rows that kept zero weight and a
+        margin above ``rho`` for ``_WS_PATIENCE`` masters (never the center's).
+
+        Parameters
+        ----------
+        margins : ndarray of shape (t,)
+            ``<A_r, X>`` at the master's metric, every triplet.
+        w : ndarray of shape (t,)
+            The master's weights (zero outside the rows).
+        center : ndarray of shape (t,)
+            The proximal center.
+        """
+        C, rows = self.C, self.rows
+        rho = primal_value(margins[rows], C)[1]
+        idle = (w[rows] <= _WS_ZERO * C) & (margins[rows] > rho) & (center[rows] == 0)
+        self.idle = np.where(idle, self.idle + 1, 0)
+        keep = self.idle < _WS_PATIENCE
+        floor = math.ceil(1.0 / C) + _WS_MIN_EXTRA
+        if keep.sum() < floor:  # keep the idle rows with the smallest margins
+            order = np.argsort(np.where(keep, -np.inf, margins[rows]), kind="stable")
+            keep[order[:min(floor, len(rows))]] = True
+        outside = np.ones(len(margins), dtype=bool)
+        outside[rows] = False
+        candidates = np.flatnonzero(outside & (margins < rho))
+        n_add = min(len(candidates), math.ceil(_WS_ADD / C))
+        added = candidates[np.argsort(margins[candidates])[:n_add]]
+        self.rows = np.concatenate([rows[keep], added])
+        self.idle = np.concatenate([self.idle[keep], np.zeros(n_add, dtype=np.int64)])
+        order = np.argsort(self.rows)
+        self.rows, self.idle = self.rows[order], self.idle[order]
