@@ -43,6 +43,36 @@ optimization of Kangal, Meerbergen, Mengi & Michiels (2018). Memory is
 ``O(t k + n D + D k)`` besides the data (``n``: samples in a triplet); time per
 iteration is that of the master's Newton steps plus one Lanczos run.
 
+**Working set** (``working_set=True``, ``PSDBoost(solver="working-set")``). The masters
+hold only a working set ``S`` of triplet rows, not all ``t``: at an optimum
+``w_r = 0`` wherever the margin ``<A_r, X*>`` exceeds ``rho*`` (complementarity), and
+only the ``ceil(1 / C)`` smallest margins lie at or below it, plus ties. So the optimal
+``w`` has about ``1 / C`` + (a few hundred) nonzeros: at ``D = 64`` (MNIST, 64 principal
+components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 and 769 with
+``C = 1 / (0.3 t)``. The master is then problem (3) for the rows of ``S`` and
+``X = Q Y Q^T``, with the dense ``|S| x |S|`` Newton system while ``|S| <= 1000`` or
+``k (k + 1) / 2 >= |S| / 2`` (``O(|S|^2 k + |S|^3)`` per step, so ``k`` may reach
+``max_dim = 160``), and:
+
+- ``S`` starts as the ``max(1.5 / C, 1 / C + 50)`` rows of smallest margin under the
+  projector on the first subspace (the top eigenvectors of ``H`` at uniform weights);
+- after each master, the rows outside ``S`` whose margin under the master's ``X`` falls
+  below the master's ``rho`` (each would be violated, so the master is not optimal for
+  all triplets) join ``S``, the smallest margins first, at most ``0.5 / C`` of them;
+  rows that kept zero weight and a margin above ``rho`` for 3 masters leave it (never
+  the proximal center's, never below ``1 / C + 50`` rows);
+- if no row joins and ``Q`` holds the optimal range, the master's solution is optimal
+  for every triplet (a row outside ``S`` with margin at least ``rho`` satisfies the
+  optimality conditions with ``w_r = 0``).
+
+The certificate is unchanged, and on the full problem: the lower bound is the value of
+``X`` over all ``t`` triplets (the margins cost ``O(t k r)`` from the stored projections
+``Q^T k_r``, ``Q^T j_r``), and the master's ``w`` on ``S``, zero elsewhere, projected onto
+``W`` (``|S| >= 1 / C`` keeps it nonempty) is a point of the full dual, whose value
+``lambda_max(H(w))`` Lanczos computes on the rows with ``w_r > 0`` only. Memory is
+``O(t k + |S|^2 + n D)``. The proximal center stays in ``S`` (it starts uniform on the
+first rows).
+
 References
 ----------
 Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
@@ -86,15 +116,21 @@ _DENSE_MASTER_MAX_T = 1000
 #: per master in units of ``1 / C``, masters a row may stay idle (zero weight, margin above
 #: ``rho``) before it is dropped, and the weight below which it counts as zero (times C).
 _WS_START = 1.5
+#: Working set: eigenvectors per pricing and largest subspace (its masters are dense,
+#: ``O(s^2 k + s^3)`` per Newton step for ``s`` rows, so ``k`` can exceed the 30 of the
+#: low-rank master: at ``D = 784``, 2000 triplets, ``k <= 160`` reaches a certified
+#: ``1e-5`` in 11 masters where ``k <= 60`` needs 40).
 _WS_MIN_EXTRA = 50
 _WS_ADD = 0.5
 _WS_PATIENCE = 3
 _WS_ZERO = 1e-6
+_WS_VECTORS = 32
+_WS_MAX_DIM = 160
 #: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
 _SERIOUS = 0.1
 
 
-def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=16,
+def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=None,
                    max_dim=None, proximal=True, eigen_solver="auto", random_state=None,
                    working_set=False, callback=None):
     """Solve problem (3) by the subspace method of the module docstring.
@@ -114,14 +150,15 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     max_time : float or None, default=None
         Seconds after which the best certified pair found so far is returned
         (``status="max_time"``); a master solve in progress is cut short.
-    n_vectors : int, default=16
-        Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``).
+    n_vectors : int or None, default=None
+        Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``). None: 32
+        with a working set, 16 otherwise.
     max_dim : int or None, default=None
         Largest subspace dimension ``k``. The low-rank master's Newton step costs
         ``O(t k^4)``; the dense one (``t <= 1000``) ``O(t^3 + t^2 k)``. None: 60 for a
         dense master, 30 otherwise (at ``D = 784``, ``t = 1000``, where the optimum has
         rank 14, 16 vectors and ``k <= 60`` reach a certified ``2e-3`` in 14 masters,
-        8 vectors and ``k <= 30`` stay at ``2e-1`` after 22).
+        8 vectors and ``k <= 30`` stay at ``2e-1`` after 22); 160 with a working set.
     proximal : bool, default=True
         Add the proximal term ``(u / 2) ||w - c||^2`` to the master (the spectral bundle
         method of Helmberg & Rendl 2000): ``c`` is the stability center, moved to the
@@ -133,6 +170,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         As in :class:`psdlearn.PSDBoost`.
     random_state : int, RandomState instance or None
         Seeds the first Lanczos start vector.
+    working_set : bool, default=False
+        Masters over a working set of triplets grown by pricing (module docstring).
     callback : callable or None
         Called as ``callback(iteration, objective, upper_bound, k)`` after each master;
         returning ``True`` stops the solver (status ``"interrupted"``, the best pair so
@@ -149,9 +188,10 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         (t,) of ``metric``; ``upper_bound``, the smallest ``lambda_max(H(w))`` over the
         certified dual points, and ``dual_weights`` (t,), the ``w in W`` attaining it;
         ``upper_bound_history`` (per master); ``dim_history``, the subspace dimension
-        ``k`` of each master; ``n_matvec``, products with ``H`` in Lanczos; ``eps``, the
-        absolute stopping threshold; ``status``: ``"optimal"`` (gap below ``eps``),
-        ``"max_iter"``, ``"max_time"`` or ``"interrupted"``.
+        ``k`` of each master; ``working_set_history``, the number of triplet rows of
+        each master (``t`` without a working set); ``n_matvec``, products with ``H`` in
+        Lanczos; ``eps``, the absolute stopping threshold; ``status``: ``"optimal"`` (gap
+        below ``eps``), ``"max_iter"``, ``"max_time"`` or ``"interrupted"``.
     """
     start = time.perf_counter()
     deadline = None if max_time is None else start + max_time
@@ -161,9 +201,11 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     scale = op.margin_scale()
     eps = tol * scale
     method = eigen_method(eigen_solver, D)
+    if n_vectors is None:
+        n_vectors = _WS_VECTORS if working_set else 16
     p = min(n_vectors, D)
     if max_dim is None:
-        max_dim = 60 if working_set or t <= _DENSE_MASTER_MAX_T else 30
+        max_dim = (_WS_MAX_DIM if working_set else 60 if t <= _DENSE_MASTER_MAX_T else 30)
     max_dim = max(min(max_dim, D), p + 1)
     rng = check_random_state(random_state)
 
