@@ -126,6 +126,11 @@ _WS_PATIENCE = 3
 _WS_ZERO = 1e-6
 _WS_VECTORS = 32
 _WS_MAX_DIM = 160
+#: Working sets above this many rows get the low-rank master and ``k <= 30`` (the dense
+#: ``|S| x |S|`` system would take ``8 |S|^2`` bytes per copy, 72 MB at 3000 rows).
+_WS_DENSE_ROWS = 3000
+#: Largest subspace of a low-rank master (its Newton step costs ``O(t k^4)``).
+_LOW_RANK_MAX_DIM = 30
 #: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
 _SERIOUS = 0.1
 
@@ -205,7 +210,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         n_vectors = _WS_VECTORS if working_set else 16
     p = min(n_vectors, D)
     if max_dim is None:
-        max_dim = (_WS_MAX_DIM if working_set else 60 if t <= _DENSE_MASTER_MAX_T else 30)
+        max_dim = (_WS_MAX_DIM if working_set else 60 if t <= _DENSE_MASTER_MAX_T
+                   else _LOW_RANK_MAX_DIM)
     max_dim = max(min(max_dim, D), p + 1)
     rng = check_random_state(random_state)
 
@@ -285,8 +291,13 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         new = vecs[:, vals > pi * scale]
         if new.shape[1] == 0:
             new = vecs[:, :1]
-        if k + new.shape[1] > max_dim:
-            keep = max_dim - new.shape[1]
+        dim = max_dim
+        if rows is not None and len(rows.rows) > _WS_DENSE_ROWS:
+            # Too many rows for a dense master: the low-rank one's O(|S| k^4) steps.
+            dim = min(max_dim, _LOW_RANK_MAX_DIM)
+            new = new[:, :dim // 2]
+        if k + new.shape[1] > dim:
+            keep = dim - new.shape[1]
             V = vecs_y[:, ::-1][:, :keep]
             Q, Pk, Pj = Q @ V, Pk @ V, Pj @ V
         Q, Pk, Pj = _expand(op, Q, Pk, Pj, new)
