@@ -8,13 +8,20 @@ Data: MNIST pixels / 255 (``D = 784``), or their leading 64 principal components
 section 6 (nearest same-class and nearest other-class neighbour of each of ``n = t``
 points); ``"random"`` = for ``t`` random points, a random same-class and a random
 other-class point among all 70000 (the paper's triplets stop at ``t = 70000``, one per
-point). ``C = 1 / (0.1 t)`` (the default).
+point). ``C = 1 / (0.1 t)`` (the former default, ``LPBOOST_NU``; ``--nu`` changes it).
 
 - default vs Clarabel: ``D = 64``, ``t = 1000``: ``PSDBoost()`` (median of 3) and
   cvxpy/Clarabel's SDP (one solve; the compilation excluded).
 - vs t at ``D = 784``: every solver at ``t = 10^3, 3 x 10^3, 10^4`` (interior point up to
-  ``3 x 10^3``), each under a wall-clock budget ``max_time``; the subspace method at
-  ``t = 10^5`` (random triplets) with ``max_time = 600``.
+  ``3 x 10^3``), each under a wall-clock budget ``max_time``; ``--large``: ``t = 10^5``
+  (random triplets) with ``max_time = 600``.
+- ``--target``: the working-set method at ``D = 784``, ``t = 10^4`` with
+  ``max_time = 120`` (the target: a certified relative gap ``<= 1e-3`` in 120 s).
+- ``--crossover``: the interior-point and working-set methods at ``D = 64, 256, 784`` and
+  ``t = 500, 1000, 2000``, the measurement behind ``solver="auto"``.
+
+``--solvers``, ``--sizes``, ``--dims``, ``--nu`` and ``--name`` run a study in pieces (one
+heavy job per row) into a results file of its own.
 
 Columns: ``wall_s`` / ``cpu_s`` = wall-clock / process CPU seconds of the fit (triplet
 search excluded; one BLAS thread, so CPU seconds are the work done, which other jobs on

@@ -23,11 +23,13 @@ Why the gap is a certificate: ``pi`` is the value of a feasible point of (3) (th
 restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`` is
 ``lambda_max(H(w))``; so the optimum of (3) lies in ``[pi, lambda_max(H)]``.
 
-Three solvers of the same problem (``solver=``, the registry :data:`.solvers.SOLVERS`),
+Four solvers of the same problem (``solver=``, the registry :data:`.solvers.SOLVERS`),
 each giving a certified pair ``objective_ <= optimum <= upper_bound_``: this column
 generation (Algorithm 1), the primal-dual interior-point method of :mod:`.ipm`
-(``O(t^2)`` memory, ``O(t^3)`` per iteration: small ``t``) and the subspace method of
-:mod:`.subspace` (an SDP master over a low-dimensional range, ``O(t D + D^2)`` memory).
+(``O(t^2)`` memory, ``O(t^3)`` per iteration: small ``t``), the subspace method of
+:mod:`.subspace` (an SDP master over a low-dimensional range, ``O(t D + D^2)`` memory)
+and the same method on a working set of triplet rows grown by pricing (its masters hold
+about the ``1 / C`` rows that carry dual weight, not all ``t``).
 The estimator validates the parameters, derives the triplets and ``C``, dispatches
 through the registry and copies the solver's result to its fitted attributes.
 
@@ -161,7 +163,8 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"`` runs
         ARPACK on ``u -> X^T (M(w) (X u))`` (``O(n D + t)`` per product); ``"auto"`` is
         dense for ``D <= 64``.
-    solver : {"auto", "column-generation", "interior-point", "subspace"}, default="auto"
+    solver : {"auto", "column-generation", "interior-point", "subspace", "working-set"}, \
+            default="auto"
         How (3) is solved; every solver stops at the same certified test
         ``upper_bound_ - objective_ <= eps_`` and sets the same attributes (a few, marked
         below, belong to column generation only).
@@ -179,6 +182,14 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           the solution plus the top eigenvectors of ``H(w)``, with a proximal term
           (spectral bundle); ``O(t D + D^2)`` memory. Fast at ``t <= 1000`` (dense
           master), slow to close the gap beyond (see ``"auto"``).
+          ``max_iter`` counts master solves.
+        - ``"working-set"``: :func:`psdlearn.psdboost.subspace.solve_subspace` with
+          ``working_set=True``: the subspace method whose masters hold only a working set
+          of triplet rows (at first the ``1.5 / C`` smallest margins; rows whose margin
+          falls below the master's ``rho`` join, idle rows leave), so that they stay
+          dense with a subspace of dimension up to 160 while the working set has at
+          most 3000 rows. Both bounds are evaluated on all ``t`` triplets, so the
+          certificate is that of the full problem. ``O(t k + |S|^2 + n D)`` memory.
           ``max_iter`` counts master solves.
         - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets,
           ``"column-generation"`` above. Measured against the subspace method at
@@ -244,12 +255,13 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     objective_history_ : list of float
         Per iteration. Column generation: the optimum of the restricted master LP (P1),
         equal to that of its dual (D1) (the paper's Opt(D1)), the value of problem (3) at
-        that iteration's metric; never decreases. Subspace: the best lower bound so far.
+        that iteration's metric; never decreases. Subspace, working set: the best lower
+        bound so far.
         Interior point: the primal objective of the iterate, which is a bound only once
         its residual vanishes.
     upper_bound_history_ : list of float
         Per iteration, an upper bound on the optimum: the best ``lambda_max(H(w))`` so far
-        (column generation, subspace) or the dual objective ``pi`` of a dual feasible
+        (column generation, subspace, working set) or the dual objective ``pi`` of a dual feasible
         iterate (interior point).
     lambda_max_history_ : list of float
         (Column generation only.)
@@ -260,7 +272,9 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         Seconds from the start of the solver to the end of each iteration, aligned with
         ``objective_history_``.
     subspace_dim_history_ : list of int
-        (Subspace only.) Dimension of each master's subspace.
+        (Subspace and working set only.) Dimension of each master's subspace.
+    working_set_history_ : list of int
+        (Working set only.) Triplet rows held by each master.
     n_bases_ : int
         (Column generation only.)
         Bases generated (columns added, aggregations excluded).
@@ -304,7 +318,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         1.5 s; column generation is still 3e-4 short of the optimum after 400 master
         solves and 106 s (``benchmarks/results/psdboost.md``).
     psdlearn.psdboost.subspace.solve_subspace : Problem (3) for many triplets
-        (``solver="subspace"``).
+        (``solver="subspace"``, and ``solver="working-set"`` with ``working_set=True``).
 
     Notes
     -----
