@@ -164,12 +164,17 @@ def test_the_same_fitted_attributes_for_every_solver(solver):
 
 
 def test_auto_picks_as_documented(monkeypatch):
-    assert f"``t <= {estimator.AUTO_IPM_MAX_TRIPLETS}``" in pl.PSDBoost.__doc__.replace(
-        "\n        ", " ")
+    doc = " ".join(pl.PSDBoost.__doc__.split())
+    assert (f"``t <= {estimator.AUTO_IPM_MAX_TRIPLETS}`` triplets and "
+            f"``D <= {estimator.AUTO_IPM_MAX_FEATURES}`` features") in doc
     monkeypatch.setattr(estimator, "AUTO_IPM_MAX_TRIPLETS", 40)
-    X, T = _problem(n=30, t=41, seed=2)
-    assert pl.PSDBoost().fit_triplets(X, T[:40]).solver_ == "interior-point"
-    assert pl.PSDBoost().fit_triplets(X, T).solver_ == "column-generation"
+    monkeypatch.setattr(estimator, "AUTO_IPM_MAX_FEATURES", 4)
+    X, T = _problem(n=30, d=5, t=41, seed=2)
+    # Both bounds must hold for the interior-point method; either one exceeded picks the
+    # working set.
+    assert pl.PSDBoost().fit_triplets(X[:, :4], T[:40]).solver_ == "interior-point"
+    assert pl.PSDBoost().fit_triplets(X[:, :4], T).solver_ == "working-set"
+    assert pl.PSDBoost().fit_triplets(X, T[:40]).solver_ == "working-set"
     for solver in SOLVERS:
         assert pl.PSDBoost(solver=solver).fit_triplets(X, T).solver_ == solver
 

@@ -71,9 +71,11 @@ AUTO_NU = 0.3
 #: The former ``C="auto"``, LPBoost's usual ``nu``; the reproductions of Shen et al. (2008)
 #: keep it (``psdlearn.experiments.psdboost_*``).
 LPBOOST_NU = 0.1
-#: ``solver="auto"`` runs the interior-point method up to this many triplets and the
-#: column generation above (``benchmarks/results/psdboost_solvers.md``).
-AUTO_IPM_MAX_TRIPLETS = 5000
+#: ``solver="auto"`` runs the interior-point method up to this many triplets and at most
+#: ``AUTO_IPM_MAX_FEATURES`` features, the working-set method otherwise
+#: (``benchmarks/results/psdboost_solvers_crossover.md``).
+AUTO_IPM_MAX_TRIPLETS = 1000
+AUTO_IPM_MAX_FEATURES = 128
 
 
 class PSDBoost(TransformerMixin, BaseEstimator):
@@ -85,7 +87,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     module docstring). ``solver="column-generation"`` is their Algorithm 1: column
     generation over rank-one bases with a HiGHS master LP and a Lanczos pricing step that
     never forms a ``D x D`` matrix ``A_r``; the default picks a faster exact method for the
-    number of triplets (``solver``).
+    number of triplets and features (``solver``).
 
     Side information is passed as ``y`` of :meth:`fit`: partial labels, pairwise
     constraints or :class:`psdlearn.Triplets` (``docs/glossary.md``).
@@ -191,16 +193,17 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           most 3000 rows. Both bounds are evaluated on all ``t`` triplets, so the
           certificate is that of the full problem. ``O(t k + |S|^2 + n D)`` memory.
           ``max_iter`` counts master solves.
-        - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets,
-          ``"column-generation"`` above. Measured against the subspace method at
-          ``t = 1000`` (CPU seconds to the default ``tol``,
-          ``benchmarks/results/psdboost_solvers*.md``): 1.0 against 5.3 at ``D = 64``,
-          19 against 27 at ``D = 256``, about even at ``D = 784`` (where the subspace
-          method reaches ``1e-3`` four times sooner). With more triplets its master is
-          limited to ``k <= 30`` and it closes the gap slowly: at ``t = 10^4``,
-          ``D = 784``, after 150 s (53 CPU s, loaded machine) its certified gap is 1.8
-          against 0.23 for column generation. The bound 5000 is the interior-point
-          method's memory (its ``t x t`` matrices take 1.2 GB there).
+        - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
+          ``D <= 128`` features, ``"working-set"`` otherwise: the measured crossover
+          (CPU seconds to the default ``tol``, MNIST label triplets,
+          ``benchmarks/results/psdboost_solvers_crossover.md``). The interior-point
+          method's steps cost ``O(t^3 + t^2 D + D^3)``: it wins below about 1000 triplets
+          at ``D <= 128`` and loses above (at ``D = 64``, 2000 triplets: about 5-8 s
+          against 3-5 s), and from ``D = 256`` it loses at any size measured (24 s
+          against 3 s at ``D = 784``, ``t = 1000``). Column generation and the subspace
+          method are never faster: at ``D = 784``, ``t = 10^4`` neither is within 20% of
+          the optimum after 150 s, while the working-set method is certified to
+          ``1e-3`` (``benchmarks/results/psdboost_solvers_target.md``).
     max_time : float or None, default=None
         Wall-clock budget in seconds: the solver stops at its first check after it and
         returns the certified pair reached, with a ``ConvergenceWarning`` that states the
@@ -524,7 +527,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 "a shorter multiple of a_i - a_k): the triplets do not constrain the "
                 "metric, and PSDBoost only maximizes the smallest margin.",
                 UserWarning, stacklevel=4)
-        self.solver_ = self._select_solver(t)
+        self.solver_ = self._select_solver(t, X.shape[1])
         self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
         self.triplets_ = triplets
         spec = SOLVERS[self.solver_]
@@ -554,10 +557,11 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 f"{spec.hint}.", ConvergenceWarning, stacklevel=4)
         return self
 
-    def _select_solver(self, t):
+    def _select_solver(self, t, n_features):
         if self.solver != "auto":
             return self.solver
-        return "interior-point" if t <= AUTO_IPM_MAX_TRIPLETS else "column-generation"
+        small = t <= AUTO_IPM_MAX_TRIPLETS and n_features <= AUTO_IPM_MAX_FEATURES
+        return "interior-point" if small else "working-set"
 
     # ------------------------------------------------------------------ use
     def transform(self, X):
