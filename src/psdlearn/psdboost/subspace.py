@@ -52,7 +52,7 @@ components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 an
 ``C = 1 / (0.3 t)``. The master is then problem (3) for the rows of ``S`` and
 ``X = Q Y Q^T``, with the dense ``|S| x |S|`` Newton system while ``|S| <= 1000`` or
 ``k (k + 1) / 2 >= |S| / 2`` (``O(|S|^2 k + |S|^3)`` per step, so ``k`` may reach
-``max_dim = 160``), and:
+``max_dim = 160``; above 3000 rows the low-rank system and ``k <= 30``), and:
 
 - ``S`` starts as the ``max(1.5 / C, 1 / C + 50)`` rows of smallest margin under the
   projector on the first subspace (the top eigenvectors of ``H`` at uniform weights);
