@@ -35,10 +35,12 @@ wall to CPU by the run's ratio); ``rss_gb`` = peak resident memory of the proces
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from _common import load_note, write_results
@@ -126,6 +128,8 @@ def main():
                     help="D of the crossover runs")
     ap.add_argument("--nu", type=float, default=LPBOOST_NU, help="C = 1 / (nu t)")
     ap.add_argument("--name", default=None, help="results file (default by study)")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows already in the results file (a study in pieces)")
     args = ap.parse_args()
     from psdlearn.psdboost.sdp import solve_sdp
 
@@ -142,6 +146,11 @@ def main():
     name = args.name or ("psdboost_solvers_1e5" if args.large else
                          "psdboost_solvers_crossover" if args.crossover else
                          "psdboost_solvers_target" if args.target else "psdboost_solvers")
+
+    if args.append:
+        path = Path(__file__).parent / "results" / f"{name}.json"
+        if path.exists():
+            rows.extend(json.loads(path.read_text())["rows"])
 
     def add(r):
         rows.append(r)
