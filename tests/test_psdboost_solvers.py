@@ -3,6 +3,8 @@ every stop (convergence, ``max_iter``, ``max_time``), the choice of ``"auto"``, 
 pieces of the certificate (the primal value, the capped-simplex projection, the low-rank
 Newton system of the subspace master)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from scipy.optimize import linprog
@@ -24,7 +26,7 @@ def _problem(**kwargs):
     return X, np.unique(T, axis=0)
 
 
-SOLVERS = ["column-generation", "interior-point", "subspace"]
+SOLVERS = ["column-generation", "interior-point", "subspace", "working-set"]
 COMMON = ["metric_", "components_", "rank_", "objective_", "upper_bound_", "rho_", "slacks_",
           "dual_weights_", "objective_history_", "upper_bound_history_", "time_history_",
           "n_iter_", "converged_", "n_matvec_", "C_", "eps_", "triplets_", "solver_"]
@@ -117,7 +119,8 @@ def test_bounds_bracket_the_optimum_at_every_stop(solver, stop):
 
 
 @pytest.mark.parametrize("solve", [solve_column_generation, solve_ipm,
-                                   subspace.solve_subspace])
+                                   subspace.solve_subspace,
+                                   partial(subspace.solve_subspace, working_set=True)])
 def test_a_callback_returning_true_stops_the_solver_at_its_last_iterate(solve):
     # Stopped by its callback after the second iteration, a solver returns the iterate of
     # that iteration: the one a run capped where that iterate is final returns (two master
@@ -161,12 +164,17 @@ def test_the_same_fitted_attributes_for_every_solver(solver):
 
 
 def test_auto_picks_as_documented(monkeypatch):
-    assert f"``t <= {estimator.AUTO_IPM_MAX_TRIPLETS}``" in pl.PSDBoost.__doc__.replace(
-        "\n        ", " ")
+    doc = " ".join(pl.PSDBoost.__doc__.split())
+    assert (f"``t <= {estimator.AUTO_IPM_MAX_TRIPLETS}`` triplets and "
+            f"``D <= {estimator.AUTO_IPM_MAX_FEATURES}`` features") in doc
     monkeypatch.setattr(estimator, "AUTO_IPM_MAX_TRIPLETS", 40)
-    X, T = _problem(n=30, t=41, seed=2)
-    assert pl.PSDBoost().fit_triplets(X, T[:40]).solver_ == "interior-point"
-    assert pl.PSDBoost().fit_triplets(X, T).solver_ == "column-generation"
+    monkeypatch.setattr(estimator, "AUTO_IPM_MAX_FEATURES", 4)
+    X, T = _problem(n=30, d=5, t=41, seed=2)
+    # Both bounds must hold for the interior-point method; either one exceeded picks the
+    # working set.
+    assert pl.PSDBoost().fit_triplets(X[:, :4], T[:40]).solver_ == "interior-point"
+    assert pl.PSDBoost().fit_triplets(X[:, :4], T).solver_ == "working-set"
+    assert pl.PSDBoost().fit_triplets(X, T[:40]).solver_ == "working-set"
     for solver in SOLVERS:
         assert pl.PSDBoost(solver=solver).fit_triplets(X, T).solver_ == solver
 
@@ -266,3 +274,61 @@ def test_proximal_master_solves_the_regularized_dual(low_rank):
     # pi is the model value at w: lambda_max(H(w)) up to the interior-point tolerance.
     H_w = Dk.T @ (w[:, None] * Dk) - Dj.T @ (w[:, None] * Dj)
     assert pi == pytest.approx(np.linalg.eigvalsh(H_w)[-1], abs=1e-6)
+
+
+@pytest.mark.parametrize("seed,d,t,C", [(5, 10, 400, 1 / 40), (6, 8, 600, 1 / 30),
+                                        (7, 20, 500, 1 / 100)])
+def test_working_set_grows_from_a_subset_to_the_optimum(seed, d, t, C):
+    # The masters start on fewer rows than t, rows join by pricing, and the optimum of
+    # all t triplets is reached without ever holding all of them.
+    X, T = _problem(n=80, d=d, t=t, seed=seed)
+    t, s = len(T), _scale(X, T)
+    ref = solve_ipm(X, T, C, tol=1e-10)
+    res = subspace.solve_subspace(X, T, C, tol=1e-7, working_set=True, random_state=0)
+    sizes = res.working_set_history
+    assert res.status == "optimal"
+    assert sizes[0] >= 1 / C and sizes[0] < max(sizes) < t
+    assert abs(res.objective - ref.objective) <= 1e-6 * s
+    assert res.objective <= ref.objective + 1e-8 * s <= res.upper_bound + 2e-8 * s
+    # The certificate's dual point is in the full capped simplex.
+    w = res.dual_weights
+    assert w.shape == (t,) and w.sum() == pytest.approx(1.0) and 0 <= w.min() <= w.max() <= C
+
+
+def test_working_set_update_adds_violated_rows_and_drops_idle_ones():
+    C = 1 / 4  # rows kept at least ceil(1 / C) + _WS_MIN_EXTRA
+    floor = 4 + subspace._WS_MIN_EXTRA
+    t = 3 * floor
+    margins = np.arange(t, dtype=float)
+    ws = subspace._WorkingSet(margins, C)
+    assert np.array_equal(ws.rows, np.arange(floor))  # max(1.5 / C, 1 / C + extra) smallest
+    # The metric moves: rows outside now have margins below the master's rho (the 4-th
+    # smallest margin on the rows), the most violated join first, at most 0.5 / C = 2.
+    margins = margins.copy()
+    margins[[floor + 5, floor + 9, floor + 20]] = [-3.0, -1.0, -2.0]
+    w = np.zeros(t)
+    w[:4] = C
+    center = w.copy()
+    ws.update(margins, w, center)
+    assert np.array_equal(ws.rows, np.r_[np.arange(floor), floor + 5, floor + 20])
+    # Rows with zero weight and margin above rho for _WS_PATIENCE masters leave, but
+    # never below the floor: the idle rows of smallest margin stay. Rows 4 .. floor - 1
+    # have been idle since the first update; the third violated row joins now.
+    for _ in range(subspace._WS_PATIENCE - 1):
+        ws.update(margins, w, center)
+    assert np.array_equal(ws.rows, np.r_[np.arange(floor - 3), floor + 5, floor + 9,
+                                         floor + 20])
+    # The center's rows stay even when idle: here the largest margin of the first rows,
+    # while rows join (two per update) and idle rows of smaller margin leave.
+    ws = subspace._WorkingSet(np.arange(t, dtype=float), C)
+    margins = np.arange(t, dtype=float)
+    margins[floor:] = -np.arange(1.0, t - floor + 1)  # every outside row violated
+    center = np.zeros(t)
+    center[floor - 1] = 1.0
+    for _ in range(subspace._WS_PATIENCE):
+        ws.update(margins, w, center)
+    # Two join per update until rho (the 4-th smallest margin on the rows) is below every
+    # outside margin: the four most negative.
+    added = t - 1 - np.arange(4)
+    assert np.array_equal(ws.rows, np.sort(np.r_[np.arange(floor - 1 - len(added)),
+                                                 floor - 1, added]))

@@ -23,11 +23,13 @@ Why the gap is a certificate: ``pi`` is the value of a feasible point of (3) (th
 restricted primal), and ``w`` is feasible for the full dual, whose value at ``w`` is
 ``lambda_max(H(w))``; so the optimum of (3) lies in ``[pi, lambda_max(H)]``.
 
-Three solvers of the same problem (``solver=``, the registry :data:`.solvers.SOLVERS`),
+Four solvers of the same problem (``solver=``, the registry :data:`.solvers.SOLVERS`),
 each giving a certified pair ``objective_ <= optimum <= upper_bound_``: this column
 generation (Algorithm 1), the primal-dual interior-point method of :mod:`.ipm`
-(``O(t^2)`` memory, ``O(t^3)`` per iteration: small ``t``) and the subspace method of
-:mod:`.subspace` (an SDP master over a low-dimensional range, ``O(t D + D^2)`` memory).
+(``O(t^2)`` memory, ``O(t^3)`` per iteration: small ``t``), the subspace method of
+:mod:`.subspace` (an SDP master over a low-dimensional range, ``O(t D + D^2)`` memory)
+and the same method on a working set of triplet rows grown by pricing (its masters hold
+about the ``1 / C`` rows that carry dual weight, not all ``t``).
 The estimator validates the parameters, derives the triplets and ``C``, dispatches
 through the registry and copies the solver's result to its fitted attributes.
 
@@ -69,9 +71,11 @@ AUTO_NU = 0.3
 #: The former ``C="auto"``, LPBoost's usual ``nu``; the reproductions of Shen et al. (2008)
 #: keep it (``psdlearn.experiments.psdboost_*``).
 LPBOOST_NU = 0.1
-#: ``solver="auto"`` runs the interior-point method up to this many triplets and the
-#: column generation above (``benchmarks/results/psdboost_solvers.md``).
-AUTO_IPM_MAX_TRIPLETS = 5000
+#: ``solver="auto"`` runs the interior-point method up to this many triplets and at most
+#: ``AUTO_IPM_MAX_FEATURES`` features, the working-set method otherwise
+#: (``benchmarks/results/psdboost_solvers_crossover.md``).
+AUTO_IPM_MAX_TRIPLETS = 1000
+AUTO_IPM_MAX_FEATURES = 128
 
 
 class PSDBoost(TransformerMixin, BaseEstimator):
@@ -83,7 +87,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     module docstring). ``solver="column-generation"`` is their Algorithm 1: column
     generation over rank-one bases with a HiGHS master LP and a Lanczos pricing step that
     never forms a ``D x D`` matrix ``A_r``; the default picks a faster exact method for the
-    number of triplets (``solver``).
+    number of triplets and features (``solver``).
 
     Side information is passed as ``y`` of :meth:`fit`: partial labels, pairwise
     constraints or :class:`psdlearn.Triplets` (``docs/glossary.md``).
@@ -161,7 +165,8 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"`` runs
         ARPACK on ``u -> X^T (M(w) (X u))`` (``O(n D + t)`` per product); ``"auto"`` is
         dense for ``D <= 64``.
-    solver : {"auto", "column-generation", "interior-point", "subspace"}, default="auto"
+    solver : {"auto", "column-generation", "interior-point", "subspace", "working-set"}, \
+            default="auto"
         How (3) is solved; every solver stops at the same certified test
         ``upper_bound_ - objective_ <= eps_`` and sets the same attributes (a few, marked
         below, belong to column generation only).
@@ -180,16 +185,25 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           (spectral bundle); ``O(t D + D^2)`` memory. Fast at ``t <= 1000`` (dense
           master), slow to close the gap beyond (see ``"auto"``).
           ``max_iter`` counts master solves.
-        - ``"auto"``: ``"interior-point"`` for ``t <= 5000`` triplets,
-          ``"column-generation"`` above. Measured against the subspace method at
-          ``t = 1000`` (CPU seconds to the default ``tol``,
-          ``benchmarks/results/psdboost_solvers*.md``): 1.0 against 5.3 at ``D = 64``,
-          19 against 27 at ``D = 256``, about even at ``D = 784`` (where the subspace
-          method reaches ``1e-3`` four times sooner). With more triplets its master is
-          limited to ``k <= 30`` and it closes the gap slowly: at ``t = 10^4``,
-          ``D = 784``, after 150 s (53 CPU s, loaded machine) its certified gap is 1.8
-          against 0.23 for column generation. The bound 5000 is the interior-point
-          method's memory (its ``t x t`` matrices take 1.2 GB there).
+        - ``"working-set"``: :func:`psdlearn.psdboost.subspace.solve_subspace` with
+          ``working_set=True``: the subspace method whose masters hold only a working set
+          of triplet rows (at first the ``1.5 / C`` smallest margins; rows whose margin
+          falls below the master's ``rho`` join, idle rows leave), so that they stay
+          dense with a subspace of dimension up to 160 while the working set has at
+          most 3000 rows. Both bounds are evaluated on all ``t`` triplets, so the
+          certificate is that of the full problem. ``O(t k + |S|^2 + n D)`` memory.
+          ``max_iter`` counts master solves.
+        - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
+          ``D <= 128`` features, ``"working-set"`` otherwise: the measured crossover
+          (CPU seconds to the default ``tol``, MNIST label triplets,
+          ``benchmarks/results/psdboost_solvers_crossover.md``). The interior-point
+          method's steps cost ``O(t^3 + t^2 D + D^3)``: it wins below about 1000 triplets
+          at ``D <= 128`` and loses above (at ``D = 64``, 2000 triplets: about 5-8 s
+          against 3-5 s), and from ``D = 256`` it loses at any size measured (24 s
+          against 3 s at ``D = 784``, ``t = 1000``). Column generation and the subspace
+          method are never faster: at ``D = 784``, ``t = 10^4`` neither is within 20% of
+          the optimum after 150 s, while the working-set method is certified to
+          ``1e-3`` (``benchmarks/results/psdboost_solvers_target.md``).
     max_time : float or None, default=None
         Wall-clock budget in seconds: the solver stops at its first check after it and
         returns the certified pair reached, with a ``ConvergenceWarning`` that states the
@@ -244,12 +258,13 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     objective_history_ : list of float
         Per iteration. Column generation: the optimum of the restricted master LP (P1),
         equal to that of its dual (D1) (the paper's Opt(D1)), the value of problem (3) at
-        that iteration's metric; never decreases. Subspace: the best lower bound so far.
+        that iteration's metric; never decreases. Subspace, working set: the best lower
+        bound so far.
         Interior point: the primal objective of the iterate, which is a bound only once
         its residual vanishes.
     upper_bound_history_ : list of float
         Per iteration, an upper bound on the optimum: the best ``lambda_max(H(w))`` so far
-        (column generation, subspace) or the dual objective ``pi`` of a dual feasible
+        (column generation, subspace, working set) or the dual objective ``pi`` of a dual feasible
         iterate (interior point).
     lambda_max_history_ : list of float
         (Column generation only.)
@@ -260,7 +275,9 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         Seconds from the start of the solver to the end of each iteration, aligned with
         ``objective_history_``.
     subspace_dim_history_ : list of int
-        (Subspace only.) Dimension of each master's subspace.
+        (Subspace and working set only.) Dimension of each master's subspace.
+    working_set_history_ : list of int
+        (Working set only.) Triplet rows held by each master.
     n_bases_ : int
         (Column generation only.)
         Bases generated (columns added, aggregations excluded).
@@ -304,7 +321,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         1.5 s; column generation is still 3e-4 short of the optimum after 400 master
         solves and 106 s (``benchmarks/results/psdboost.md``).
     psdlearn.psdboost.subspace.solve_subspace : Problem (3) for many triplets
-        (``solver="subspace"``).
+        (``solver="subspace"``, and ``solver="working-set"`` with ``working_set=True``).
 
     Notes
     -----
@@ -510,7 +527,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 "a shorter multiple of a_i - a_k): the triplets do not constrain the "
                 "metric, and PSDBoost only maximizes the smallest margin.",
                 UserWarning, stacklevel=4)
-        self.solver_ = self._select_solver(t)
+        self.solver_ = self._select_solver(t, X.shape[1])
         self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
         self.triplets_ = triplets
         spec = SOLVERS[self.solver_]
@@ -540,10 +557,11 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 f"{spec.hint}.", ConvergenceWarning, stacklevel=4)
         return self
 
-    def _select_solver(self, t):
+    def _select_solver(self, t, n_features):
         if self.solver != "auto":
             return self.solver
-        return "interior-point" if t <= AUTO_IPM_MAX_TRIPLETS else "column-generation"
+        small = t <= AUTO_IPM_MAX_TRIPLETS and n_features <= AUTO_IPM_MAX_FEATURES
+        return "interior-point" if small else "working-set"
 
     # ------------------------------------------------------------------ use
     def transform(self, X):

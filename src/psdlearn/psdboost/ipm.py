@@ -42,6 +42,7 @@ import time
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh, eigvalsh
+from scipy.linalg.blas import dsyrk
 
 from psdlearn._solver import SolverResult
 from psdlearn.psdboost._bounds import margin_scale, stop_status, trace_one_factor
@@ -291,11 +292,24 @@ class _NewtonSystem:
         self.schur = np.array([[g @ ug - tau, g @ u1], [ug.sum(), u1.sum()]])
 
     def _factor(self, PZk, PZj, PXk, PXj, delta):
-        """Form the dense ``G + Delta`` and its Cholesky factor."""
+        """Form the upper triangle of the dense ``G + Delta`` and its Cholesky factor.
+
+        The two symmetric terms are rank-``D`` Gram matrices, formed by ``dsyrk`` (half
+        the work of a product) from ``D_a L`` and ``D_a L_x`` with ``Z^{-1} = L L^T`` and
+        ``X = L_x L_x^T``: ``D_a Z^{-1} D_a^T`` and ``D_a X D_a^T``.
+        """
         Dk, Dj = self.Dk, self.Dj
         cross = (PZk @ Dj.T) * (PXk @ Dj.T)
-        G = (PZk @ Dk.T) * (PXk @ Dk.T) + (PZj @ Dj.T) * (PXj @ Dj.T) - cross - cross.T
-        self.factor = cho_factor((G + G.T) / 2.0 + np.diag(delta))
+        G = -cross
+        G -= cross.T
+        del cross
+        # The factor of the same Z^{-1} as the cross term (not L_z^{-T}): near the optimum
+        # Z is nearly singular and mixing the two roundings can cost G its definiteness.
+        Lzi = np.linalg.cholesky(self.Zi)
+        for Da in (Dk, Dj):
+            G += dsyrk(1.0, Da @ Lzi) * dsyrk(1.0, Da @ self.Lx)
+        G[np.diag_indices_from(G)] += delta
+        self.factor = cho_factor(G, lower=False, overwrite_a=True)
 
     def solve(self, rhs):
         """``(G + Delta)^{-1} rhs``."""

@@ -43,6 +43,36 @@ optimization of Kangal, Meerbergen, Mengi & Michiels (2018). Memory is
 ``O(t k + n D + D k)`` besides the data (``n``: samples in a triplet); time per
 iteration is that of the master's Newton steps plus one Lanczos run.
 
+**Working set** (``working_set=True``, ``PSDBoost(solver="working-set")``). The masters
+hold only a working set ``S`` of triplet rows, not all ``t``: at an optimum
+``w_r = 0`` wherever the margin ``<A_r, X*>`` exceeds ``rho*`` (complementarity), and
+only the ``ceil(1 / C)`` smallest margins lie at or below it, plus ties. So the optimal
+``w`` has about ``1 / C`` + (a few hundred) nonzeros: at ``D = 64`` (MNIST, 64 principal
+components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 and 769 with
+``C = 1 / (0.3 t)``. The master is then problem (3) for the rows of ``S`` and
+``X = Q Y Q^T``, with the dense ``|S| x |S|`` Newton system while ``|S| <= 1000`` or
+``k (k + 1) / 2 >= |S| / 2`` (``O(|S|^2 k + |S|^3)`` per step, so ``k`` may reach
+``max_dim = 160``; above 3000 rows the low-rank system and ``k <= 30``), and:
+
+- ``S`` starts as the ``max(1.5 / C, 1 / C + 50)`` rows of smallest margin under the
+  projector on the first subspace (the top eigenvectors of ``H`` at uniform weights);
+- after each master, the rows outside ``S`` whose margin under the master's ``X`` falls
+  below the master's ``rho`` (each would be violated, so the master is not optimal for
+  all triplets) join ``S``, the smallest margins first, at most ``0.5 / C`` of them;
+  rows that kept zero weight and a margin above ``rho`` for 3 masters leave it (never
+  the proximal center's, never below ``1 / C + 50`` rows);
+- if no row joins and ``Q`` holds the optimal range, the master's solution is optimal
+  for every triplet (a row outside ``S`` with margin at least ``rho`` satisfies the
+  optimality conditions with ``w_r = 0``).
+
+The certificate is unchanged, and on the full problem: the lower bound is the value of
+``X`` over all ``t`` triplets (the margins cost ``O(t k r)`` from the stored projections
+``Q^T k_r``, ``Q^T j_r``), and the master's ``w`` on ``S``, zero elsewhere, projected onto
+``W`` (``|S| >= 1 / C`` keeps it nonempty) is a point of the full dual, whose value
+``lambda_max(H(w))`` Lanczos computes on the rows with ``w_r > 0`` only. Memory is
+``O(t k + |S|^2 + n D)``. The proximal center stays in ``S`` (it starts uniform on the
+first rows).
+
 References
 ----------
 Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
@@ -58,6 +88,7 @@ SIAM Journal on Optimization 10(3).
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -80,13 +111,33 @@ _MASTER_MAX_ITER = 60
 #: Masters with at most this many triplets use the dense ``t x t`` Newton system, which
 #: reaches a relative gap of 1e-8 where the low-rank one stops near 1e-6.
 _DENSE_MASTER_MAX_T = 1000
+#: Working set: its first size in units of ``1 / C`` (the rows that carry weight ``C``
+#: at an optimum number at most ``1 / C``), rows beyond ``1 / C`` always kept, rows added
+#: per master in units of ``1 / C``, masters a row may stay idle (zero weight, margin above
+#: ``rho``) before it is dropped, and the weight below which it counts as zero (times C).
+_WS_START = 1.5
+#: Working set: eigenvectors per pricing and largest subspace (its masters are dense,
+#: ``O(s^2 k + s^3)`` per Newton step for ``s`` rows, so ``k`` can exceed the 30 of the
+#: low-rank master: at ``D = 784``, 2000 triplets, ``k <= 160`` reaches a certified
+#: ``1e-5`` in 11 masters where ``k <= 60`` needs 40).
+_WS_MIN_EXTRA = 50
+_WS_ADD = 0.5
+_WS_PATIENCE = 3
+_WS_ZERO = 1e-6
+_WS_VECTORS = 32
+_WS_MAX_DIM = 160
+#: Working sets above this many rows get the low-rank master and ``k <= 30`` (the dense
+#: ``|S| x |S|`` system would take ``8 |S|^2`` bytes per copy, 72 MB at 3000 rows).
+_WS_DENSE_ROWS = 3000
+#: Largest subspace of a low-rank master (its Newton step costs ``O(t k^4)``).
+_LOW_RANK_MAX_DIM = 30
 #: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
 _SERIOUS = 0.1
 
 
-def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=16,
+def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_vectors=None,
                    max_dim=None, proximal=True, eigen_solver="auto", random_state=None,
-                   callback=None):
+                   working_set=False, callback=None):
     """Solve problem (3) by the subspace method of the module docstring.
 
     Parameters
@@ -104,14 +155,15 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     max_time : float or None, default=None
         Seconds after which the best certified pair found so far is returned
         (``status="max_time"``); a master solve in progress is cut short.
-    n_vectors : int, default=16
-        Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``).
+    n_vectors : int or None, default=None
+        Eigenvectors of ``H(w)`` computed per iteration (candidates for ``Q``). None: 32
+        with a working set, 16 otherwise.
     max_dim : int or None, default=None
         Largest subspace dimension ``k``. The low-rank master's Newton step costs
         ``O(t k^4)``; the dense one (``t <= 1000``) ``O(t^3 + t^2 k)``. None: 60 for a
         dense master, 30 otherwise (at ``D = 784``, ``t = 1000``, where the optimum has
         rank 14, 16 vectors and ``k <= 60`` reach a certified ``2e-3`` in 14 masters,
-        8 vectors and ``k <= 30`` stay at ``2e-1`` after 22).
+        8 vectors and ``k <= 30`` stay at ``2e-1`` after 22); 160 with a working set.
     proximal : bool, default=True
         Add the proximal term ``(u / 2) ||w - c||^2`` to the master (the spectral bundle
         method of Helmberg & Rendl 2000): ``c`` is the stability center, moved to the
@@ -123,6 +175,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         As in :class:`psdlearn.PSDBoost`.
     random_state : int, RandomState instance or None
         Seeds the first Lanczos start vector.
+    working_set : bool, default=False
+        Masters over a working set of triplets grown by pricing (module docstring).
     callback : callable or None
         Called as ``callback(iteration, objective, upper_bound, k)`` after each master;
         returning ``True`` stops the solver (status ``"interrupted"``, the best pair so
@@ -139,9 +193,10 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         (t,) of ``metric``; ``upper_bound``, the smallest ``lambda_max(H(w))`` over the
         certified dual points, and ``dual_weights`` (t,), the ``w in W`` attaining it;
         ``upper_bound_history`` (per master); ``dim_history``, the subspace dimension
-        ``k`` of each master; ``n_matvec``, products with ``H`` in Lanczos; ``eps``, the
-        absolute stopping threshold; ``status``: ``"optimal"`` (gap below ``eps``),
-        ``"max_iter"``, ``"max_time"`` or ``"interrupted"``.
+        ``k`` of each master; ``working_set_history``, the number of triplet rows of
+        each master (``t`` without a working set); ``n_matvec``, products with ``H`` in
+        Lanczos; ``eps``, the absolute stopping threshold; ``status``: ``"optimal"`` (gap
+        below ``eps``), ``"max_iter"``, ``"max_time"`` or ``"interrupted"``.
     """
     start = time.perf_counter()
     deadline = None if max_time is None else start + max_time
@@ -151,9 +206,12 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     scale = op.margin_scale()
     eps = tol * scale
     method = eigen_method(eigen_solver, D)
+    if n_vectors is None:
+        n_vectors = _WS_VECTORS if working_set else 16
     p = min(n_vectors, D)
     if max_dim is None:
-        max_dim = 60 if t <= _DENSE_MASTER_MAX_T else 30
+        max_dim = (_WS_MAX_DIM if working_set else 60 if t <= _DENSE_MASTER_MAX_T
+                   else _LOW_RANK_MAX_DIM)
     max_dim = max(min(max_dim, D), p + 1)
     rng = check_random_state(random_state)
 
@@ -163,21 +221,35 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     Q = np.empty((D, 0))
     Pk, Pj = np.empty((t, 0)), np.empty((t, 0))
     Q, Pk, Pj = _expand(op, Q, Pk, Pj, vecs)
+    # The first rows: the smallest margins under the projector on the first subspace.
+    center, rows = w, None
+    if working_set:
+        rows = _WorkingSet(np.sum(Pk**2, axis=1) - np.sum(Pj**2, axis=1), C)
+        # The proximal center must lie in the masters' domain: uniform on the rows.
+        center = np.zeros(t)
+        center[rows.rows] = 1.0 / len(rows.rows)
+        vals, vecs, count = op.top_eigenpairs(center, p, method, v0=vecs[:, 0])
+        n_matvec += count
+        if vals[0] < upper:
+            upper, best_w = float(vals[0]), center
     lower, best = -np.inf, None
-    history_lo, history_up, times, dims = [], [], [], []
+    history_lo, history_up, times, dims, sizes = [], [], [], [], []
     status = "max_iter"
     master_tol = 1e-3
-    center, center_value = w, upper / scale
+    center_value = float(vals[0]) / scale
     # (u / 2) ||w - c||^2 with ||w - c||^2 <= 2 C: a tenth of the unit margin scale.
     u = 0.1 / C
     for _ in range(max_iter):
         k = Q.shape[1]
         dims.append(k)
+        idx = slice(None) if rows is None else rows.rows
+        s = t if rows is None else len(idx)
+        sizes.append(s)
         root = np.sqrt(scale)
         Y, _, _, pi, w_master, _, _ = path_following(
-            Pk / root, Pj / root, C, master_tol, _MASTER_MAX_ITER, deadline,
-            low_rank=t > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < t // 2,
-            prox=(u, center) if proximal else None)
+            Pk[idx] / root, Pj[idx] / root, C, master_tol, _MASTER_MAX_ITER, deadline,
+            low_rank=s > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < s // 2,
+            prox=(u, center[idx]) if proximal else None)
         vals_y, vecs_y = np.linalg.eigh((Y + Y.T) / 2.0)
         vals_y = np.clip(vals_y, 0.0, None)
         vals_y /= vals_y.sum()
@@ -186,7 +258,9 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         value = primal_value(margins, C)[0]
         if value > lower:
             lower, best = value, Q @ R
-        w_cert = project_capped_simplex(w_master, C)
+        # Zero outside the working set: still a point of the full capped simplex.
+        w_cert = np.zeros(t)
+        w_cert[idx] = project_capped_simplex(w_master, C)
         vals, vecs, count = op.top_eigenpairs(w_cert, p, method, v0=vecs[:, 0])
         n_matvec += count
         if vals[0] < upper:
@@ -211,12 +285,19 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
             break
         # Masters need only be as accurate as the outer gap is small.
         master_tol = float(np.clip(0.05 * (upper - lower) / scale, 1e-8, 1e-3))
+        if rows is not None:
+            rows.update(margins, w_cert, center)
         # Directions where the model lambda_max(Q^T H Q) underestimates lambda_max(H).
         new = vecs[:, vals > pi * scale]
         if new.shape[1] == 0:
             new = vecs[:, :1]
-        if k + new.shape[1] > max_dim:
-            keep = max_dim - new.shape[1]
+        dim = max_dim
+        if rows is not None and len(rows.rows) > _WS_DENSE_ROWS:
+            # Too many rows for a dense master: the low-rank one's O(|S| k^4) steps.
+            dim = min(max_dim, _LOW_RANK_MAX_DIM)
+            new = new[:, :dim // 2]
+        if k + new.shape[1] > dim:
+            keep = dim - new.shape[1]
             V = vecs_y[:, ::-1][:, :keep]
             Q, Pk, Pj = Q @ V, Pk @ V, Pj @ V
         Q, Pk, Pj = _expand(op, Q, Pk, Pj, new)
@@ -228,7 +309,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         converged=status == "optimal", interrupted=status == "interrupted",
         info={"metric": metric, "rho": rho, "slacks": slacks, "upper_bound": upper,
               "dual_weights": best_w, "upper_bound_history": history_up,
-              "dim_history": dims, "n_matvec": n_matvec, "eps": eps, "status": status})
+              "dim_history": dims, "working_set_history": sizes, "n_matvec": n_matvec,
+              "eps": eps, "status": status})
 
 
 def _expand(op, Q, Pk, Pj, new):
@@ -239,3 +321,56 @@ def _expand(op, Q, Pk, Pj, new):
     U = U[:, s > 1e-8 * max(1.0, s.max(initial=0.0))]
     XU = op.X @ U
     return (np.hstack([Q, U]), np.hstack([Pk, op.Bk @ XU]), np.hstack([Pj, op.Bj @ XU]))
+
+
+class _WorkingSet:
+    """The triplet rows of the masters (``working_set=True``), grown by pricing.
+
+    Parameters
+    ----------
+    margins : ndarray of shape (t,)
+        Margins at the first metric: the rows start as the ``2 / C`` smallest.
+    C : float
+        Slack price: at least ``ceil(1 / C)`` rows are kept, so that the master's capped
+        simplex is not empty (and has an interior).
+    """
+
+    def __init__(self, margins, C):
+        self.C = C
+        t = len(margins)
+        self.size = min(t, max(math.ceil(_WS_START / C), math.ceil(1.0 / C) + _WS_MIN_EXTRA))
+        self.rows = np.sort(np.argpartition(margins, self.size - 1)[:self.size])
+        self.idle = np.zeros(len(self.rows), dtype=np.int64)
+
+    def update(self, margins, w, center):
+        """Add the rows whose margin at the new metric falls below the master's ``rho``
+        (smallest first, at most ``_WS_ADD / C``); drop rows that kept zero weight and a
+        margin above ``rho`` for ``_WS_PATIENCE`` masters (never the center's).
+
+        Parameters
+        ----------
+        margins : ndarray of shape (t,)
+            ``<A_r, X>`` at the master's metric, every triplet.
+        w : ndarray of shape (t,)
+            The master's weights (zero outside the rows).
+        center : ndarray of shape (t,)
+            The proximal center.
+        """
+        C, rows = self.C, self.rows
+        rho = primal_value(margins[rows], C)[1]
+        idle = (w[rows] <= _WS_ZERO * C) & (margins[rows] > rho) & (center[rows] == 0)
+        self.idle = np.where(idle, self.idle + 1, 0)
+        keep = self.idle < _WS_PATIENCE
+        floor = math.ceil(1.0 / C) + _WS_MIN_EXTRA
+        if keep.sum() < floor:  # keep the idle rows with the smallest margins
+            order = np.argsort(np.where(keep, -np.inf, margins[rows]), kind="stable")
+            keep[order[:min(floor, len(rows))]] = True
+        outside = np.ones(len(margins), dtype=bool)
+        outside[rows] = False
+        candidates = np.flatnonzero(outside & (margins < rho))
+        n_add = min(len(candidates), math.ceil(_WS_ADD / C))
+        added = candidates[np.argsort(margins[candidates])[:n_add]]
+        self.rows = np.concatenate([rows[keep], added])
+        self.idle = np.concatenate([self.idle[keep], np.zeros(n_add, dtype=np.int64)])
+        order = np.argsort(self.rows)
+        self.rows, self.idle = self.rows[order], self.idle[order]
