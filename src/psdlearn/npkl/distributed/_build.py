@@ -187,14 +187,20 @@ def _symmetric_rows(knn, k, sigma, offset, *incoming):
     w = np.concatenate([np.exp(-(dist**2) / (2.0 * sigma**2)).ravel()]
                        + [v for _, _, v in incoming])
     keep = (cols != rows + offset) & (w > 0)
-    rows, cols, w = rows[keep], cols[keep], w[keep]
-    order = np.lexsort((cols, rows))
-    rows, cols, w = rows[order], cols[order], w[order]
-    first = np.ones(len(rows), dtype=bool)
-    first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+    # one int64 key per entry, sorted once: half the memory of a lexsort of (rows, cols)
+    span = int(cols.max()) + 1 if len(cols) else 1
+    key = (rows * span + cols)[keep]
+    w = w[keep]
+    del rows, cols, keep
+    order = np.argsort(key, kind="stable")
+    key, w = key[order], w[order]
+    del order
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
     w = np.maximum.reduceat(w, starts) if len(w) else w
-    rows, cols = rows[starts], cols[starts]
+    key = key[starts]
+    rows, cols = np.divmod(key, span)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
     return indptr, cols, w
@@ -223,13 +229,12 @@ def _laplacian_rows(layout, block, request, sym, delta, inv_own, *pieces):
     rows = np.repeat(np.arange(n), np.diff(indptr))
     a = inv[rows] * w * inv[lay.localize(layout, block, request, cols)]
     gid = layout.offsets[block] + np.arange(n)
-    rows = np.concatenate([rows, np.arange(n)])
-    cols = np.concatenate([cols, gid])
-    vals = np.concatenate([-a, np.full(n, 1.0 + delta)])
-    order = np.lexsort((cols, rows))
-    out_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=out_ptr[1:])
-    return out_ptr, cols[order], vals[order]
+    # the rows of S are sorted by column: the diagonal goes before its first larger column
+    span = max(int(cols.max()) + 1 if len(cols) else 0, int(gid[-1]) + 1 if n else 0)
+    at = np.searchsorted(rows * span + cols, np.arange(n) * span + gid)
+    del rows
+    out_ptr = indptr + np.arange(n + 1)
+    return out_ptr, np.insert(cols, at, gid), np.insert(-a, at, 1.0 + delta)
 
 
 def _row_subset(csr, keep):
