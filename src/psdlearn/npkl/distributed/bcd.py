@@ -13,6 +13,10 @@ the unconstrained samples stay in their slabs ``0 .. P - 1``. A sweep updates
    receives the newest rows of its halo (the coordinator's of this sweep, the other
    colours' of this or the last sweep).
 
+The hinge loss runs the stages of ``NPKL(hinge_smoothing=...)`` (:func:`solve_bcd_stages`,
+as :func:`psdlearn.npkl.bcd.fit_bcd`): the coordinator's rows solve the Huber-smoothed
+or exact per-row dual QPs of :mod:`psdlearn.npkl._qp` through the same kernel.
+
 Slabs of one colour share no edge of ``L`` (:func:`psdlearn.npkl.distributed.layout.block_colors`),
 so updating them in parallel is the same as updating them one after the other: a sweep
 is a Gauss-Seidel pass over all rows in one fixed order, every row update is the exact
