@@ -66,10 +66,18 @@ def _concat(*parts):
             np.concatenate([p[2] for p in parts]))
 
 
-def _start_subset(block, offset, special, inside):
+def _points(triple):
+    return triple[:2]
+
+
+def _start(triple):
+    return triple[2]
+
+
+def _start_subset(E0, offset, special, inside):
     """The starting rows of a slab that are (``inside``) or are not in ``special``."""
-    gid = offset + np.arange(len(block[2]))
-    return block[2][np.isin(gid, special) == inside]
+    gid = offset + np.arange(len(E0))
+    return E0[np.isin(gid, special) == inside]
 
 
 def _stack_rows(*parts):
@@ -121,20 +129,31 @@ def _query_rows(index, selected, k, offset):
 
 
 def _merge(k, own, *parts):
-    """The ``k`` nearest of each point among its own slab's and the other slabs' lists."""
-    n = len(own[0])
-    dists, inds = [own[0]], [own[1]]
-    for rows, dist, ind in parts:
-        if len(rows) == 0:
-            continue
-        d = np.full((n, dist.shape[1]), np.inf)
-        i = np.full((n, dist.shape[1]), -1, dtype=np.int64)
-        d[rows], i[rows] = dist, ind
+    """The ``k`` nearest of each point among its own slab's and the other slabs' lists.
+
+    Only the rows that received candidates from another slab (the points near a slab
+    boundary) are merged, by ``(distance, id)``; the others keep their own slab's list.
+    """
+    parts = [p for p in parts if len(p[0])]
+    width = min(k, own[0].shape[1] + sum(p[1].shape[1] for p in parts))
+    dist = np.full((len(own[0]), width), np.inf)
+    ind = np.full((len(own[0]), width), -1, dtype=np.int64)
+    dist[:, :own[0].shape[1]], ind[:, :own[1].shape[1]] = own
+    if not parts:
+        return dist, ind
+    rows = np.unique(np.concatenate([p[0] for p in parts]))
+    dists, inds = [own[0][rows]], [own[1][rows]]
+    for r, d_part, i_part in parts:
+        d = np.full((len(rows), d_part.shape[1]), np.inf)
+        i = np.full((len(rows), d_part.shape[1]), -1, dtype=np.int64)
+        pos = np.searchsorted(rows, r)
+        d[pos], i[pos] = d_part, i_part
         dists.append(d)
         inds.append(i)
-    dist, ind = np.concatenate(dists, axis=1), np.concatenate(inds, axis=1)
-    order = np.lexsort((ind, dist), axis=-1)[:, :k]
-    return np.take_along_axis(dist, order, 1), np.take_along_axis(ind, order, 1)
+    d, i = np.concatenate(dists, axis=1), np.concatenate(inds, axis=1)
+    order = np.lexsort((i, d), axis=-1)[:, :width]
+    dist[rows], ind[rows] = np.take_along_axis(d, order, 1), np.take_along_axis(i, order, 1)
+    return dist, ind
 
 
 def _sigma_sums(knn):
@@ -168,14 +187,20 @@ def _symmetric_rows(knn, k, sigma, offset, *incoming):
     w = np.concatenate([np.exp(-(dist**2) / (2.0 * sigma**2)).ravel()]
                        + [v for _, _, v in incoming])
     keep = (cols != rows + offset) & (w > 0)
-    rows, cols, w = rows[keep], cols[keep], w[keep]
-    order = np.lexsort((cols, rows))
-    rows, cols, w = rows[order], cols[order], w[order]
-    first = np.ones(len(rows), dtype=bool)
-    first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+    # one int64 key per entry, sorted once: half the memory of a lexsort of (rows, cols)
+    span = int(cols.max()) + 1 if len(cols) else 1
+    key = (rows * span + cols)[keep]
+    w = w[keep]
+    del rows, cols, keep
+    order = np.argsort(key, kind="stable")
+    key, w = key[order], w[order]
+    del order
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
     w = np.maximum.reduceat(w, starts) if len(w) else w
-    rows, cols = rows[starts], cols[starts]
+    key = key[starts]
+    rows, cols = np.divmod(key, span)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
     return indptr, cols, w
@@ -204,13 +229,12 @@ def _laplacian_rows(layout, block, request, sym, delta, inv_own, *pieces):
     rows = np.repeat(np.arange(n), np.diff(indptr))
     a = inv[rows] * w * inv[lay.localize(layout, block, request, cols)]
     gid = layout.offsets[block] + np.arange(n)
-    rows = np.concatenate([rows, np.arange(n)])
-    cols = np.concatenate([cols, gid])
-    vals = np.concatenate([-a, np.full(n, 1.0 + delta)])
-    order = np.lexsort((cols, rows))
-    out_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=out_ptr[1:])
-    return out_ptr, cols[order], vals[order]
+    # the rows of S are sorted by column: the diagonal goes before its first larger column
+    span = max(int(cols.max()) + 1 if len(cols) else 0, int(gid[-1]) + 1 if n else 0)
+    at = np.searchsorted(rows * span + cols, np.arange(n) * span + gid)
+    del rows
+    out_ptr = indptr + np.arange(n + 1)
+    return out_ptr, np.insert(cols, at, gid), np.insert(-a, at, 1.0 + delta)
 
 
 def _row_subset(csr, keep):
@@ -289,7 +313,10 @@ def slab_blocks(rt, chunks, starts, n_blocks, seed, rank):
 
     Returns
     -------
-    blocks : list of futures of ``(X_b, old ids, E0_b)``
+    blocks : list of futures of ``(X_b, old ids)``
+    start : list of futures of ``E0_b``
+        The starting rows of each slab (a separate future, so that the workers can free
+        them once the solver has its own copy).
     offsets : ndarray of shape (n_blocks + 1,)
     labels : list of futures (slab of every row of each chunk)
     chunk_offsets : ndarray of shape (n_chunks, n_blocks)
@@ -320,12 +347,14 @@ def slab_blocks(rt, chunks, starts, n_blocks, seed, rank):
     seeds = np.random.SeedSequence(seed).generate_state(len(chunks))
     start_rows = [rt.submit(None, _start_rows, c, rank, int(s))
                   for c, s in zip(chunks, seeds, strict=True)]
-    blocks = []
+    blocks, start = [], []
     for b in range(n_blocks):
         parts = [rt.submit(None, _select, c, e, lab, b, int(starts[i]))
                  for i, (c, e, lab) in enumerate(zip(chunks, start_rows, labels, strict=True))]
-        blocks.append(rt.submit(b, _concat, *parts))
-    return blocks, offsets, labels, chunk_offsets, (mean, direction, bounds)
+        triple = rt.submit(b, _concat, *parts)
+        blocks.append(rt.submit(b, _points, triple))
+        start.append(rt.submit(b, _start, triple))
+    return blocks, start, offsets, labels, chunk_offsets, (mean, direction, bounds)
 
 
 def exchange(rt, request_sizes, send, values, block):
@@ -417,15 +446,16 @@ def make_blocks(rt, layout, laplacian, targets, add_diagonal):
     return static, sizes, send
 
 
-def coordinator_rows(rt, blocks, laplacian, offsets, special):
+def coordinator_rows(rt, start_rows, laplacian, offsets, special):
     """Rows of ``L`` and of the start per block of the BCD layout: the free rows of each
-    slab, then the rows of ``special`` (the coordinator)."""
+    slab, then the rows of ``special`` (the coordinator). ``start_rows``: the futures of
+    the slabs' starting rows (from :func:`slab_blocks`)."""
     P = len(laplacian)
     rows, start = [], []
     for inside in (False, True):
         rows.append([rt.submit(q, _rows_not_in, laplacian[q], int(offsets[q]), special,
                                inside) for q in range(P)])
-        start.append([rt.submit(q, _start_subset, blocks[q], int(offsets[q]), special,
+        start.append([rt.submit(q, _start_subset, start_rows[q], int(offsets[q]), special,
                                 inside) for q in range(P)])
     return (rows[0] + [rt.submit(P, _stack_csr, *rows[1])],
             start[0] + [rt.submit(P, _stack_rows, *start[1])])

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from psdlearn._solver import SolverResult
+from psdlearn.npkl import _kernels as K
 from psdlearn.npkl._admm_kernels import _update_rows
 from psdlearn.npkl.admm import end_of_iteration
 
@@ -32,9 +33,8 @@ from .layout import stack
 __all__ = ["solve_admm_distributed"]
 
 
-def _init_state(block):
-    V = block[2]
-    return V, V.copy(), np.zeros_like(V), None
+def _init_state(V0):
+    return V0, V0.copy(), np.zeros_like(V0), None
 
 
 def _take_factor(state, which, index):
@@ -61,12 +61,11 @@ def _objective_terms(static, E, *pieces):
     """``tr(E_q^T (L E)_q)`` and ``sum_{T_q} (e_i . e_j - t_ij)^2`` over the block's rows."""
     s = static
     Ex = stack(E, *pieces)
-    rows = np.repeat(np.arange(s["n"]), np.diff(s["Lp"]))
-    LE = np.zeros_like(E)
-    np.add.at(LE, rows, s["Lx"][:, None] * Ex[s["Li"]])
+    # row by row (the compiled kernel): an (nnz, r) gather would be ~2 k times E's size
+    smooth = K._laplacian_rows(Ex, s["Lp"], s["Li"], s["Lx"], 0, s["n"])
     t_rows = np.repeat(np.arange(s["n"]), np.diff(s["Tp"]))
     z = np.einsum("ij,ij->i", Ex[t_rows], Ex[s["Ti"]]) - s["Tt"]
-    return float(np.sum(E * LE)), float(z @ z)
+    return float(smooth), float(z @ z)
 
 
 def _halo(rt, sizes, send, states, which, q):
@@ -84,7 +83,8 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
     static, sizes, send
         The blocks and their halo plan, from :func:`psdlearn.npkl.distributed._build.make_blocks`.
     start : list of futures
-        The slabs ``(X_b, old ids, V0_b)``: ``V = U = V0`` at the start, ``Lambda = 0``.
+        The starting rows ``V0_b`` of each slab: ``V = U = V0`` at the start,
+        ``Lambda = 0``. The list is emptied once the states hold them.
     rank : int
     gamma : float
     rho, max_iter, tol, adaptive_rho, callback
@@ -102,6 +102,7 @@ def solve_admm_distributed(rt, static, sizes, send, start, *, rank, gamma, rho=1
     """
     B = len(static)
     state = [rt.submit(q, _init_state, start[q]) for q in range(B)]
+    start.clear()  # the states hold the starting rows: the workers free them after step 1
     halo_rows = sum(sum(v.values()) for v in sizes)
 
     def objective(states):

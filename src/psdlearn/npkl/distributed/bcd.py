@@ -13,6 +13,10 @@ the unconstrained samples stay in their slabs ``0 .. P - 1``. A sweep updates
    receives the newest rows of its halo (the coordinator's of this sweep, the other
    colours' of this or the last sweep).
 
+The hinge loss runs the stages of ``NPKL(hinge_smoothing=...)`` (:func:`solve_bcd_stages`,
+as :func:`psdlearn.npkl.bcd.fit_bcd`): the coordinator's rows solve the Huber-smoothed
+or exact per-row dual QPs of :mod:`psdlearn.npkl._qp` through the same kernel.
+
 Slabs of one colour share no edge of ``L`` (:func:`psdlearn.npkl.distributed.layout.block_colors`),
 so updating them in parallel is the same as updating them one after the other: a sweep
 is a Gauss-Seidel pass over all rows in one fixed order, every row update is the exact
@@ -38,12 +42,13 @@ from psdlearn.npkl.problem import loss_values
 from ._runtime import CommRecord
 from .layout import stack
 
-__all__ = ["solve_bcd_distributed"]
+__all__ = ["solve_bcd_distributed", "solve_bcd_stages"]
 
 
 def _init_state(static, E0, radius, coordinator):
-    E = E0.copy()
+    E = E0  # the tasks never write into their inputs: no copy unless projected
     if np.isfinite(radius):
+        E = E0.copy()
         _project_rows(E, radius)
     alpha = np.zeros(len(static["Ti"])) if coordinator else None
     return E, alpha, None
@@ -63,7 +68,7 @@ def _sweep_free(static, state, radius, omega, *pieces):
     return E[:s["n"]], None, (change, acc[0], acc[2], time.perf_counter() - t0)
 
 
-def _sweep_constrained(static, state, loss, gamma, b, omega, seed, *pieces):
+def _sweep_constrained(static, state, loss, gamma, param, omega, seed, *pieces):
     t0 = time.perf_counter()
     s = static
     E = stack(state[0], *pieces)
@@ -71,8 +76,8 @@ def _sweep_constrained(static, state, loss, gamma, b, omega, seed, *pieces):
     acc = np.zeros(3)
     order = np.random.default_rng(seed).permutation(s["n"]).astype(np.int64)
     change = K.sweep_constrained(order, E, s["Lp"], s["Li"], s["Lx"], s["diag"], s["Tp"],
-                                 s["Ti"], s["Tt"], loss, gamma, b, alpha, K.SQUARE_AUTO, acc,
-                                 omega)
+                                 s["Ti"], s["Tt"], loss, gamma, param, alpha, K.SQUARE_AUTO,
+                                 acc, omega)
     return E[:s["n"]], alpha, (change, acc[0], acc[2], time.perf_counter() - t0)
 
 
@@ -90,8 +95,8 @@ def _objective_terms(static, state, loss, gamma, *pieces):
 
 
 def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss, gamma, b,
-                          seed, omega=1.0, max_iter=1000, tol=1e-5, refresh=None,
-                          callback=None):
+                          seed, omega=1.0, smoothing=0.0, max_iter=1000, tol=1e-5,
+                          refresh=None, callback=None):
     """Minimize objective (10) by the block Gauss-Seidel sweeps of the module docstring.
 
     Parameters
@@ -103,14 +108,20 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
     colors : list of lists
         Colouring of the slabs: the update order of the unconstrained phase.
     start : list of futures
-        Starting rows of every block (projected onto the ball for the linear loss).
+        Starting rows of every block (projected onto the ball for the linear loss). The
+        list is emptied once the states hold them.
     rank : int
-    loss : {"squared_hinge", "square", "linear"}
+    loss : {"hinge", "squared_hinge", "square", "linear"}
     gamma, b : float
     seed : int
         Seeds the order of the constrained rows in each sweep.
     omega : float, default=1.0
         Over-relaxation of the row updates (see :func:`psdlearn.npkl.bcd.solve_bcd`).
+    smoothing : float, default=0.0
+        Hinge loss only: ``mu > 0`` minimizes the Huber-smoothed hinge ``h_mu`` instead
+        (the per-row dual QPs of :mod:`psdlearn.npkl._qp` on the coordinator either way);
+        ``objective_history`` still reports the hinge objective (10), as in
+        :func:`psdlearn.npkl.bcd.solve_bcd`.
     max_iter, tol
         As in :func:`psdlearn.npkl.bcd.solve_bcd`.
     refresh : int, optional
@@ -130,11 +141,14 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
     """
     B = len(static)
     P = B - 1
-    code = K.LOSS_CODES[loss]
+    code, param = K.LOSS_CODES[loss], float(b)
+    if code == K.HINGE and smoothing > 0:
+        code, param = K.SMOOTH_HINGE, float(smoothing)
     radius = float(b) if get_loss(loss).bounded else np.inf
     refresh = _bcd.REFRESH if refresh is None else int(refresh)
     rng = np.random.default_rng(seed)
     state = [rt.submit(q, _init_state, static[q], start[q], radius, q == P) for q in range(B)]
+    start.clear()  # the states hold the starting rows: the workers free them after a sweep
     n = sum(rt.gather([rt.submit(q, operator.itemgetter("n"), static[q]) for q in range(B)]))
     halo_rows = sum(sum(v.values()) for v in sizes)
 
@@ -154,7 +168,7 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
     for n_iter in range(1, max_iter + 1):
         t0, epoch = time.perf_counter(), time.time()
         state[P] = rt.submit(P, _sweep_constrained, static[P], state[P], code, float(gamma),
-                             float(b), float(omega), int(rng.integers(0, 2**63 - 1)), *halo(P))
+                             param, float(omega), int(rng.integers(0, 2**63 - 1)), *halo(P))
         phases = [[P]]
         for color in colors:
             new = {q: rt.submit(q, _sweep_free, static[q], state[q], radius, float(omega),
@@ -187,3 +201,45 @@ def solve_bcd_distributed(rt, static, sizes, send, colors, start, *, rank, loss,
                         n_iter=n_iter, converged=bool(converged),
                         interrupted=bool(stop and not converged),
                         info={"comm_history": comm, "colors": colors})
+
+
+def solve_bcd_stages(rt, static, sizes, send, colors, start, *, loss, hinge_smoothing, tol,
+                     max_iter, callback=None, **kwargs):
+    """The stages of ``NPKL(hinge_smoothing=...)`` by :func:`solve_bcd_distributed`.
+
+    As :func:`psdlearn.npkl.bcd.fit_bcd`: the stages of
+    :func:`psdlearn.npkl.bcd.smoothing_schedule` (one exact stage for the losses other
+    than the hinge), each from the previous one's rows, the smoothed ones stopping at
+    ``SMOOTHING_TOL_FACTOR * tol``, each with up to ``max_iter`` sweeps. ``kwargs`` are
+    those of :func:`solve_bcd_distributed`.
+
+    Returns
+    -------
+    SolverResult
+        The stages' histories joined (a stage starts where the previous one ended; the
+        ``iteration`` of the communication records counts the sweeps of all stages),
+        ``n_iter`` their sweeps, ``converged`` that of the last stage, and
+        ``info["smoothing_stages"]`` (``(mu, sweeps)`` per stage).
+    """
+    history, times, comm, stages = [], [], [], []
+    for mu in _bcd.smoothing_schedule(loss, hinge_smoothing):
+        done = sum(n for _, n in stages)
+        res = solve_bcd_distributed(
+            rt, static, sizes, send, colors, start, loss=loss, smoothing=mu,
+            tol=tol * _bcd.SMOOTHING_TOL_FACTOR if mu > 0 else tol, max_iter=max_iter,
+            callback=None if callback is None else
+            (lambda it, e, obj, done=done: callback(done + it, e, obj)), **kwargs)
+        offset = times[-1] if times else 0.0
+        history += res.objective_history[1 if history else 0:]
+        times += [offset + t for t in res.time_history[1 if times else 0:]]
+        comm += [dict(rec, iteration=done + rec["iteration"])
+                 for rec in res.info["comm_history"]]
+        stages.append((mu, res.n_iter))
+        start = list(res.embedding)
+        if res.interrupted:
+            break
+    return SolverResult(embedding=res.embedding, objective_history=history,
+                        time_history=times, n_iter=sum(n for _, n in stages),
+                        converged=res.converged, interrupted=res.interrupted,
+                        info={"comm_history": comm, "colors": res.info["colors"],
+                              "smoothing_stages": stages})

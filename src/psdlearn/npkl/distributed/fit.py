@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 
 from psdlearn._progress import progress_bar
 from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES
-from psdlearn.npkl.losses import LOSS_TABLE, ROW_HINGE, get_loss
+from psdlearn.npkl.losses import LOSS_TABLE, get_loss
 from psdlearn.npkl.problem import auto_rank, pair_terms, rank_rule_count
 
 from . import _build
@@ -29,11 +29,10 @@ from .layout import Layout, block_colors
 __all__ = ["fit_dask", "is_dask_array", "transform_dask"]
 
 #: Losses of the distributed solvers, from the loss table: ADMM's quadratic ones, and those
-#: with a BCD row kernel except the hinge (its smoothing stages are not distributed yet).
+#: with a BCD row kernel (the hinge with the smoothing stages of ``hinge_smoothing``).
 DASK_LOSSES = {
     "admm": tuple(name for name, loss in LOSS_TABLE.items() if loss.quadratic),
-    "bcd": tuple(name for name, loss in LOSS_TABLE.items()
-                 if loss.kernel is not None and loss.kernel != ROW_HINGE),
+    "bcd": tuple(name for name, loss in LOSS_TABLE.items() if loss.kernel is not None),
 }
 
 
@@ -91,8 +90,8 @@ def fit_dask(est, X, y, *, n_blocks=None):
     Parameters
     ----------
     est : NPKL
-        With ``solver="admm"`` (losses pcp, square) or ``"bcd"`` (squared_hinge, square,
-        linear) and ``graph="knn"``.
+        With ``solver="admm"`` (losses pcp, square) or ``"bcd"`` (hinge, squared_hinge,
+        square, linear) and ``graph="knn"``.
     X : dask.array.Array of shape (n_samples, n_features)
         Chunked by rows (column chunks are merged).
     y : PairwiseConstraints or array-like of shape (m, 3)
@@ -143,8 +142,9 @@ def fit_dask(est, X, y, *, n_blocks=None):
     t_graph = time.perf_counter()
     chunks = client.compute(list(X.to_delayed().ravel()))
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    blocks, offsets, labels, chunk_offsets, geometry = _build.slab_blocks(
+    blocks, start_rows, offsets, labels, chunk_offsets, geometry = _build.slab_blocks(
         rt, chunks, starts, n_blocks, seed, rank)
+    del chunks  # the slabs hold the rows now
     method = est.knn_method
     if method == "auto":
         small = n <= AUTO_EXACT_MAX_SAMPLES or d <= AUTO_TREE_MAX_FEATURES
@@ -153,6 +153,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     laplacian, sigma, info = _build.build_graph(rt, blocks, offsets, geometry, k, est.sigma,
                                                 est.delta, method, seed)
     pairs = _new_pairs(rt, C.pairs, starts, labels, chunk_offsets)
+    del labels
     signs = C.signs.astype(np.float64)
     est.graph_time_ = time.perf_counter() - t_graph
 
@@ -181,29 +182,30 @@ def fit_dask(est, X, y, *, n_blocks=None):
                                                  per_sample > 0)
         del laplacian  # the workers free the global-id rows once the blocks are built
         with bar:
-            res = solve_admm_distributed(rt, static, sizes, send, blocks, rank=rank,
+            res = solve_admm_distributed(rt, static, sizes, send, start_rows, rank=rank,
                                          gamma=gamma, rho=float(est.rho),
                                          max_iter=est.max_iter, tol=est.tol,
                                          callback=callback)
         slab_E = res.embedding
         colors = None
     else:
-        from .bcd import solve_bcd_distributed
+        from .bcd import solve_bcd_stages
 
         special = np.unique(pairs)
         layout = Layout(offsets, special)
         empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))
         targets = [empty] * n_blocks + [(rows, cols, np.tile(signs, 2))]
-        rows_L, start_E = _build.coordinator_rows(rt, blocks, laplacian, offsets, special)
+        rows_L, start_E = _build.coordinator_rows(rt, start_rows, laplacian, offsets,
+                                                  special)
         static, sizes, send = _build.make_blocks(rt, layout, rows_L, targets, False)
-        del laplacian, rows_L
+        del laplacian, rows_L, start_rows
         colors = block_colors(info["adjacent"], n_blocks)
         est.omega_ = _omega(est)
         with bar:
-            res = solve_bcd_distributed(rt, static, sizes, send, colors, start_E, rank=rank,
-                                        loss=est.loss, gamma=gamma, b=float(est.b),
-                                        seed=seed, omega=est.omega_, max_iter=est.max_iter,
-                                        tol=est.tol, callback=callback)
+            res = solve_bcd_stages(rt, static, sizes, send, colors, start_E, rank=rank,
+                                   loss=est.loss, hinge_smoothing=est.hinge_smoothing,
+                                   gamma=gamma, b=float(est.b), seed=seed, omega=est.omega_,
+                                   max_iter=est.max_iter, tol=est.tol, callback=callback)
         cut = np.searchsorted(special, offsets)
         slab_E = [rt.submit(q, _slab_embedding, res.embedding[q],
                             rt.submit(n_blocks, _slice, res.embedding[n_blocks],
@@ -216,7 +218,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     import dask.array as da
 
     pieces = []
-    for c in range(len(chunks)):
+    for c in range(len(starts) - 1):
         lo, hi = int(starts[c]), int(starts[c + 1])
         parts = [rt.submit(q, _chunk_rows, slab_E[q], blocks[q], lo, hi)
                  for q in range(n_blocks)]
