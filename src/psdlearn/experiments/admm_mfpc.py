@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +112,7 @@ def run(out_dir, quick=False, log=print, sets=None, reps=None, resume=False,
     """
     sets = ("iris", "soybean") if quick else (sets or TABLE_SETS)
     path = Path(out_dir) / "admm_mfpc.json"
-    piece = {"id": f"{time.time():.0f}-{os.getpid()}", "sets": list(sets),
+    piece = {"id": uuid.uuid4().hex, "sets": list(sets),
              "load_start": os.getloadavg()[1], "cpu_s": 0.0, "wall_s": 0.0, "draws": 0}
     raw = {}
     for name in sets:
@@ -127,7 +128,8 @@ def run(out_dir, quick=False, log=print, sets=None, reps=None, resume=False,
                       ) or (ADULT_REPS.get(name, 1) if adult else SMALL_REPS)
             todo = list(range(n_reps))
         if resume:
-            have = _saved_raw(out_dir).get(name, {}).get("mfpc", [])
+            with locked(path):  # not while another piece writes it
+                have = _saved_raw(out_dir).get(name, {}).get("mfpc", [])
             todo = [s for s in todo if s not in {r.get("seed", i) for i, r in enumerate(have)}]
         new = {"mfpc": [], "admm": []}
         if todo:

@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import time
+import uuid
 import warnings
 from pathlib import Path
 
@@ -254,7 +255,8 @@ def _load_raw(out_dir, table):
     path = _path(out_dir, table)
     if not path.exists():
         return {}
-    saved = json.loads(path.read_text())
+    with locked(path):  # not while another piece writes it
+        saved = json.loads(path.read_text())
     return saved.get("raw", {}) if _same_rule(saved) else {}
 
 
@@ -299,7 +301,7 @@ def run(out_dir, quick=False, log=print, reps=None, tables=(1, 2), sets=None, ro
     caps = max_reps or {}
     raw = {t: (_load_raw(out_dir, t) if resume else {}) for t in (1, 2)}
     # this run's account per table, kept in the JSON beside those of the other runs
-    run_id = f"{time.time():.0f}-{os.getpid()}"
+    run_id = uuid.uuid4().hex
     pieces = {t: {"id": run_id, "sets": list(sets), "load_start": os.getloadavg()[1],
                   "cpu_s": 0.0, "wall_s": 0.0, "draws": 0} for t in (1, 2)}
     for table, target in rounds:
