@@ -219,10 +219,11 @@ def rerun(sets, pcp, why, start_load):
         rows += (pcp_rows(name, L, y, 3, 100 if name in ADULT_SETS else 500) if pcp
                  else rows_for(name, L, y, 3))
     note = (f"Rows rerun on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
-            f"{', '.join(sets)} ({why}); {time.process_time() - c0:.0f} CPU s in "
-            f"{time.perf_counter() - w0:.0f} wall s. {load_note(start_load)}")
+            f"{', '.join(sets)} ({why}); {time.process_time() - c0:.1f} CPU s in "
+            f"{time.perf_counter() - w0:.1f} wall s. {load_note(start_load)}")
     replace_rows(RESULTS, "npkl_gamma_auto_pcp" if pcp else "npkl_gamma_auto",
-                 lambda r: r["data"] in sets, rows, note)
+                 lambda r: r["data"] in sets, rows, note, label=("data", "gamma"),
+                 show=("rand %",))
 
 
 def write(rows, name, start_load):

@@ -58,13 +58,14 @@ def test_replace_rows_keeps_other_rows_and_the_markdown_notes(tmp_path):
                                          "  over two lines"))
     text = _partial.replace_rows(tmp_path, "t", lambda r: r["set"] in ("b", "c"),
                                  [{"set": "b", "x": 10}, {"set": "c", "x": 20}], "Rerun b, c.",
-                                 raw={"b": 3})
+                                 raw={"b": 3}, show=("x",), label=("set",))
     payload = json.loads((tmp_path / "t.json").read_text())
     assert [(r["set"], r["x"]) for r in payload["rows"]] == [("a", 0), ("b", 10), ("c", 20),
                                                             ("d", 3)]
     assert payload["raw"] == {"a": 1, "b": 3}
     assert payload["notes"][0] == "first note, edited by hand over two lines"
-    assert payload["notes"][1].startswith("Rerun b, c. The other rows are from the run of")
+    assert payload["notes"][1].startswith("Rerun b, c. Old -> new: b: x 1 -> 10; c: x 2 -> 20. "
+                                          "The other rows are from the run of")
     assert text.startswith("# T\n") and "| c | 20 |" in text
 
 

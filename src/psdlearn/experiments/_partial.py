@@ -96,13 +96,15 @@ def read_table(out_dir, name):
     return title, payload["columns"], payload["rows"], notes, payload
 
 
-def replace_rows(out_dir, name, match, new_rows, note, raw=None):
+def replace_rows(out_dir, name, match, new_rows, note, raw=None, show=(), label=()):
     """Replace the rows for which ``match(row)`` holds by ``new_rows``; keep the rest.
 
     The new rows take the place of the first matched row (the others matched are dropped);
     with no match they go at the end. ``raw`` (a dict) updates the JSON's ``"raw"`` field.
     The markdown's notes are kept and ``note`` is appended, with the date of the run that
-    wrote the kept rows. Returns the markdown.
+    wrote the kept rows. ``show``: columns whose old and new values the note lists, for each
+    replaced row paired in order with its new row, named by the columns ``label``. Returns
+    the markdown.
     """
     with locked(Path(out_dir) / f"{name}.json"):
         title, columns, rows, notes, payload = read_table(out_dir, name)
@@ -116,7 +118,13 @@ def replace_rows(out_dir, name, match, new_rows, note, raw=None):
         if raw:
             extra["raw"] = {**extra.get("raw", {}), **raw}
         date = payload.get("environment", {}).get("date", "an earlier run")
-        notes = [*notes, f"{note} The other rows are from the run of {date}."]
+        old = [payload["rows"][i] for i in hit]
+        changes = "; ".join(
+            " ".join(str(b.get(c)) for c in label) + ": "
+            + ", ".join(f"{c} {a.get(c)} -> {b.get(c)}" for c in show)
+            for a, b in zip(old, new_rows, strict=False)) if show else ""
+        notes = [*notes, f"{note}" + (f" Old -> new: {changes}." if changes else "")
+                 + f" The other rows are from the run of {date}."]
         return write_results(out_dir, name, columns, rows, notes, title=title, extra=extra)
 
 

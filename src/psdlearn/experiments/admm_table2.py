@@ -252,7 +252,9 @@ def rerun_rows(out_dir, sets, why, log=print):
             f"({CV_SCORING} score, {CV_SELECTION}, gammas whose fold fits converged; the pcp "
             "grid of gamma_cv.md), not the previous rule of the other rows.")
     text = replace_rows(out_dir, "admm_table2", lambda r: r["dataset"] in sets, rows, note,
-                        raw=raw)
+                        raw=raw, label=("dataset",),
+                        show=("ADMM rand %", "SimpleNPKL rand %", "SDP rand %",
+                              "gamma by constraint CV %", "MFPC rand %"))
     log(text)
     return rows
 

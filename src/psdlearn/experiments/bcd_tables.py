@@ -257,7 +257,9 @@ def rerun_rows(out_dir, sets, why, log=print, *, sdp_reps=1, simplenpkl_reps=1,
             f"{time.process_time() - c0:.0f} CPU s in {time.perf_counter() - w0:.0f} wall s, "
             f"load {load0:.1f} / {os.getloadavg()[1]:.1f}.")
     text = replace_rows(out_dir, "bcd_tables", lambda r: r["dataset"] in sets, rows, note,
-                        raw=raw)
+                        raw=raw, label=("dataset", "loss"),
+                        show=("BCD rand %", "SimpleNPKL rand %", "SDP rand %",
+                              "gamma by constraint CV %"))
     log(text)
     return rows
 

@@ -392,6 +392,8 @@ def rerun_rows(out_dir, table, sets, why, log=print):
             f"{CV_REQUIRE_CONVERGENCE}: BCD fold fits converge, it changes nothing here); "
             f"{time.process_time() - c0:.0f} CPU s in {time.perf_counter() - w0:.0f} wall s, "
             f"load {load0:.1f} / {os.getloadavg()[1]:.1f}.")
-    text = replace_rows(out_dir, table, lambda r: r["dataset"] in sets, rows, note, raw=raw)
+    text = replace_rows(out_dir, table, lambda r: r["dataset"] in sets, rows, note, raw=raw,
+                        label=("dataset", "loss"),
+                        show=("gamma = 1 rand %", "gamma by constraint CV rand %"))
     log(text)
     return rows
