@@ -24,6 +24,7 @@ from psdlearn.experiments._partial import add_run, locked, merge_by_seed, runs_n
 from psdlearn.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
+    load_set,
     load_set_with_graph,
     run_repetitions,
     summarize,
@@ -182,7 +183,7 @@ def _write(out_dir, raw, runs):
     rows = []
     for name in TABLE_SETS:
         if name in raw:
-            y = load_set_with_graph(name)[1]
+            y = load_set(name)[1]  # n only: no graph
             rows.append(_row(name, y, raw[name]["mfpc"], raw[name]["admm"]))
     adult = ", ".join(f"{r['dataset']} {r['reps']}" for r in rows if r["dataset"] in ADULT_SETS)
     missing = [name for name in TABLE_SETS if name not in raw]
