@@ -1,7 +1,7 @@
 """gamma="auto" (30 gamma_0) against gamma = 1: protocol sets, and few pairs among many points.
 
 Run: ``python benchmarks/bench_gamma_auto.py [--quick] [--graph-cache DIR] [--max-n N]
-[--skip-protocol | --skip-gaussians | --only-pcp]``. Writes
+[--skip-protocol | --skip-gaussians | --only-pcp] [--rerun-sets A,B --why TEXT]``. Writes
 ``benchmarks/results/npkl_gamma_auto.{md,json}`` (protocol sets),
 ``npkl_gamma_auto_large.{md,json}`` (Gaussians) and ``npkl_gamma_auto_pcp.{md,json}``
 (``--only-pcp``), after every row.
@@ -20,6 +20,9 @@ Run: ``python benchmarks/bench_gamma_auto.py [--quick] [--graph-cache DIR] [--ma
   ``gamma="auto"`` (``100 max_i L_ii``): the mean ``K_ii`` (target 1), the mean ``K_ij`` over
   the training must-links (target 1) and cannot-links (target 0), and the Rand index.
 
+- ``--rerun-sets``: only the rows of those protocol sets, put in place of theirs in the
+  protocol table (``--only-pcp``: the pcp table); the other rows and the notes are kept.
+
 ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at which ``K = 0`` is optimal
 (:mod:`psdlearn.npkl.gamma`); its time is the LOBPCG solve (a dense one up to n = 400).
 """
@@ -34,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from _common import load_note, write_results
+from _common import RESULTS, load_note, write_results
 
 import psdlearn as pl
 from psdlearn.cluster import kernel_kmeans
@@ -152,8 +155,16 @@ def main():
     parser.add_argument("--min-n", type=int, default=0)
     parser.add_argument("--large-name", default="npkl_gamma_auto_large")
     parser.add_argument("--only-pcp", action="store_true")
+    parser.add_argument("--rerun-sets", default=None,
+                        help="comma-separated protocol sets: rerun their rows only and put "
+                        "them in place of theirs in the protocol table (npkl_gamma_auto, or "
+                        "npkl_gamma_auto_pcp with --only-pcp)")
+    parser.add_argument("--why", default="", help="reason of --rerun-sets, for the note")
     args = parser.parse_args()
     start_load = os.getloadavg()[0]
+    if args.rerun_sets:
+        rerun(args.rerun_sets.split(","), args.only_pcp, args.why, start_load)
+        return
     if args.only_pcp:
         rows = []
         for name in ("iris", "a1a") if args.quick else SMALL_SETS + ADULT_SETS:
@@ -189,6 +200,30 @@ def main():
             for m in ((300,) if args.quick else (1000, 300)):
                 rows += rows_for("gauss10", L, y, 1, n_pairs=m, n_init=3)
                 write(rows, args.large_name, start_load)
+
+
+def rerun(sets, pcp, why, start_load):
+    """The rows of ``sets`` in place of theirs (3 draws, as the table), other rows kept."""
+    from psdlearn.experiments._partial import replace_rows
+
+    # compile the solvers' kernels before any timed fit
+    X, y = pl.datasets.make_two_gaussians(60, random_state=0)
+    L = knn_laplacian(X)
+    if pcp:
+        pcp_rows("warm-up", L, y, 1, 5)
+    else:
+        rows_for("warm-up", L, y, 1)
+    rows, c0, w0 = [], time.process_time(), time.perf_counter()
+    for name in sets:
+        _, y, _, L = load_set_with_graph(name)
+        rows += (pcp_rows(name, L, y, 3, 100 if name in ADULT_SETS else 500) if pcp
+                 else rows_for(name, L, y, 3))
+    note = (f"Rows rerun on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+            f"{', '.join(sets)} ({why}); {time.process_time() - c0:.1f} CPU s in "
+            f"{time.perf_counter() - w0:.1f} wall s. {load_note(start_load)}")
+    replace_rows(RESULTS, "npkl_gamma_auto_pcp" if pcp else "npkl_gamma_auto",
+                 lambda r: r["data"] in sets, rows, note, label=("data", "gamma"),
+                 show=("rand %",))
 
 
 def write(rows, name, start_load):

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
+from psdlearn.experiments._partial import replace_rows
 from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments.admm_mfpc import MFPC_SETS, mfpc_cells
 from psdlearn.experiments.protocol import (
@@ -36,7 +37,7 @@ from psdlearn.experiments.report import write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.estimator import NPKL
 
-__all__ = ["PAPER_RANK", "PAPER_TABLE2", "run"]
+__all__ = ["PAPER_RANK", "PAPER_TABLE2", "rerun_rows", "run"]
 
 #: Hu & Kwok 2013 Table 2: (KL_ADMM acc, std, SimpleNPKL acc, std, hybrid acc, MFPC acc,
 #: KL_ADMM CPU s, SimpleNPKL CPU s, hybrid CPU s, MFPC CPU s); None = not run.
@@ -103,7 +104,7 @@ def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
     only. Counts below the defaults are named a reduced run in the notes. ``mfpc_sets``:
     the sets of the MFPC columns (default :data:`~psdlearn.experiments.admm_mfpc.MFPC_SETS`).
     """
-    from psdlearn.experiments.gamma_cv import cv_cell, cv_count, cv_records, cv_reduced_note
+    from psdlearn.experiments.gamma_cv import cv_count, cv_reduced_note
 
     _warm_up()
     have_sdp = cvxpy_available()
@@ -113,64 +114,15 @@ def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
     rows, raw, missing, cv_counts = [], {}, [], {}
     load_start = os.getloadavg()[1]
     for name in sets:
-        loaded = load_set_with_graph(name)
-        if loaded is None:
+        if load_set_with_graph(name) is None:
             missing.append(name)
             continue
-        X, y, k, L = loaded
-        adult = name in ADULT_SETS
-        max_iter = 100 if adult else 500
-        recs = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
-                               solver="admm", max_iter=max_iter)
-        s = summarize(recs)
-        paper = PAPER_TABLE2[name]
-        row = {
-            "dataset": name, "n": len(y), "r (paper)": f"{recs[0]['rank']} ({PAPER_RANK[name]})",
-            "ADMM rand %": _fmt(s["rand_mean"], s["rand_std"]),
-            "paper ADMM %": _paper(paper[0], paper[1]),
-            "ADMM CPU s": _fmt(s["cpu_mean"], s["cpu_std"]),
-            "paper ADMM s": _paper(paper[6]),
-            "iters": f"{s['iters_mean']:.0f}",
-            "certified gap": certified_gap_cell(recs),
-            "SimpleNPKL rand %": "not run", "paper SimpleNPKL %": _paper(paper[2], paper[3]),
-            "SimpleNPKL CPU s": "-", "paper SimpleNPKL s": _paper(paper[7]),
-            "SDP rand %": "not run", "paper hybrid %": _paper(paper[4]),
-            "ADMM-SDP obj gap": "-", "paper MFPC %": _paper(paper[5]),
-        }
-        raw[f"{name}/admm"] = recs
         n_cv = cv_count(name, cv_reps, adult_cv_reps, quick)
         cv_counts[name] = n_cv
-        row["gamma by constraint CV %"] = "not run (time)"
-        if n_cv > 0:
-            cv_recs = cv_records(y, L, n_cv, loss="pcp", solver="admm", max_iter=max_iter)
-            row["gamma by constraint CV %"] = f"{cv_cell(cv_recs)} ({n_cv} reps)"
-            raw[f"{name}/admm-gamma-cv"] = cv_recs
-        if name in SIMPLENPKL_SETS:
-            snp = run_repetitions(X, y, n_neighbors=k, reps=min(reps, SIMPLENPKL_REPS),
-                                  laplacian=L, loss="pcp", solver="simplenpkl",
-                                  max_iter=max_iter)
-            ss = summarize(snp)
-            row["SimpleNPKL rand %"] = _fmt(ss["rand_mean"], ss["rand_std"])
-            row["SimpleNPKL CPU s"] = _fmt(ss["cpu_mean"], ss["cpu_std"])
-            raw[f"{name}/simplenpkl"] = snp
-        else:
-            row["SimpleNPKL rand %"] = "not run (time)"
-        if have_sdp and len(y) <= 200:
-            srecs = sdp_records(y, L, "pcp", sdp_reps)
-            ss = summarize(srecs)
-            row["SDP rand %"] = f"{ss['rand_mean']:.2f} ({sdp_reps} reps)"
-            gaps = [(b["objective"] - a["objective"]) / abs(a["objective"])
-                    for a, b in zip(srecs, recs[:sdp_reps], strict=True)]
-            row["ADMM-SDP obj gap"] = f"{np.mean(gaps):+.1e}"
-            raw[f"{name}/sdp"] = srecs
-        elif len(y) > 200:
-            row["SDP rand %"] = "too large"
-        # MFPC (Shang, Jiao & Wang 2012), ours beside the paper's column
-        row["MFPC rand %"], row["MFPC CPU s"] = "not run (time)", "-"
-        if name in (MFPC_SETS if mfpc_sets is None else mfpc_sets):
-            cells, raw[f"{name}/mfpc"] = mfpc_cells(X, y, k, L, reps)
-            row.update(cells)
+        row, part = _set_row(name, reps, sdp_reps, n_cv, have_sdp,
+                             name in (MFPC_SETS if mfpc_sets is None else mfpc_sets))
         rows.append(row)
+        raw.update(part)
         log(f"{name:14s} admm {row['ADMM rand %']} ({row['paper ADMM %']})  "
             f"cpu {row['ADMM CPU s']} ({row['paper ADMM s']})  "
             f"simplenpkl {row['SimpleNPKL rand %']}  sdp {row['SDP rand %']}")
@@ -209,6 +161,101 @@ def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
     log(text)
     _init_study(out_dir, quick, log)
     _figures(out_dir, quick, log, have_sdp)
+    return rows
+
+
+def _set_row(name, reps, sdp_reps, n_cv, have_sdp, mfpc):
+    """One row of Table 2 and its per-draw records: ``(row, {key: records})``.
+
+    ``reps`` ADMM draws, the exact SDP on the first ``sdp_reps`` where n <= 200, ``n_cv``
+    draws of the gamma-by-CV cell (0: not run), SimpleNPKL on :data:`SIMPLENPKL_SETS`, MFPC
+    when ``mfpc``.
+    """
+    from psdlearn.experiments.gamma_cv import cv_cell, cv_records
+
+    X, y, k, L = load_set_with_graph(name)
+    adult = name in ADULT_SETS
+    max_iter = 100 if adult else 500
+    raw = {}
+    recs = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
+                           solver="admm", max_iter=max_iter)
+    s = summarize(recs)
+    paper = PAPER_TABLE2[name]
+    row = {
+        "dataset": name, "n": len(y), "r (paper)": f"{recs[0]['rank']} ({PAPER_RANK[name]})",
+        "ADMM rand %": _fmt(s["rand_mean"], s["rand_std"]),
+        "paper ADMM %": _paper(paper[0], paper[1]),
+        "ADMM CPU s": _fmt(s["cpu_mean"], s["cpu_std"]),
+        "paper ADMM s": _paper(paper[6]),
+        "iters": f"{s['iters_mean']:.0f}",
+        "certified gap": certified_gap_cell(recs),
+        "SimpleNPKL rand %": "not run", "paper SimpleNPKL %": _paper(paper[2], paper[3]),
+        "SimpleNPKL CPU s": "-", "paper SimpleNPKL s": _paper(paper[7]),
+        "SDP rand %": "not run", "paper hybrid %": _paper(paper[4]),
+        "ADMM-SDP obj gap": "-", "paper MFPC %": _paper(paper[5]),
+    }
+    raw[f"{name}/admm"] = recs
+    row["gamma by constraint CV %"] = "not run (time)"
+    if n_cv > 0:
+        cv_recs = cv_records(y, L, n_cv, loss="pcp", solver="admm", max_iter=max_iter)
+        row["gamma by constraint CV %"] = f"{cv_cell(cv_recs)} ({n_cv} reps)"
+        raw[f"{name}/admm-gamma-cv"] = cv_recs
+    if name in SIMPLENPKL_SETS:
+        snp = run_repetitions(X, y, n_neighbors=k, reps=min(reps, SIMPLENPKL_REPS),
+                              laplacian=L, loss="pcp", solver="simplenpkl",
+                              max_iter=max_iter)
+        ss = summarize(snp)
+        row["SimpleNPKL rand %"] = _fmt(ss["rand_mean"], ss["rand_std"])
+        row["SimpleNPKL CPU s"] = _fmt(ss["cpu_mean"], ss["cpu_std"])
+        raw[f"{name}/simplenpkl"] = snp
+    else:
+        row["SimpleNPKL rand %"] = "not run (time)"
+    if have_sdp and len(y) <= 200:
+        srecs = sdp_records(y, L, "pcp", sdp_reps)
+        ss = summarize(srecs)
+        row["SDP rand %"] = f"{ss['rand_mean']:.2f} ({sdp_reps} reps)"
+        gaps = [(b["objective"] - a["objective"]) / abs(a["objective"])
+                for a, b in zip(srecs, recs[:sdp_reps], strict=True)]
+        row["ADMM-SDP obj gap"] = f"{np.mean(gaps):+.1e}"
+        raw[f"{name}/sdp"] = srecs
+    elif len(y) > 200:
+        row["SDP rand %"] = "too large"
+    # MFPC (Shang, Jiao & Wang 2012), ours beside the paper's column
+    row["MFPC rand %"], row["MFPC CPU s"] = "not run (time)", "-"
+    if mfpc:
+        cells, raw[f"{name}/mfpc"] = mfpc_cells(X, y, k, L, reps)
+        row.update(cells)
+    return row, raw
+
+
+def rerun_rows(out_dir, sets, why, log=print):
+    """Rerun the rows of ``sets`` with the full protocol (20 draws, SDP on 3, CV on 5, 3 on
+    adult, MFPC on :data:`MFPC_SETS`) and put them in place of the rows in
+    ``out_dir/admm_table2.*``, keeping the other rows and the notes; ``why`` names the
+    reason in the note added."""
+    from psdlearn.experiments.gamma_cv import CV_SCORING, CV_SELECTION, cv_count
+
+    _warm_up()
+    have_sdp = cvxpy_available()
+    rows, raw = [], {}
+    c0, w0, load0 = time.process_time(), time.perf_counter(), os.getloadavg()[1]
+    for name in sets:
+        row, part = _set_row(name, 20, 3, cv_count(name, None, None, False), have_sdp,
+                             name in MFPC_SETS)
+        rows.append(row)
+        raw.update(part)
+        log(f"{name}: {row}")
+    note = (f"Rows rerun on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+            f"{', '.join(sets)} ({why}); {time.process_time() - c0:.0f} CPU s in "
+            f"{time.perf_counter() - w0:.0f} wall s, load {load0:.1f} / "
+            f"{os.getloadavg()[1]:.1f}. Their gamma-by-CV cell is by the current rule "
+            f"({CV_SCORING} score, {CV_SELECTION}, gammas whose fold fits converged; the pcp "
+            "grid of gamma_cv.md), not the previous rule of the other rows.")
+    text = replace_rows(out_dir, "admm_table2", lambda r: r["dataset"] in sets, rows, note,
+                        raw=raw, label=("dataset",),
+                        show=("ADMM rand %", "SimpleNPKL rand %", "SDP rand %",
+                              "gamma by constraint CV %", "MFPC rand %"))
+    log(text)
     return rows
 
 

@@ -21,10 +21,12 @@ the iterative losses are not run on the sets with more than
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 
 from psdlearn.experiments import bcd_convergence
+from psdlearn.experiments._partial import replace_rows
 from psdlearn.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
@@ -38,7 +40,7 @@ from psdlearn.experiments.protocol import (
 from psdlearn.experiments.report import write_results
 from psdlearn.npkl.bcd import BCD_LOSSES
 
-__all__ = ["JMLR_TABLE2", "SIMPLENPKL_MAX_N", "run"]
+__all__ = ["JMLR_TABLE2", "SIMPLENPKL_MAX_N", "rerun_rows", "run"]
 
 #: Largest n on which SimpleNPKL runs its iterative losses, for the time of this run: on
 #: a4a (n = 4781, rank 106, squared hinge) 50 steps took 91 s CPU without converging
@@ -80,7 +82,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
     ``simplenpkl_max_n``: largest n for SimpleNPKL's iterative losses (default
     :data:`SIMPLENPKL_MAX_N`; a smaller value is named a reduced run).
     """
-    from psdlearn.experiments.gamma_cv import cv_cell, cv_count, cv_records, cv_reduced_note
+    from psdlearn.experiments.gamma_cv import cv_count, cv_reduced_note
 
     have_sdp = cvxpy_available()
     sets = ("iris", "soybean", "wine") if quick else SMALL_SETS + ADULT_SETS
@@ -146,58 +148,20 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
                              "accuracy and CPU time", extra={"raw": raw})
 
     for name in sets:
-        loaded = load_set_with_graph(name)
-        if loaded is None:
+        if load_set_with_graph(name) is None:
             missing.append(name)
             continue
-        X, y, k, L = loaded
-        adult = name in ADULT_SETS
-        for loss in BCD_LOSSES:
-            protocol = dict(n_neighbors=k, reps=adult_reps if adult else reps,
-                            laplacian=L, loss=loss, max_iter=800 if adult else 1000,
-                            tol=1e-5)
-            recs = run_repetitions(X, y, **protocol)
-            s = summarize(recs)
-            col, col_name = _JMLR_COLUMN[loss]
-            ref = JMLR_TABLE2.get(name)
-            row = {
-                "dataset": name, "n": len(y), "loss": loss, "rank": recs[0]["rank"],
-                "BCD rand %": f"{s['rand_mean']:.1f} ± {s['rand_std']:.1f}",
-                "BCD CPU s": f"{s['cpu_mean']:.3f} ± {s['cpu_std']:.3f}",
-                "sweeps": f"{s['iters_mean']:.0f}",
-                "certified gap": certified_gap_cell(recs),
-                **_simplenpkl_cells(X, y, protocol, recs, raw, f"{name}/{loss}",
-                                    simplenpkl_reps, max_n),
-                "JMLR SimpleNPKL %": ("-" if ref is None or loss not in _JMLR_SIMPLENPKL
-                                      else f"{ref[_JMLR_SIMPLENPKL[loss]]:.1f}"),
-                "SDP rand %": "not run", "SDP CPU s": "-",
-                "JMLR ref %": "-" if ref is None or col is None else f"{ref[col]:.1f}",
-                "JMLR column": col_name if ref is not None else "-",
-            }
-            raw[f"{name}/{loss}/bcd"] = recs
-            n_cv = cv_count(name, cv_reps, adult_cv_reps, quick)
-            cv_counts[name] = n_cv
-            row["gamma by constraint CV %"] = "not run (time)"
-            if n_cv > 0:
-                cv_recs = cv_records(y, L, n_cv, loss=loss, max_iter=protocol["max_iter"],
-                                     tol=1e-5)
-                row["gamma by constraint CV %"] = f"{cv_cell(cv_recs)} ({n_cv} reps)"
-                raw[f"{name}/{loss}/bcd-gamma-cv"] = cv_recs
-            if have_sdp and len(y) <= 200:
-                srecs = sdp_records(y, L, loss, sdp_reps)
-                ss = summarize(srecs)
-                row["SDP rand %"] = f"{ss['rand_mean']:.1f} ({sdp_reps} reps)"
-                row["SDP CPU s"] = f"{ss['cpu_mean']:.2f}"
-                gaps = [(b["objective"] - a["objective"]) / max(abs(a["objective"]), 1e-12)
-                        for a, b in zip(srecs, recs[:sdp_reps], strict=True)]
-                row["BCD-SDP obj gap"] = f"{np.mean(gaps):+.2e}"
-                raw[f"{name}/{loss}/sdp"] = srecs
-            elif len(y) > 200:
-                row["SDP rand %"] = "too large"
-            rows.append(row)
-            log(f"{name:14s} {loss:14s} rand {row['BCD rand %']:>14s}  cpu {row['BCD CPU s']}"
-                f"  simplenpkl {row['SimpleNPKL rand %']}  sdp {row['SDP rand %']}"
-                f"  cv {row['gamma by constraint CV %']}  cert {row['certified gap']}")
+        n_cv = cv_count(name, cv_reps, adult_cv_reps, quick)
+        cv_counts[name] = n_cv
+        part_rows, part = _set_rows(name, adult_reps if name in ADULT_SETS else reps,
+                                    sdp_reps, simplenpkl_reps, max_n, n_cv, have_sdp)
+        rows.extend(part_rows)
+        raw.update(part)
+        for row in part_rows:
+            log(f"{name:14s} {row['loss']:14s} rand {row['BCD rand %']:>14s}  "
+                f"cpu {row['BCD CPU s']}  simplenpkl {row['SimpleNPKL rand %']}  "
+                f"sdp {row['SDP rand %']}  cv {row['gamma by constraint CV %']}  "
+                f"cert {row['certified gap']}")
         write(partial_after=name)  # partial results survive an interruption
     text = write()
     log(text)
@@ -205,6 +169,108 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
         _gamma_table(out_dir, quick, log)
         bcd_convergence.run(out_dir, quick=quick, log=log)
     return rows
+
+
+def _set_rows(name, reps, sdp_reps, simplenpkl_reps, max_n, n_cv, have_sdp, cv_rule=None):
+    """The four loss rows of one set and their per-draw records: ``(rows, {key: records})``.
+
+    ``reps`` BCD draws; SDP on the first ``sdp_reps`` where n <= 200; SimpleNPKL on the
+    first ``simplenpkl_reps`` (all with None) where its loss runs at this n (``max_n``);
+    ``n_cv`` draws of the gamma-by-CV cell (0: not run), chosen by ``cv_rule`` (a dict of
+    ``cv_records``' ``scoring`` and ``selection``; default the protocol's rule).
+    """
+    from psdlearn.experiments.gamma_cv import cv_cell, cv_records
+
+    X, y, k, L = load_set_with_graph(name)
+    adult = name in ADULT_SETS
+    rows, raw = [], {}
+    for loss in BCD_LOSSES:
+        protocol = dict(n_neighbors=k, reps=reps, laplacian=L, loss=loss,
+                        max_iter=800 if adult else 1000, tol=1e-5)
+        recs = run_repetitions(X, y, **protocol)
+        s = summarize(recs)
+        col, col_name = _JMLR_COLUMN[loss]
+        ref = JMLR_TABLE2.get(name)
+        row = {
+            "dataset": name, "n": len(y), "loss": loss, "rank": recs[0]["rank"],
+            "BCD rand %": f"{s['rand_mean']:.1f} ± {s['rand_std']:.1f}",
+            "BCD CPU s": f"{s['cpu_mean']:.3f} ± {s['cpu_std']:.3f}",
+            "sweeps": f"{s['iters_mean']:.0f}",
+            "certified gap": certified_gap_cell(recs),
+            **_simplenpkl_cells(X, y, protocol, recs, raw, f"{name}/{loss}",
+                                simplenpkl_reps, max_n),
+            "JMLR SimpleNPKL %": ("-" if ref is None or loss not in _JMLR_SIMPLENPKL
+                                  else f"{ref[_JMLR_SIMPLENPKL[loss]]:.1f}"),
+            "SDP rand %": "not run", "SDP CPU s": "-",
+            "JMLR ref %": "-" if ref is None or col is None else f"{ref[col]:.1f}",
+            "JMLR column": col_name if ref is not None else "-",
+        }
+        raw[f"{name}/{loss}/bcd"] = recs
+        row["gamma by constraint CV %"] = "not run (time)"
+        if n_cv > 0:
+            cv_recs = cv_records(y, L, n_cv, loss=loss, max_iter=protocol["max_iter"],
+                                 tol=1e-5, **(cv_rule or {}))
+            row["gamma by constraint CV %"] = f"{cv_cell(cv_recs)} ({n_cv} reps)"
+            raw[f"{name}/{loss}/bcd-gamma-cv"] = cv_recs
+        if have_sdp and len(y) <= 200:
+            srecs = sdp_records(y, L, loss, sdp_reps)
+            ss = summarize(srecs)
+            row["SDP rand %"] = f"{ss['rand_mean']:.1f} ({sdp_reps} reps)"
+            row["SDP CPU s"] = f"{ss['cpu_mean']:.2f}"
+            gaps = [(b["objective"] - a["objective"]) / max(abs(a["objective"]), 1e-12)
+                    for a, b in zip(srecs, recs[:sdp_reps], strict=True)]
+            row["BCD-SDP obj gap"] = f"{np.mean(gaps):+.2e}"
+            raw[f"{name}/{loss}/sdp"] = srecs
+        elif len(y) > 200:
+            row["SDP rand %"] = "too large"
+        rows.append(row)
+    return rows, raw
+
+
+def rerun_rows(out_dir, sets, why, log=print, *, sdp_reps=1, simplenpkl_reps=1,
+               cv_rule=(("scoring", "auc"), ("selection", "best"))):
+    """Rerun the rows of ``sets`` and put them in place of theirs in ``out_dir/bcd_tables.*``,
+    keeping the other rows and the notes; ``why`` names the reason in the note added.
+
+    The defaults are those of the table as it stands: 20 draws (3 on adult), SDP and
+    SimpleNPKL on the first draw, 5 CV draws (3 on adult) by the column's rule (the held-out
+    cosine AUC, best mean).
+    """
+    from psdlearn.experiments.gamma_cv import cv_count
+
+    _warm_up()
+    have_sdp = cvxpy_available()
+    rows, raw = [], {}
+    c0, w0, load0 = time.process_time(), time.perf_counter(), os.getloadavg()[1]
+    for name in sets:
+        part_rows, part = _set_rows(name, 3 if name in ADULT_SETS else 20, sdp_reps,
+                                    simplenpkl_reps, SIMPLENPKL_MAX_N,
+                                    cv_count(name, None, None, False), have_sdp,
+                                    dict(cv_rule))
+        rows.extend(part_rows)
+        raw.update(part)
+        log(f"{name}: {part_rows}")
+    rule = ", ".join(f"{k} {v}" for k, v in cv_rule)
+    note = (f"Rows rerun on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+            f"{', '.join(sets)} ({why}), SDP and SimpleNPKL on the first {sdp_reps} and "
+            f"{simplenpkl_reps} draws as the other rows, CV by {rule}; "
+            f"{time.process_time() - c0:.0f} CPU s in {time.perf_counter() - w0:.0f} wall s, "
+            f"load {load0:.1f} / {os.getloadavg()[1]:.1f}.")
+    text = replace_rows(out_dir, "bcd_tables", lambda r: r["dataset"] in sets, rows, note,
+                        raw=raw, label=("dataset", "loss"),
+                        show=("BCD rand %", "SimpleNPKL rand %", "SDP rand %",
+                              "gamma by constraint CV %"))
+    log(text)
+    return rows
+
+
+def _warm_up():
+    """One small BCD fit per loss, so that no timed fit includes the JIT compilation."""
+    from psdlearn.datasets import make_two_gaussians
+
+    X, y = make_two_gaussians(60, random_state=0)
+    for loss in BCD_LOSSES:
+        run_repetitions(X, y, n_neighbors=5, reps=1, loss=loss, max_iter=5)
 
 
 def _simplenpkl_cells(X, y, protocol, bcd_records, raw, key, max_reps=None,

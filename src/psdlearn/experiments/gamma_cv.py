@@ -48,8 +48,8 @@ from psdlearn.experiments.protocol import (
 from psdlearn.experiments.report import write_results
 from psdlearn.model_selection import NPKLCV, ClusteringScorer, ConstraintKFold, select_gamma
 
-__all__ = ["CV_REQUIRE_CONVERGENCE", "CV_SCORING", "CV_SELECTION", "RULES", "cv_cell",
-           "cv_count", "cv_records", "cv_reduced_note", "run"]
+__all__ = ["BCD_TABLES", "CV_REQUIRE_CONVERGENCE", "CV_SCORING", "CV_SELECTION", "RULES",
+           "cv_cell", "cv_count", "cv_records", "cv_reduced_note", "rerun_rows", "run"]
 
 #: Held-out score of the CV column: "clustering" (ClusteringScorer with the protocol's
 #: number of clusters) or "auc" (NPKL.score).
@@ -189,7 +189,7 @@ def _rule_cell(records, rule):
 
 
 def _table(name, sets, reps, params, paper, log, adult_params=None, groups="pairs",
-           compare=False):
+           compare=False, scoring=None, selection=None):
     rows, raw = [], {}
     for data in sets:
         loaded = load_set_with_graph(data)
@@ -198,7 +198,8 @@ def _table(name, sets, reps, params, paper, log, adult_params=None, groups="pair
         X, y, k, L = loaded
         kw = {**params, **(adult_params if data in ADULT_SETS and adult_params else {})}
         base = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, **kw)
-        cv = cv_records(y, L, reps, groups=groups, compare=compare, **kw)
+        cv = cv_records(y, L, reps, groups=groups, compare=compare, scoring=scoring,
+                        selection=selection, **kw)
         b, c = summarize(base), summarize(cv)
         diff = c["rand_mean"] - b["rand_mean"]
         row = {
@@ -277,7 +278,6 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
     ``tables``: which of "admm", "bcd" to run. Each table is rewritten after every set.
     """
     from psdlearn.experiments.admm_table2 import PAPER_TABLE2
-    from psdlearn.experiments.bcd_tables import JMLR_TABLE2
 
     reps = (2 if quick else 5) if reps is None else int(reps)
     if not isinstance(adult_reps, dict):
@@ -299,11 +299,6 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
     def admm_paper(data, loss):
         p = PAPER_TABLE2.get(data)
         return "-" if p is None else f"{p[0]:.2f} ± {p[1]:.2f}"
-
-    def bcd_paper(data, loss):
-        col = {"hinge": 2, "linear": 1, "squared_hinge": 4}.get(loss)
-        ref = JMLR_TABLE2.get(data)
-        return "-" if ref is None or col is None else f"{ref[col]:.1f} (JMLR 2011)"
 
     def write(kind, rows, raw, extra_notes, title):
         load = f"Machine load (5-min average) at start / now: {load0:.1f} / " \
@@ -337,7 +332,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
             for loss in bcd_losses:
                 part, praw = _table("bcd", (data,), draws(data),
                                     {"loss": loss, "max_iter": 1000, "tol": 1e-5},
-                                    bcd_paper, log, adult_params={"max_iter": 800},
+                                    _bcd_paper, log, adult_params={"max_iter": 800},
                                     groups=groups, compare=compared(data))
                 rows += part
                 raw.update(praw)
@@ -350,3 +345,55 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
                     "gamma by constraint CV: NPKL-BCD")
         out += rows
     return out
+
+
+def _bcd_paper(data, loss):
+    from psdlearn.experiments.bcd_tables import JMLR_TABLE2
+
+    col = {"hinge": 2, "linear": 1, "squared_hinge": 4}.get(loss)
+    ref = JMLR_TABLE2.get(data)
+    return "-" if ref is None or col is None else f"{ref[col]:.1f} (JMLR 2011)"
+
+
+#: The BCD tables of this reproduction as they were run: file -> (draws, losses, groups,
+#: rule columns, CV column's score, its selection).
+BCD_TABLES = {
+    "gamma_cv_bcd": (10, ("hinge", "squared_hinge", "square", "linear"), "pairs", True,
+                     "clustering", "one_se"),
+    "gamma_cv_bcd_npklcv": (10, ("hinge", "squared_hinge", "square", "linear"), "pairs",
+                            False, "clustering", "best"),
+    "gamma_cv_bcd_components": (3, ("hinge",), "components", False,
+                                "auc", "best"),
+}
+
+
+def rerun_rows(out_dir, table, sets, why, log=print):
+    """Rerun the rows of ``sets`` in the BCD table ``table`` (a key of :data:`BCD_TABLES`,
+    with the draws, losses, split and rule it was run with) and put them in place of
+    theirs, keeping the other rows and the notes; ``why`` names the reason in the note."""
+    from psdlearn.experiments._partial import replace_rows
+    from psdlearn.experiments.bcd_tables import _warm_up
+
+    reps, losses, groups, compare, scoring, selection = BCD_TABLES[table]
+    _warm_up()
+    rows, raw = [], {}
+    c0, w0, load0 = time.process_time(), time.perf_counter(), os.getloadavg()[1]
+    for data in sets:
+        for loss in losses:
+            part, praw = _table("bcd", (data,), reps, {"loss": loss, "max_iter": 1000,
+                                                       "tol": 1e-5},
+                                _bcd_paper, log, groups=groups, compare=compare,
+                                scoring=scoring, selection=selection)
+            rows += part
+            raw.update(praw)
+    note = (f"Rows rerun on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
+            f"{', '.join(sets)} ({why}); {reps} draws, CV column by the {scoring} score "
+            f"and the {selection} selection as the other rows (require_convergence="
+            f"{CV_REQUIRE_CONVERGENCE}: BCD fold fits converge, it changes nothing here); "
+            f"{time.process_time() - c0:.0f} CPU s in {time.perf_counter() - w0:.0f} wall s, "
+            f"load {load0:.1f} / {os.getloadavg()[1]:.1f}.")
+    text = replace_rows(out_dir, table, lambda r: r["dataset"] in sets, rows, note, raw=raw,
+                        label=("dataset", "loss"),
+                        show=("gamma = 1 rand %", "gamma by constraint CV rand %"))
+    log(text)
+    return rows

@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import time
+import uuid
 import warnings
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from psdlearn.baselines import (
     spectral_kernel_features,
 )
 from psdlearn.baselines.linear_svm import liblinear_c
+from psdlearn.experiments._partial import add_run, locked, merge_saved, runs_note
 from psdlearn.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
@@ -75,6 +77,8 @@ NO_GRAPH_SETS = ("mnist",)
 #: Default schedule ``(table, repetitions)``: every set of a table is extended to that many
 #: draws before the next round, so a stopped run has covered every set.
 DEFAULT_ROUNDS = ((1, 10), (2, 5), (1, 30), (2, 30))
+#: Repetitions of the paper's tables.
+PAPER_REPS = 30
 
 
 def _svm(C):
@@ -207,6 +211,7 @@ def _table1_row(name, recs):
     row["spectral s (graph)"] = (f"{np.median([r['spectral_s'] for r in recs]):.2f} "
                                  f"({recs[0]['graph_s']:.1f})" if "graph_s" in recs[0]
                                  else "-")
+    row["ours - Nys C=1 (paired ± se)"] = _paired(recs, "ours", "nystrom")
     row["ours - Nys C=CV (paired ± se)"] = _paired(recs, "ours_cv", "nystrom_cv")
     row["ours lambda (median)"] = f"{np.median([r['lambda'] for r in recs]):g}"
     row["median C ours/Nys"] = (f"{np.median([r['ours_C'] for r in recs]):.3g}/"
@@ -231,6 +236,16 @@ def _table2_row(name, recs):
     return row
 
 
+def _significant(rows, column):
+    """Sets where the paired difference in ``column`` is beyond 2 se: (below, above)."""
+    out = ([], [])
+    for r in rows:
+        mean, se = (float(v) for v in r[column].split(" ± "))
+        if abs(mean) > 2 * se:
+            out[mean > 0].append(r["data"])
+    return out
+
+
 def _wins(rows, a, b):
     """Sets where column ``a`` has a lower mean error than column ``b``."""
     def mean(cell):
@@ -238,18 +253,32 @@ def _wins(rows, a, b):
     return sum(mean(r[a]) < mean(r[b]) for r in rows), len(rows)
 
 
+def _path(out_dir, table):
+    return Path(out_dir) / f"nystrom_baselines{table}.json"
+
+
+def _same_rule(payload):
+    return payload.get("c_rule") == C_RULE
+
+
 def _load_raw(out_dir, table):
     """Records of an earlier run under :data:`C_RULE` (``{set: [record, ...]}``), or ``{}``."""
-    path = Path(out_dir) / f"nystrom_baselines{table}.json"
+    path = _path(out_dir, table)
     if not path.exists():
         return {}
-    saved = json.loads(path.read_text())
-    return saved.get("raw", {}) if saved.get("c_rule") == C_RULE else {}
+    with locked(path):  # not while another piece writes it
+        saved = json.loads(path.read_text())
+    return saved.get("raw", {}) if _same_rule(saved) else {}
 
 
 def run(out_dir, quick=False, log=print, reps=None, tables=(1, 2), sets=None, rounds=None,
         max_reps=None, resume=False):
     """Both tables with the baselines and both ``C``; write ``nystrom_baselines{1,2}.*``.
+
+    A run may cover some sets only (``sets``): its draws are merged by seed, under a file
+    lock, into the records already saved in ``out_dir`` under the same :data:`C_RULE`, and
+    the table shows every set saved. Runs of different sets may thus go one after another
+    or side by side (one process per set) and add up to one table.
 
     Parameters
     ----------
@@ -262,14 +291,16 @@ def run(out_dir, quick=False, log=print, reps=None, tables=(1, 2), sets=None, ro
     tables : tuple of int
         Tables of the default schedule.
     sets : sequence of str, optional
-        Default: every set of Tables 1-2 that is available.
+        Sets to run. Default: every set of Tables 1-2 that is available.
     rounds : sequence of (table, reps), optional
         Schedule (default :data:`DEFAULT_ROUNDS` restricted to ``tables``): each round extends
         every set of its table to ``reps`` draws (seeds ``0 .. reps - 1``).
     max_reps : dict, optional
         ``{set: reps}`` caps for the slowest sets.
     resume : bool
-        Start from the records already in ``out_dir`` (same :data:`C_RULE`).
+        Start from the records already in ``out_dir`` (same :data:`C_RULE`): only the
+        missing seeds are drawn. Without it the draws are recomputed, and still merged
+        with the saved ones of other sets.
     """
     if quick:
         rounds, sets = [(t, 1) for t in tables], ("usps49", "g241c")
@@ -280,37 +311,69 @@ def run(out_dir, quick=False, log=print, reps=None, tables=(1, 2), sets=None, ro
     sets = [s for s in (sets or SETS) if load_protocol_set(s) is not None]
     caps = max_reps or {}
     raw = {t: (_load_raw(out_dir, t) if resume else {}) for t in (1, 2)}
-    load = [os.getloadavg()[1]]
+    # this run's account per table, kept in the JSON beside those of the other runs
+    run_id = uuid.uuid4().hex
+    pieces = {t: {"id": run_id, "sets": list(sets), "load_start": os.getloadavg()[1],
+                  "cpu_s": 0.0, "wall_s": 0.0, "draws": 0} for t in (1, 2)}
     for table, target in rounds:
         rep_fn = _table1_rep if table == 1 else _table2_rep
+        piece = pieces[table]
         for name in sets:
             recs = raw[table].setdefault(name, [])
-            todo = range(len(recs), min(target, caps.get(name, target)))
+            have = {r["seed"] for r in recs}
+            todo = [s for s in range(min(target, caps.get(name, target))) if s not in have]
             if not todo:
                 continue
             X, y = load_protocol_set(name)
             for seed in todo:
-                c0 = time.process_time()
+                c0, w0 = time.process_time(), time.perf_counter()
                 rec = rep_fn(X, y, name, seed)
                 rec["draw_cpu_s"] = time.process_time() - c0
-                recs.append(rec)
-            load.append(os.getloadavg()[1])
+                piece["cpu_s"] += rec["draw_cpu_s"]
+                piece["wall_s"] += time.perf_counter() - w0
+                piece["draws"] += 1
+                piece["load_end"] = os.getloadavg()[1]
+                raw[table][name] = sorted([*recs, rec], key=lambda r: r["seed"])
+                # after every draw: a stopped run loses at most one
+                raw[table] = _write(out_dir, table, raw[table], caps, piece)[1]
+                recs = raw[table][name]
             log(f"table {table} {name}: {len(recs)} draws")
-            _write(out_dir, table, sets, raw[table], caps, load)
     for table in sorted({t for t, _ in rounds}):
-        log(_write(out_dir, table, sets, raw[table], caps, load))
+        log(_write(out_dir, table, raw[table], caps, pieces[table])[0])
 
 
-def _write(out_dir, table, sets, raw, caps, load):
+def _write(out_dir, table, raw, caps, piece):
+    """Merge ``raw`` into the saved records and write the table; ``(markdown, merged raw)``.
+
+    ``piece``: this run's account (CPU, wall, load), kept in the JSON's ``runs`` list.
+    """
+    path = _path(out_dir, table)
+    with locked(path):
+        raw = merge_saved(path, raw, key_fn=_same_rule)
+        runs = []
+        if path.exists() and _same_rule(saved := json.loads(path.read_text())):
+            runs = saved.get("runs", [])
+        runs = add_run(runs, piece)
+        text = _write_locked(out_dir, table, raw, caps, runs)
+    return text, raw
+
+
+def _write_locked(out_dir, table, raw, caps, runs):
     row_fn = _table1_row if table == 1 else _table2_row
-    done = [name for name in sets if raw.get(name)]
+    every = [s for s in SETS if s in raw] + sorted(s for s in raw if s not in SETS)
+    done = [name for name in every if raw[name]]
+    if not done:
+        return "no draws yet"
     rows = [row_fn(name, raw[name]) for name in done]
+    short = [f"{name} {len(raw[name])}" for name in done if len(raw[name]) < PAPER_REPS]
+    missing = [s for s in SETS if s not in done]
     notes = [
         "Repetitions per set in 'reps' (labelled draws seeded 0..reps-1; the paper: 30). "
-        + (f"Capped for time: {', '.join(f'{k} {v}' for k, v in caps.items() if k in done)}. "
+        + (f"Fewer, for time: {', '.join(short)}. " if short else "")
+        + (f"Capped for time by this run: "
+           f"{', '.join(f'{k} {v}' for k, v in caps.items() if k in done)}. "
            if any(k in done for k in caps) else "")
-        + (f"Not reached: {', '.join(s for s in sets if s not in done)}."
-           if len(done) < len(sets) else ""),
+        + (f"Not reached (or no data file): {', '.join(missing)}." if missing else ""),
         "C=1: LinearSVC(C=1) as our earlier tables. C=CV: LIBLINEAR's -C search on the 100 "
         "labelled points (psdlearn.baselines.linear_svm.liblinear_c: C doubling from "
         "2^floor(log2(1/(2 l max||x||^2))) up to 1024, 5-fold stratified CV, smallest best "
@@ -325,7 +388,12 @@ def _write(out_dir, table, sets, raw, caps, load):
             f"{won['C=1'][1]} sets with C = 1 and on {won['C=CV'][0]} of {won['C=CV'][1]} with "
             f"C by CV; by the paper's Table 1 means: on {paper} of these {len(rows)} (issue 20 "
             "quotes 12 of 16). 'ours - Nys': paired over the same draws; beyond 2 se it is "
-            "a significant difference (the paper marks paired t-test wins at 95%).",
+            "a significant difference (the paper marks paired t-test wins at 95%): "
+            + "; ".join(f"{c}: ours better on {len(b)} ({', '.join(b) or '-'}), worse on "
+                        f"{len(w)} ({', '.join(w) or '-'})"
+                        for c in ("C=1", "C=CV")
+                        for b, w in [_significant(rows, f"ours - Nys {c} (paired ± se)")])
+            + ".",
             "Spectral: order-constrained spectral kernel (Zhu et al. 2005), Cluster: cluster "
             "kernel with the poly-step transfer (Chapelle et al. 2002), both of rank r = m "
             f"(the Nystrom landmark count) on a {GRAPH_NEIGHBORS}-NN Gaussian graph (not the "
@@ -345,11 +413,29 @@ def _write(out_dir, table, sets, raw, caps, load):
             "kernels on ours' landmarks (m_bar = m tau / 9). Their time: the weights only.",
             "Nystrom 9: standard Nystrom of the nine kernels, equal weights, same landmarks.",
         ]
-    notes.append(f"Machine load (5-minute average) at the start and end of the last run: "
-                 f"{load[0]:.1f}, {load[-1]:.1f} on 2 cores shared with other engineers' jobs "
-                 "(wall times are inflated; CPU times less so).")
+    notes.append(runs_note(runs, sum(len(raw[name]) for name in done),
+                           " (load 5-9 then)"))
     title = ("Lan et al. (2017) Table 1: Spectral and Cluster baselines, C = 1 and C by CV"
              if table == 1 else
              "Lan et al. (2017) Table 2: ABMKL and CABMKL baselines, C = 1 and C by CV")
     return write_results(out_dir, f"nystrom_baselines{table}", list(rows[0].keys()), rows,
-                         notes, title=title, extra={"c_rule": C_RULE, "raw": raw})
+                         notes, title=title, extra={"c_rule": C_RULE, "raw": raw, "runs": runs})
+
+
+def main(argv=None):
+    """``python -m psdlearn.experiments.nystrom_baselines --table 1 --reps 30 --sets a,b``:
+    one piece of a long run (see :func:`run`), resumed from and merged into ``--out``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--table", type=int, choices=(1, 2), required=True)
+    parser.add_argument("--reps", type=int, required=True)
+    parser.add_argument("--sets", default=None, help="comma-separated; default: all")
+    parser.add_argument("--out", default="reproductions")
+    args = parser.parse_args(argv)
+    run(args.out, reps=args.reps, tables=(args.table,), resume=True,
+        sets=None if args.sets is None else args.sets.split(","))
+
+
+if __name__ == "__main__":
+    main()
