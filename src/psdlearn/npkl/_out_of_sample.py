@@ -18,7 +18,10 @@ It is a closed form per point, so a batch gives the rows of its points one at a 
 scale follows ``sqrt(d_x)``, the density of training points at ``x``, as the fitted rows
 follow ``sqrt(D_ii)`` (an unconstrained training row at the fixed point of the fit is
 ``e_i = sum_j S_ij e_j / ((1 + delta) sqrt(D_ii D_jj))``, the same formula over its own
-graph edges). The one choice the paper leaves open is ``k'`` (below).
+graph edges). What the paper leaves open is the new point's edges: here its ``k'``
+nearest training points (``k'`` below), not also the training points that would count
+``x`` among their ``k`` nearest (the other half of a symmetrized kNN graph over
+training and new points together, which would change with the training lists).
 
 **The option: the Gaussian-weighted mean** (:func:`harmonic_rows`, ``NPKL(out_of_sample=
 "weighted_mean")``), the minimizer of ``sum_j s_j ||e - e_j||^2`` (the random-walk
