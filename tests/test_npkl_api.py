@@ -14,10 +14,11 @@ import psdlearn as pl
 from psdlearn._progress import FitInterruptedWarning
 
 # fit_transform returns the transductive solution embedding_ (the constraints act on the
-# training rows), transform the out-of-sample extension, which does not see them: the two
-# differ by design (beyond the checks' 1e-2 for BCD; the ADMM pcp kernel of the checks'
-# data happens to be smooth enough to pass). test_fit_transform_is_embedding and
-# test_transform_* check both behaviours.
+# training rows), transform the out-of-sample extension, which does not see them and
+# attaches each point to its k' nearest training points, itself included (see
+# NPKL.transform): the two differ by design, beyond the checks' 1e-2, for both solvers.
+# test_fit_transform_is_embedding, test_transform_* and, in test_npkl_out_of_sample.py,
+# test_training_row_is_the_fixed_point_of_its_own_graph_edges check what holds instead.
 _TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of-sample map"
 _EXPECTED = {"check_transformer_general": _TRANSDUCTIVE,
              "check_transformer_data_not_an_array": _TRANSDUCTIVE}
@@ -25,7 +26,7 @@ _EXPECTED = {"check_transformer_general": _TRANSDUCTIVE,
 
 @parametrize_with_checks(
     [pl.NPKL(max_iter=50), pl.NPKL(solver="admm", loss="pcp", max_iter=50)],
-    expected_failed_checks=lambda est: _EXPECTED if est.solver == "bcd" else {},
+    expected_failed_checks=lambda est: _EXPECTED,
 )
 def test_sklearn_checks(estimator, check):
     with warnings.catch_warnings():
@@ -48,10 +49,11 @@ def test_fit_transform_is_embedding():
     assert np.array_equal(E, model.embedding_)
 
 
-def test_transform_batch_equals_one_at_a_time():
+@pytest.mark.parametrize("rule", ["normalized", "weighted_mean"])
+def test_transform_batch_equals_one_at_a_time(rule):
     X, y = _blobs(120)
     C = pl.PairwiseConstraints.from_labels(y[:90], random_state=0)
-    model = pl.NPKL(loss="square", random_state=0).fit(X[:90], C)
+    model = pl.NPKL(loss="square", out_of_sample=rule, random_state=0).fit(X[:90], C)
     batch = model.transform(X[90:])
     single = np.vstack([model.transform(X[i:i + 1]) for i in range(90, 120)])
     assert np.allclose(batch, single, rtol=0, atol=1e-14)
@@ -59,23 +61,37 @@ def test_transform_batch_equals_one_at_a_time():
 
 
 def test_transform_kept_index_equals_rebuilt_closed_form():
-    """The kept index gives the rows computed from a fresh exact search and the formula."""
+    """The kept index gives the rows computed from a fresh exact search and the formula of
+    each rule: the default normalized row sum_j s_j e_j / ((1 + delta) sqrt(d_x (D_jj +
+    s_j))) and the weighted mean sum_j s_j e_j / sum_j s_j."""
     X, y = _blobs(120, seed=1)
     C = pl.PairwiseConstraints.from_labels(y[:90], random_state=1)
     model = pl.NPKL(loss="square", knn_method="exact", random_state=0).fit(X[:90], C)
+    assert model.out_of_sample == "normalized"
     k = model.n_neighbors_transform_
     assert k in (5, 10, 15, 20)
     dist, ind = NearestNeighbors(n_neighbors=k).fit(X[:90]).kneighbors(X[90:])
     s = np.exp(-dist**2 / (2 * model.sigma_**2))
-    expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), model.embedding_[ind])
+    E = model.embedding_
+    d_x = s.sum(1, keepdims=True)
+    coef = s / ((1 + model.delta) * np.sqrt(d_x * (model.degrees_[ind] + s)))
+    normalized = np.einsum("bk,bkr->br", coef, E[ind])
+    assert np.allclose(model.transform(X[90:]), normalized, rtol=1e-12, atol=1e-14)
+    expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), E[ind])
+    model.set_params(out_of_sample="weighted_mean")  # read at transform time
     assert np.allclose(model.transform(X[90:]), expected, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(normalized, expected, rtol=1e-3)
+    model.set_params(out_of_sample="mean")
+    with pytest.raises(ValueError, match="out_of_sample must be"):
+        model.transform(X[90:])
 
 
 def test_transform_minimizes_its_graph_term_and_reproduces_constants():
-    """Each row minimizes sum_j s_j ||e - e_j||^2 (zero gradient, and any step increases
-    it); a constant embedding maps every new point to that constant."""
+    """out_of_sample="weighted_mean": each row minimizes sum_j s_j ||e - e_j||^2 (zero
+    gradient, and any step increases it); a constant embedding maps every new point to
+    that constant."""
     X, y = _blobs(120, seed=2)
-    model = pl.NPKL(loss="square", random_state=0).fit(
+    model = pl.NPKL(loss="square", out_of_sample="weighted_mean", random_state=0).fit(
         X[:90], pl.PairwiseConstraints.from_labels(y[:90], random_state=0))
     Xn = X[90:]
     E_new = model.transform(Xn)
@@ -141,6 +157,8 @@ def test_transform_joint_depends_on_batch_and_transform_does_not():
         X[:90], pl.PairwiseConstraints.from_labels(y[:90], random_state=0))
     joint_all, joint_five = model.transform_joint(X[90:]), model.transform_joint(X[90:95])
     assert not np.allclose(joint_all[:5], joint_five)
+    assert np.allclose(model.transform(X[90:])[:5], model.transform(X[90:95]))
+    model.set_params(out_of_sample="weighted_mean")
     assert np.allclose(model.transform(X[90:])[:5], model.transform(X[90:95]))
 
 

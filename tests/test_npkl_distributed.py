@@ -157,18 +157,25 @@ def test_both_workers_execute_and_embedding_keeps_row_chunks(client, data):
 
 
 def test_transform_of_a_dask_array_is_the_weighted_neighbour_average(client, data):
+    """out_of_sample="weighted_mean" on the blocks; the default normalized row needs the
+    training degrees, which the distributed fit does not keep: it warns and gives the same."""
     from sklearn.neighbors import NearestNeighbors
 
     X, C, Xd = data
-    model = pl.NPKL(loss="square", solver="bcd", max_iter=5, tol=0.0, **SETUP).fit(Xd, C)
+    model = pl.NPKL(loss="square", solver="bcd", max_iter=5, tol=0.0,
+                    out_of_sample="weighted_mean", **SETUP).fit(Xd, C)
     X_new = np.random.default_rng(1).normal(size=(40, X.shape[1]))
     Z = model.transform(da.from_array(X_new, chunks=15))
     assert isinstance(Z, da.Array) and Z.chunks[0] == (15, 15, 10)
-    # Hu & Kwok 2015 III-E per point: Gaussian-weighted mean of the k nearest training rows
+    # per point: Gaussian-weighted mean of the k nearest training rows
     E = model.embedding_.compute()
     dist, ind = NearestNeighbors(n_neighbors=model.n_neighbors_).fit(X).kneighbors(X_new)
     s = np.exp(-dist**2 / (2 * model.sigma_**2))
     expected = np.einsum("bk,bkr->br", s / s.sum(1, keepdims=True), E[ind])
+    np.testing.assert_allclose(Z.compute(), expected, rtol=1e-10, atol=1e-12)
+    model.set_params(out_of_sample="normalized")
+    with pytest.warns(UserWarning, match="keeps no training degrees"):
+        Z = model.transform(da.from_array(X_new, chunks=15))
     np.testing.assert_allclose(Z.compute(), expected, rtol=1e-10, atol=1e-12)
 
 

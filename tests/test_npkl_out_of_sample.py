@@ -2,6 +2,7 @@
 III-E, one new point attached to the fixed training graph)."""
 
 import numpy as np
+import pytest
 from sklearn.neighbors import NearestNeighbors
 
 import psdlearn as pl
@@ -19,17 +20,22 @@ def _fitted(n=90, n_new=20, seed=0):
     return model, X[:n], X[n:]
 
 
-def test_normalized_row_minimizes_the_graph_term_with_the_point_attached():
+@pytest.mark.parametrize("k", [7, None])
+def test_normalized_row_minimizes_the_graph_term_with_the_point_attached(k):
     """For each new point x, build the (n + 1)-point graph: the training graph plus x's
     edges to its k' nearest training points, its normalized Laplacian L', and minimize
     tr([E; e]^T L' [E; e]) over e by solving the 1-row normal equation; the closed form must
-    give that e, and perturbing it must increase the term."""
+    give that e, and perturbing it must increase the term. k=None: the default
+    NPKL.transform, with its own k' = n_neighbors_transform_."""
     model, X_tr, X_new = _fitted()
-    n, k = len(X_tr), 7
+    n = len(X_tr)
     S, sigma = knn_graph(X_tr, n_neighbors=model.n_neighbors_, sigma=model.sigma_)
     np.testing.assert_allclose(np.asarray(S.sum(axis=1)).ravel(), model.degrees_, rtol=1e-12)
+    default = k is None
+    k = model.n_neighbors_transform_ if default else k
     dist, ind = NearestNeighbors(n_neighbors=k).fit(X_tr).kneighbors(X_new)
-    rows = normalized_rows(dist, ind, model.embedding_, model.degrees_, sigma, model.delta)
+    rows = (model.transform(X_new) if default else
+            normalized_rows(dist, ind, model.embedding_, model.degrees_, sigma, model.delta))
     E = model.embedding_
     for b in range(len(X_new)):
         S1 = np.zeros((n + 1, n + 1))
@@ -77,3 +83,35 @@ def test_normalized_row_of_a_point_far_from_all_is_zero():
     rows = normalized_rows(dist, ind, model.embedding_, model.degrees_, model.sigma_,
                            model.delta)
     assert np.array_equal(rows, np.zeros_like(rows))
+
+
+def test_training_row_is_the_fixed_point_of_its_own_graph_edges():
+    """Why transform(x_i) is not e_i, and what holds instead. Fit to a tight tolerance; for
+    an unconstrained training point i, attach it by its own edges S_ij of the training graph
+    with the degrees D_jj (which already count those edges: pass D_jj - S_ij so that
+    normalized_rows adds S_ij back): the normalized row is then update (13) of the fit for
+    row i, and returns e_i. Through transform, x_i is its own nearest neighbour and its
+    k' nearest replace its graph edges, so its row differs."""
+    rng = np.random.default_rng(3)
+    y = np.repeat(np.arange(3), 30)
+    X = rng.normal(size=(90, 4)) * 0.7 + 3.0 * np.eye(3, 4)[y]
+    C = pl.PairwiseConstraints.from_labels(y, n_must=6, n_cannot=6, random_state=0)
+    model = pl.NPKL(loss="square", knn_method="exact", tol=1e-13, max_iter=100000,
+                    random_state=0).fit(X, C)
+    assert model.converged_
+    E, sigma = model.embedding_, model.sigma_
+    S, _ = knn_graph(X, n_neighbors=model.n_neighbors_, sigma=sigma)
+    S = S.tocsr()
+    free = np.setdiff1d(np.arange(90), C.pairs.ravel())
+    assert len(free) >= 60
+    scale = np.abs(E).max()
+    for i in free:
+        nbrs = S.indices[S.indptr[i]:S.indptr[i + 1]]
+        w = S.data[S.indptr[i]:S.indptr[i + 1]]
+        degrees = model.degrees_.copy()
+        degrees[nbrs] -= w
+        dist = np.sqrt(-2 * sigma**2 * np.log(w))
+        row = normalized_rows(dist[None], nbrs[None], E, degrees, sigma, model.delta)[0]
+        np.testing.assert_allclose(row, E[i], rtol=0, atol=1e-8 * scale)
+    through_transform = model.transform(X[free])
+    assert np.abs(through_transform - E[free]).max() > 1e-3 * scale

@@ -293,8 +293,18 @@ def _transform_merge(sigma, k, *parts):
 
 
 def transform_dask(est, X):
-    """:meth:`NPKL.transform` of a row-chunked dask array, on the blocks of the fit."""
+    """:meth:`NPKL.transform` of a row-chunked dask array, on the blocks of the fit.
+
+    The weighted mean of ``out_of_sample="weighted_mean"``: the blocks keep no training
+    degrees, which the default normalized row needs, so that default warns and falls back.
+    """
     import dask.array as da
+
+    if est.out_of_sample != "weighted_mean":
+        warnings.warn(f"transform of a dask array computes out_of_sample='weighted_mean', "
+                      f"not {est.out_of_sample!r}: the distributed fit keeps no training "
+                      "degrees. Set out_of_sample='weighted_mean' to silence this.",
+                      UserWarning, stacklevel=3)
 
     model = getattr(est, "_dask_model", None)
     if model is None:
