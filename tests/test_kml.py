@@ -1,9 +1,14 @@
 """KernelMetricLearner (Yeung, Chang & Dai 2007): closed-form beta, landmarks, LLE weights,
 out-of-sample, the side-information convention, quiet and interruptible fits."""
 
+import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -557,6 +562,39 @@ def test_quiet_by_default_and_verbose_on_stderr(xor, capsys):
     assert "repetition=2" in out.err
     assert_array_equal(loud.embedding_, quiet.embedding_)
     assert loud.fit_time_ > 0
+
+
+# Every fit and transform of the five estimators, run in a fresh interpreter: the HiGHS
+# banner was printed by the first PSDBoost fit of a process, which an earlier test of this
+# session would already have made. A line on stderr shows that the script ran to its end.
+_ALL_FITS = textwrap.dedent("""
+    import sys, warnings
+    warnings.simplefilter("ignore")
+    import numpy as np
+    import psdlearn as pl
+    X, y = pl.datasets.make_xor(120, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=20, n_cannot=10, random_state=0)
+    partial = np.where(np.arange(120) % 4 == 0, y, -1)
+    for solver, loss in [("bcd", "hinge"), ("admm", "pcp")]:
+        pl.NPKL(solver=solver, loss=loss, max_iter=20, random_state=0).fit(X, C).transform(X)
+    pl.KernelMetricLearner().fit(X, C).transform(X)
+    pl.KernelMetricLearner(n_landmarks=60, n_iter=2, random_state=0).fit(X, C).transform(X)
+    pl.RCA().fit(X, C).transform(X)
+    for side in (partial, C, None):
+        pl.GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, side).transform(X)
+    for solver in ("column-generation", "interior-point", "subspace", "working-set"):
+        pl.PSDBoost(solver=solver, random_state=0).fit(X, y).transform(X)
+    print("all fits done", file=sys.stderr)
+""")
+
+
+def test_no_estimator_writes_to_stdout():
+    env = dict(os.environ, PYTHONPATH=str(Path(pl.__file__).parents[1]))
+    run = subprocess.run([sys.executable, "-c", _ALL_FITS], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "all fits done" in run.stderr
+    assert run.stdout == ""
 
 
 def _slow_fit():
