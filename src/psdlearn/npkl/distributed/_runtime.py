@@ -140,8 +140,8 @@ class Runtime:
                 "rows of E and L had no other copy, so the fit is aborted (no embedding is "
                 "returned). Fit again on a stable cluster.")
 
-    def gather(self, futures):
-        """Results of ``futures``, checking the workers while waiting."""
+    def wait(self, futures):
+        """Wait until ``futures`` are done (on the workers), checking the workers meanwhile."""
         from distributed import wait
 
         while True:
@@ -156,6 +156,10 @@ class Runtime:
         if bad:
             raise WorkerLostError(f"{len(bad)} task(s) of the distributed NPKL fit were lost "
                                   f"({bad[0].status}); the fit is aborted.")
+
+    def gather(self, futures):
+        """Results of ``futures``, checking the workers while waiting."""
+        self.wait(futures)
         t0 = time.perf_counter()
         out = self.client.gather(futures)
         self.fetch_s = time.perf_counter() - t0
