@@ -23,9 +23,11 @@ default), whose sweeps give the extrapolated time of a converged distributed fit
 
 Then the time per iteration at n = 1e8 on P = 1 .. 64 machines by
 :func:`psdlearn.npkl.distributed.timemodel.model_time`, from the numbers measured at the
-largest n. Runs: ``--quick`` (1e5), the default (1e6 with ``--converge``), and
-``--n 10000000 --no-single --solvers bcd --rank 20 --gamma G --sweeps S --name
-npkl_distributed_1e7`` (G, S from the 1e6 run).
+largest n. Runs: ``--quick`` (1e5), the default (1e6), and ``--n 10000000 --no-single --solvers bcd
+--rank 20 --gamma G --sweeps S --name npkl_distributed_1e7`` (G, S from the 1e6 run). A
+run can be split into pieces, one solver each: ``--solvers bcd --converge`` writes the
+table, ``--solvers admm --merge`` then replaces that solver's rows (and notes) in it and
+keeps the others; ``--note`` adds a line on how the piece ran (e.g. exclusive).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-from _common import load_note, write_results
+from _common import RESULTS, load_note, write_results
 
 import psdlearn as pl
 from psdlearn.npkl.distributed.timemodel import Measured, model_time
@@ -215,6 +217,20 @@ def measured_inputs(solver, row, extra, n):
                     rank=row["rank"])
 
 
+def _kept(name, solvers):
+    """Rows and notes of an earlier table that a piece with ``solvers`` does not replace:
+    the rows of the other solvers, and the notes not tagged with one of ``solvers``."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        return [], []
+    with open(path) as fh:
+        old = json.load(fh)
+    rows = [r for r in old["rows"] if r["solver"] not in solvers]
+    notes = [t for t in old["notes"]
+             if not (t.startswith("[") and set(t[1:t.index("]")].split(", ")) & set(solvers))]
+    return rows, notes
+
+
 def _in_fresh_process(fn, *args):
     spawn = multiprocessing.get_context("spawn")  # OpenMP forbids fork
     with ProcessPoolExecutor(1, mp_context=spawn) as pool:
@@ -240,13 +256,17 @@ def main():
     ap.add_argument("--admm-iters", type=int, default=10)
     ap.add_argument("--name", default="npkl_distributed")
     ap.add_argument("--memlog", default=None, help="JSON-lines memory log (default: none)")
+    ap.add_argument("--merge", action="store_true",
+                    help="replace this run's solvers' rows and notes in the existing table")
+    ap.add_argument("--note", default="", help="how this run ran, added to its load note")
     args = ap.parse_args()
     ns = [100_000] if args.quick else args.n
     load0 = os.getloadavg()[0]
     from distributed import Client, LocalCluster
 
     rows, models = [], []
-    notes = [load_note(load0),
+    tag = f"[{', '.join(args.solvers)}] "  # the notes of this piece, for --merge
+    notes = [tag + load_note(load0) + args.note,
              "gamma: the single-machine fit's 'auto' (BCD square: 30 gamma_0), passed to the "
              "distributed fit; given (--gamma) where no single-machine fit ran.",
              "solve_s: the solver call (single: with its set-up, RCM renumbering and split); "
@@ -269,8 +289,12 @@ def main():
              "which also runs the scheduler."]
     sweeps = {n: args.sweeps for n in ns}
 
+    kept_rows, kept_notes = _kept(args.name, args.solvers) if args.merge else ([], [])
+
     def flush():
-        write_results(args.name, COLUMNS, rows, notes)
+        merged = sorted(kept_rows + rows, key=lambda r: (r["n"], list(SOLVERS).index(r["solver"])))
+        write_results(args.name, COLUMNS, merged,
+                      [t for t in kept_notes if t not in notes] + notes)
 
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                            dashboard_address=None, memory_limit=0)
@@ -281,7 +305,7 @@ def main():
             for solver in args.solvers:
                 distributed(client, pids, sampler, 2000, 2, solver, args.rank, 2, 1.0)
             for n in ns:
-                if args.converge and not args.no_single:
+                if args.converge and not args.no_single and "bcd" in args.solvers:
                     sampler.phase = f"single bcd n={n}: to tol"
                     conv = _in_fresh_process(single, n, args.chunks, "bcd", args.rank, 1000,
                                              1e-5)
@@ -307,7 +331,7 @@ def main():
                         row["extrapolated_s"] = row["graph_s"] + sweeps[n] * row["s_per_iter"]
                     rows.append(row)
                     print(row, extra, flush=True)
-                    notes.append(f"n = {n}, {solver}: block sizes {extra['block_sizes']}, "
+                    notes.append(f"{tag}n = {n}, {solver}: block sizes {extra['block_sizes']}, "
                                  f"halo rows per block {extra['halo_rows']}, peak MiB per "
                                  f"worker {[round(p) for p in extra['peak_per_worker']]}.")
                     flush()
@@ -316,7 +340,7 @@ def main():
             sampler.phase = "done"
     cluster.close()
     if any(sweeps.values()):
-        notes.append("sweeps_to_tol: sweeps of the single-machine BCD fit to tol = 1e-5 (the "
+        notes.append(tag + "sweeps_to_tol: sweeps of the single-machine BCD fit to tol = 1e-5 (the "
                      "default) on the same problem (at 1e7: the count measured at 1e6, passed "
                      "as --sweeps); extrapolated_s = graph_s + sweeps_to_tol x s_per_iter, the "
                      "time of a converged distributed fit if it needs as many sweeps "
@@ -330,9 +354,10 @@ def main():
                          "comm_s_per_iter": t["halo"] + t["reduction"] + t["scheduler"],
                          "halo_s_per_iter": t["halo"], "reduce_s_per_iter": t["reduction"],
                          "halo_MB_per_iter": t["halo_bytes"] / 1e6})
-        notes.append(f"model ({solver}) from the run at n = {max(ns)}: {meas}; assumed network "
-                     "10 Gbit/s, latency 100 us; the scheduler share is task_s * tasks * P.")
-    notes[0] = load_note(load0)
+        notes.append(f"{tag}model ({solver}) from the run at n = {max(ns)}: {meas}; assumed "
+                     "network 10 Gbit/s, latency 100 us; the scheduler share is "
+                     "task_s * tasks * P.")
+    notes[0] = tag + load_note(load0) + args.note
     flush()
 
 

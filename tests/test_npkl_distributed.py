@@ -20,10 +20,19 @@ da = pytest.importorskip("dask.array")
 SETUP = dict(delta=1.0, gamma=1.0, random_state=0)
 
 
+#: Seconds after which the scheduler fails a task that no live worker may run (a task
+#: pinned to a lost worker), instead of waiting for that worker.
+NO_WORKERS_TIMEOUT = 2.0
+
+
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+    import dask
+
+    with dask.config.set({"distributed.scheduler.no-workers-timeout":
+                          f"{NO_WORKERS_TIMEOUT}s"}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -202,6 +211,11 @@ def test_unsupported_settings_are_rejected(client, data):
         pl.NPKL(loss="square", graph="precomputed").fit(Xd, C)
 
 
+def _kill_a_worker(client, victim=None):
+    victim = victim or sorted(client.nthreads())[-1]
+    os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+
+
 def test_a_worker_killed_mid_fit_raises(client, data):
     from psdlearn.npkl.distributed import WorkerLostError
 
@@ -216,21 +230,42 @@ def test_a_worker_killed_mid_fit_raises(client, data):
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             outcome["result"] = exc
 
+    def half_steps(dask_scheduler):
+        return {str(k) for k in dask_scheduler.tasks if str(k).startswith("_half_step")}
+
+    # the models of earlier tests keep their ADMM tasks alive: wait for this fit's own
+    stale = client.run_on_scheduler(half_steps)
     thread = threading.Thread(target=run)
     thread.start()
-
-    def solving(dask_scheduler):
-        return any(str(k).startswith("_half_step") for k in dask_scheduler.tasks)
-
     deadline = time.monotonic() + 120
-    while not client.run_on_scheduler(solving) and time.monotonic() < deadline:
+    while (not client.run_on_scheduler(half_steps) - stale
+           and time.monotonic() < deadline):
         time.sleep(0.2)
-    victim = sorted(client.nthreads())[-1]
-    os.kill(client.run(os.getpid, workers=[victim])[victim], signal.SIGKILL)
+    _kill_a_worker(client)
     thread.join(timeout=120)
     assert not thread.is_alive()
     assert isinstance(outcome["result"], WorkerLostError)
     assert "left the cluster" in str(outcome["result"])
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it, for the next tests
+
+
+def test_an_embedding_whose_worker_died_after_the_fit_fails_to_compute(client, data):
+    """The fit returns once the embedding is on the workers; a worker lost afterwards takes
+    its chunks, which only tasks pinned to it could recompute: with the scheduler's
+    ``no-workers-timeout`` set, computing the embedding raises instead of waiting."""
+    from distributed.scheduler import NoValidWorkerError
+
+    X, C, Xd = data
+    model = pl.NPKL(loss="square", solver="bcd", max_iter=3, tol=0.0, **SETUP).fit(Xd, C)
+    # every chunk is already in worker memory when fit returns
+    futures = distributed.futures_of(model.embedding_)
+    assert len(futures) == Xd.numblocks[0]
+    assert all(f.status == "finished" for f in futures)
+    holder = client.who_has(futures[0])[futures[0].key][0]
+    _kill_a_worker(client, holder)
+    with pytest.raises(NoValidWorkerError):  # a wait beyond the timeout fails the test
+        client.compute(model.embedding_).result(timeout=NO_WORKERS_TIMEOUT + 30)
+    client.wait_for_workers(2, timeout=60)
 
 
 def test_layout_owner_and_local_positions():

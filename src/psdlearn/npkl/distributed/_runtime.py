@@ -140,8 +140,8 @@ class Runtime:
                 "rows of E and L had no other copy, so the fit is aborted (no embedding is "
                 "returned). Fit again on a stable cluster.")
 
-    def gather(self, futures):
-        """Results of ``futures``, checking the workers while waiting."""
+    def wait(self, futures):
+        """Wait until ``futures`` are done (on the workers), checking the workers meanwhile."""
         from distributed import wait
 
         while True:
@@ -156,10 +156,42 @@ class Runtime:
         if bad:
             raise WorkerLostError(f"{len(bad)} task(s) of the distributed NPKL fit were lost "
                                   f"({bad[0].status}); the fit is aborted.")
+
+    def gather(self, futures):
+        """Results of ``futures``, checking the workers while waiting and fetching.
+
+        A worker lost during the fetch makes Dask reschedule its keys, whose tasks are
+        pinned to it and so never run: the fetch runs in a helper thread, and the loss
+        raises :class:`WorkerLostError` here (the pending keys are cancelled, which ends
+        the fetch) instead of a wait without end.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.wait(futures)
         t0 = time.perf_counter()
-        out = self.client.gather(futures)
+        pool = ThreadPoolExecutor(1)
+        fetch = pool.submit(self.client.gather, futures)
+        try:
+            while True:
+                try:
+                    out = fetch.result(timeout=POLL_SECONDS)
+                    break
+                except TimeoutError:
+                    self._check_or_cancel(futures)
+                except Exception:  # e.g. NoValidWorkerError: a lost worker says more
+                    self.check_workers()
+                    raise
+        finally:
+            pool.shutdown(wait=False)
         self.fetch_s = time.perf_counter() - t0
         return out
+
+    def _check_or_cancel(self, futures):
+        try:
+            self.check_workers()
+        except WorkerLostError:
+            self.client.cancel(list(np.ravel(np.asarray(futures, dtype=object))))
+            raise
 
 
 def _halo_transfers(dask_worker):

@@ -217,14 +217,17 @@ def fit_dask(est, X, y, *, n_blocks=None):
 
     import dask.array as da
 
-    pieces = []
+    futures = []
     for c in range(len(starts) - 1):
         lo, hi = int(starts[c]), int(starts[c + 1])
         parts = [rt.submit(q, _chunk_rows, slab_E[q], blocks[q], lo, hi)
                  for q in range(n_blocks)]
-        fut = rt.submit(None, _assemble, hi - lo, rank, *parts)
-        pieces.append(da.from_delayed(fut, shape=(hi - lo, rank), dtype=np.float64))
-    est.embedding_ = da.concatenate(pieces, axis=0)
+        futures.append(rt.submit(None, _assemble, hi - lo, rank, *parts))
+    # the fit ends once the embedding is on the workers: a worker lost until then raises
+    rt.wait(futures)
+    est.embedding_ = da.concatenate(
+        [da.from_delayed(f, shape=(int(h), rank), dtype=np.float64)
+         for f, h in zip(futures, np.diff(starts), strict=True)], axis=0)
     for key in spec.attributes:  # the ones the distributed solver returns (ADMM histories)
         if key in res.info:
             setattr(est, key + "_", list(res.info[key]))
@@ -255,7 +258,6 @@ def fit_dask(est, X, y, *, n_blocks=None):
     return est
 
 
-
 def _dask_gamma(est):
     """``gamma`` of a fit on a dask array.
 
@@ -274,6 +276,7 @@ def _dask_gamma(est):
                   "float gamma.",
                   UserWarning, stacklevel=4)
     return 1.0
+
 
 def _transform_part(index, E, X, k):
     dist, ind = index.kneighbors(X, n_neighbors=min(k, index.n_samples_fit_))
