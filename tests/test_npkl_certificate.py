@@ -307,3 +307,26 @@ def test_pcp_diagonal_trace_bound():
             n + np.sqrt(2.0 * n * f / gamma), rel=1e-14)
     for loss in ("hinge", "squared_hinge", "square", "linear"):
         assert _diagonal_trace_bound(make_problem(loss).terms(), 7.5) == np.inf
+
+
+def test_block_without_fallback_is_all_or_nothing():
+    """``fallback=False`` (the bound's block): the ``k`` smallest eigenvalues, each lowered
+    by its residual, or nothing; never a partly converged block, which may have skipped an
+    eigenvalue below its last value. A warm start changes only the speed."""
+    from psdlearn.npkl.certificate import smallest_eigenpairs
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    L = knn_laplacian(X, n_neighbors=5, delta=DELTA)
+    # a negative part of rank 6, as S has away from the optimum
+    V = np.linalg.qr(rng.standard_normal((400, 6)))[0]
+    S = sp.csr_matrix(L.toarray() - V @ np.diag(np.linspace(0.5, 0.05, 6)) @ V.T)
+    true = np.linalg.eigvalsh(S.toarray())[:4]
+    values, vectors = smallest_eigenpairs(S, 4, fallback=False)
+    assert len(values) == 4 and vectors.shape == (400, 4)
+    assert np.all(values <= true + 1e-12) and np.allclose(values, true, atol=1e-6)
+    values, _ = smallest_eigenpairs(S, 4, fallback=False, maxiter=1, tol=1e-14)
+    assert len(values) in (0, 4)
+    assert np.all(values <= true[: len(values)] + 1e-12)
+    warm, _ = smallest_eigenpairs(S, 1, v0=vectors[:, 0])
+    assert warm[0] <= true[0] + 1e-12 and warm[0] == pytest.approx(true[0], abs=1e-6)

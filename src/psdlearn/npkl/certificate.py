@@ -69,7 +69,14 @@ valid for any ``w > 0`` (``w`` from a few power steps on ``|L - Diag(L)|``).
 Lanczos (ARPACK) with products ``S x`` of cost ``O(nnz(L) + m)``. A Ritz value ``theta``
 with residual ``||S u - theta u||`` is an upper bound of an eigenvalue that lies within
 the residual of it; the certificate uses ``theta - ||S u - theta u||``, so the bound is
-valid up to the Lanczos iteration not having missed a lower eigenvalue.
+valid up to the Lanczos iteration not having missed a lower eigenvalue. The bound takes
+the smallest eigenpair first; the ``k``-block that refines it (eigenvector weights, below)
+converges slowly where the eigenvalues near ``lambda_min`` cluster, which is exactly where
+it cannot beat the single eigenvalue (``nu ~ lambda_min``): it gets
+:data:`BLOCK_RESTARTS` ARPACK restarts, and the single-eigenvalue bound stands if it has
+not converged by then (a9a hinge at rank 16: the block at 100 restarts did not converge
+in 12 s of CPU, after which the fallback recomputed the known smallest eigenpair; its
+converged values, ``-1.08e-4 ... -7.9e-5``, form such a cluster).
 
 **Rank escalation** and the rounds of ``rank="adaptive"`` are in
 :mod:`psdlearn.npkl.escalation`, which bounds each round's fit with :func:`certify`.
@@ -93,6 +100,8 @@ CERTIFICATE_TOL = 1e-4
 KINK = 1e-6
 #: Eigenpairs of ``S`` used by the bound (see :func:`_negative_part`).
 N_BOUND_EIG = 4
+#: ARPACK restarts of the ``N_BOUND_EIG``-block of the bound (module docstring, "Cost").
+BLOCK_RESTARTS = 20
 #: Lanczos tolerance (relative to the shift) of the cheap bound (``refine=False``): the
 #: Ritz values are lowered by their residuals, so the bound stays valid, only looser; the
 #: intermediate rounds need the eigenvectors as directions, not ``lambda_min`` to 1e-9.
@@ -276,7 +285,8 @@ def dual_matrix(problem, E, multipliers=None):
     return S, conj
 
 
-def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
+def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=None,
+                        maxiter=100, fallback=True):
     """``k`` smallest eigenpairs of sparse symmetric ``S`` by Lanczos, lowered by residuals.
 
     Parameters
@@ -290,6 +300,16 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
         equal eigenvalues stall Lanczos.
     tol : float
         ARPACK tolerance, relative to the shift ``c`` (not to the eigenvalues near 0).
+    v0 : ndarray of shape (n,), optional
+        Lanczos starting vector, e.g. the smallest eigenvector of a nearby ``S`` (another
+        dual candidate at the same ``E``); default: random. Only the speed depends on it:
+        the returned values are lowered by their own residuals either way.
+    maxiter : int, default=100
+        ARPACK restarts of the ``k``-block.
+    fallback : bool, default=True
+        When the ``k``-block does not converge: the smallest eigenpair alone, then looser
+        (below). ``False``: the block only if all ``k`` converged, else nothing (for a
+        caller that already has the smallest eigenpair).
 
     Returns
     -------
@@ -309,7 +329,8 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
     if n <= 2 * k + 2 + Q.shape[1]:  # too small for ARPACK
         lam, U = np.linalg.eigh(apply(np.eye(n)))
         return lam[:k], U[:, :k]
-    v0 = np.random.default_rng(random_state).standard_normal(n)
+    if v0 is None or not np.any(v0):
+        v0 = np.random.default_rng(random_state).standard_normal(n)
     # ARPACK's test is relative to |theta|, hopeless for the eigenvalues near 0 that matter
     # here: shift by 2 c >= lambda_max(S + c Q Q^T) so that they sit near -2 c
     shifted = LinearOperator((n, n), matvec=lambda x: apply(x) - 2.0 * c * x,
@@ -317,7 +338,8 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
     lam = np.zeros(0)
     # a cluster of nearly equal eigenvalues near 0 (a fit whose E has many tiny columns)
     # stalls a k-block; then the smallest alone, which converges, then looser
-    for kk, tt, it in ((k, tol, 100), (1, tol, 300), (1, 1e3 * tol, 300)):
+    attempts = ((k, tol, maxiter), (1, tol, 300), (1, 1e3 * tol, 300))
+    for kk, tt, it in attempts if fallback else attempts[:1]:
         try:
             lam, U = eigsh(shifted, k=kk, which="SA", tol=tt, v0=v0,
                            ncv=min(n, max(2 * kk + 1, 32)), maxiter=it)
@@ -325,6 +347,9 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0):
             lam, U = exc.eigenvalues, exc.eigenvectors
         if len(lam):
             break
+    if not fallback and len(lam) < k:
+        # a partly converged block may have skipped an eigenvalue below its last one
+        return np.zeros(0), np.zeros((n, 0))
     if len(lam) == 0:
         warnings.warn("Lanczos did not converge on the dual matrix; the certificate "
                       "uses the Gershgorin bound of lambda_min.", RuntimeWarning,
@@ -483,9 +508,11 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         eps = float(np.linalg.norm(SQ - Q @ G, 2)) if Q.shape[1] else 0.0
         return S, conj, Q, omega, eps
 
-    def bound(prepared, k):
+    def bound(prepared, k, v0=None, **lanczos):
         S, conj, Q, omega, eps = prepared
-        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=eig_tol)
+        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=eig_tol, v0=v0, **lanczos)
+        if len(values) == 0:  # a block that did not converge (fallback=False)
+            return -np.inf, None, values, vectors
         w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin)
              if vectors.shape[1] > 1 and refine else np.zeros(0))
         # the split above holds with eps eta on range(Q) and eps / eta on its
@@ -500,22 +527,31 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
     # several times more Lanczos steps, and its eigenvector weights a CG solve each); the
     # block only for the best candidate, when its lambda_min is negative and the bound
     # does not certify (or the escalation needs n_eig vectors)
-    best = None
+    # the candidates' S differ only in the multipliers of the pairs: Lanczos for the next
+    # one starts from the last one's smallest eigenvector
+    best, start = None, None
     for alpha in candidates:
         if best is not None and alpha is not None and float(alpha.sum()) <= best[0][0]:
             continue
         prepared = prepare(alpha)
-        found = bound(prepared, 1)
+        found = bound(prepared, 1, start)
+        start = found[3][:, 0] if found[3].shape[1] else None
         if best is None or found[0] > best[0][0]:
             best = (found, prepared)
     (lower, lam, values, vectors), prepared = best
     k_block = max(n_eig, N_BOUND_EIG if refine else 1)
     if k_block > 1 and values[0] < 0 and f - lower > tol * max(abs(f), np.finfo(float).tiny):
-        block_lower, block_lam, values, vectors = bound(prepared, k_block)
+        # a block for the bound alone gets BLOCK_RESTARTS and no fallback (module
+        # docstring, "Cost"); one whose vectors the escalation needs, the full search
+        lanczos = {} if n_eig > 1 else {"maxiter": BLOCK_RESTARTS, "fallback": False}
+        block_lower, block_lam, block_values, block_vectors = bound(prepared, k_block,
+                                                                    **lanczos)
         # several strongly negative eigenvalues can make the k-block bound lower than
         # the single-eigenvalue one: both are valid, keep the larger
         if block_lower > lower:
             lower, lam = block_lower, block_lam
+        if len(block_values):
+            values, vectors = block_values, block_vectors
     gap = max(f - lower, 0.0)
     rel = gap / max(abs(f), np.finfo(float).tiny)
     cert = Certificate(objective=f, lower_bound=float(lower), gap_bound=float(gap),

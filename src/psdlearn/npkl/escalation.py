@@ -284,10 +284,11 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
     kinked = _kinked(terms)
     if kinked and intermediate:
         multipliers, _ = smoothed_multipliers(terms, E, smoothing)
-    # an intermediate round's cheap bound needs one eigenpair (the k-block below if needed)
+    # an intermediate round's cheap bound needs one eigenpair (the k-block below if needed);
+    # a kinked loss's final round never escalates: the bound's own block is enough
     cert, values, vectors = certify(problem, E, multipliers, tol=tol,
                                     laplacian_min_eig=laplacian_min_eig,
-                                    n_eig=1 if intermediate else max(n_eig, 1),
+                                    n_eig=1 if intermediate or kinked else max(n_eig, 1),
                                     return_eigenvectors=True, refine=not intermediate)
     if cert.certified or n_eig <= 0 or (kinked and not intermediate):
         return cert, None
