@@ -277,7 +277,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     subspace_dim_history_ : list of int
         (Subspace and working set only.) Dimension of each master's subspace.
     working_set_history_ : list of int
-        (Working set only.) Triplet rows held by each master.
+        (Working set only.) Triplet rows held by each master (its bound rows included).
+    bound_history_ : list of int
+        (Working set only.) Rows of each master held at ``w_r = C`` (bound rows, outside
+        its variables; :mod:`psdlearn.psdboost.subspace`).
     n_bases_ : int
         (Column generation only.)
         Bases generated (columns added, aggregations excluded).
