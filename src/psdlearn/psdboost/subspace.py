@@ -423,6 +423,12 @@ class _WorkingSet:
         rho = primal_value(margins[rows], C)[1]
         capped = (w[rows] >= (1.0 - _WS_BOUND_TOL) * C) & (margins[rows] < rho - self.eps)
         self.capped = np.where(capped, self.capped + 1, 0)
+        # At most ceil(1 / C) - 1 bound rows, so that the free weights sum to
+        # 1 - C |bound| > 0: the smallest margins stay bound.
+        bound = np.flatnonzero(self.bound)
+        excess = len(bound) - (math.ceil(1.0 / C - 1e-9) - 1)
+        if excess > 0:
+            self.capped[bound[np.argsort(margins[rows[bound]])[-excess:]]] = 0
         idle = (w[rows] <= _WS_ZERO * C) & (margins[rows] > rho) & (center[rows] == 0)
         self.idle = np.where(idle, self.idle + 1, 0)
         keep = self.idle < _WS_PATIENCE
