@@ -50,9 +50,10 @@ only the ``ceil(1 / C)`` smallest margins lie at or below it, plus ties. So the 
 ``w`` has about ``1 / C`` + (a few hundred) nonzeros: at ``D = 64`` (MNIST, 64 principal
 components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 and 769 with
 ``C = 1 / (0.3 t)``. The master is then problem (3) for the rows of ``S`` and
-``X = Q Y Q^T``, with the dense ``|S| x |S|`` Newton system while ``|S| <= 1000`` or
-``k (k + 1) / 2 >= |S| / 2`` (``O(|S|^2 k + |S|^3)`` per step, so ``k`` may reach
-``max_dim = 160``; above 4000 free rows the low-rank system and ``k <= 30``), and:
+``X = Q Y Q^T``, with the dense Newton system over its free rows ``F`` while
+``|F| <= 1000`` or ``k (k + 1) / 2 >= |F| / 2`` (``O(|F|^2 k + |F|^3)`` per step, so
+``k`` may reach ``max_dim = 160``; above 4000 free rows the low-rank system and
+``k <= 30``), and:
 
 - ``S`` starts as the ``max(1.5 / C, 1 / C + 50)`` rows of smallest margin under the
   projector on the first subspace (the top eigenvectors of ``H`` at uniform weights);
@@ -78,12 +79,11 @@ components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 an
 
 The certificate is unchanged, and on the full problem: the lower bound is the value of
 ``X`` over all ``t`` triplets (the margins cost ``O(t k r)`` from the stored projections
-``Q^T k_r``, ``Q^T j_r``), and the master's ``w`` on ``S``, zero elsewhere, projected onto
-``W`` (``|S| >= 1 / C`` keeps it nonempty), ``C`` on the bound rows, is a point of the
-full dual, whose value
-``lambda_max(H(w))`` Lanczos computes on the rows with ``w_r > 0`` only. Memory is
-``O(t k + |S|^2 + n D)``. The proximal center stays in ``S`` (it starts uniform on the
-first rows).
+``Q^T k_r``, ``Q^T j_r``), and the master's ``w`` on the free rows, ``C`` on the bound
+ones, zero elsewhere, projected onto ``W`` (``|S| >= 1 / C`` keeps it nonempty), is a
+point of the full dual, whose value ``lambda_max(H(w))`` Lanczos computes on the rows
+with ``w_r > 0`` only. Memory is ``O(t k + |F|^2 + n D)``. The proximal center stays in
+``S`` (it starts uniform on the first rows).
 
 References
 ----------
