@@ -210,8 +210,9 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         gap ``upper_bound_ - objective_``. Checks come after each Newton step (interior
         point; a subspace master is cut short too) and after each pricing (column
         generation, subspace), so a run can overshoot by one Lanczos run and the final
-        certificate: 806 s for a 600 s budget at ``t = 10^5``, ``D = 784`` on a loaded
-        machine (``benchmarks/results/psdboost_solvers_1e5.md``).
+        certificate: 605 s for a 600 s budget at ``t = 10^5``, ``D = 784`` (the default
+        solver, certified to a relative gap of ``1.1e-4`` there;
+        ``benchmarks/results/psdboost_solvers_1e5.md``).
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
