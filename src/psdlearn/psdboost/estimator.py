@@ -188,22 +188,32 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         - ``"working-set"``: :func:`psdlearn.psdboost.subspace.solve_subspace` with
           ``working_set=True``: the subspace method whose masters hold only a working set
           of triplet rows (at first the ``1.5 / C`` smallest margins; rows whose margin
-          falls below the master's ``rho`` join, idle rows leave), so that they stay
-          dense with a subspace of dimension up to 160 while the working set has at
-          most 3000 rows. Both bounds are evaluated on all ``t`` triplets, so the
-          certificate is that of the full problem. ``O(t k + |S|^2 + n D)`` memory.
+          falls below the master's ``rho`` join, idle rows leave, rows that stay at
+          ``w_r = C`` are bound and leave the master's variables), so that they stay
+          dense with a subspace of dimension up to 160 while at most 4000 rows are
+          free. Both bounds are evaluated on all ``t`` triplets, so the certificate is
+          that of the full problem. ``O(t k + |F|^2 + n D)`` memory (``|F|`` free
+          rows).
           ``max_iter`` counts master solves.
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
           ``D <= 128`` features, ``"working-set"`` otherwise: the measured crossover
           (CPU seconds to the default ``tol``, MNIST label triplets,
-          ``benchmarks/results/psdboost_solvers_crossover.md``). The interior-point
-          method's steps cost ``O(t^3 + t^2 D + D^3)``: it wins below about 1000 triplets
-          at ``D <= 128`` and loses above (at ``D = 64``, 2000 triplets: about 5-8 s
-          against 3-5 s), and from ``D = 256`` it loses at any size measured (24 s
-          against 3 s at ``D = 784``, ``t = 1000``). Column generation and the subspace
-          method are never faster: at ``D = 784``, ``t = 10^4`` neither is within 20% of
-          the optimum after 150 s, while the working-set method is certified to
-          ``1e-3`` (``benchmarks/results/psdboost_solvers_target.md``).
+          ``benchmarks/results/psdboost_solvers_crossover.md``, ``nu = 0.1`` and 0.3).
+          At ``D <= 128`` the interior-point method is faster at 500 triplets (0.25-0.57
+          s against 0.34-0.88 s), the two are even at 1000 (0.78-1.9 s against 0.69-1.7
+          s, one outlier of 5.9 s on a loaded machine), and at 2000 its ``O(t^3)``
+          steps mostly fall behind (``nu = 0.1``: 4.3 s against 1.1 s at ``D = 64``,
+          13.6 s against 2.5 s at ``D = 128``; ``nu = 0.3``: 3.5-5.1 s against
+          4.0-5.8 s); it also ends at a gap near ``1e-7`` where the working set stops
+          just below ``tol``. At ``D = 784`` the
+          working-set method is the fastest at every ``t`` measured, from ``10^3`` to
+          ``10^5`` (``benchmarks/results/psdboost_solvers_vs_t.md``; the interior-point
+          method needs 143 s at ``t = 1000`` on a loaded machine,
+          ``benchmarks/results/psdboost_solvers.md``, against 3 s). Column
+          generation and the subspace method are never faster: at ``D = 784``,
+          ``t = 10^4`` neither was within 20% of the optimum after 150 s, while the
+          default is certified to ``1e-3`` after 73 s
+          (``benchmarks/results/psdboost_solvers_target.md``).
     max_time : float or None, default=None
         Wall-clock budget in seconds: the solver stops at its first check after it and
         returns the certified pair reached, with a ``ConvergenceWarning`` that states the
