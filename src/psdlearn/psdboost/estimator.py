@@ -199,13 +199,12 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           ``D <= 128`` features, ``"working-set"`` otherwise: the measured crossover
           (CPU seconds to the default ``tol``, MNIST label triplets,
           ``benchmarks/results/psdboost_solvers_crossover.md``, ``nu = 0.1`` and 0.3).
-          At ``D <= 128`` the interior-point method is faster at 500 triplets (0.25-0.57
-          s against 0.34-0.88 s), the two are even at 1000 (0.78-1.9 s against 0.69-1.7
-          s, one outlier of 5.9 s on a loaded machine), and at 2000 its ``O(t^3)``
-          steps mostly fall behind (``nu = 0.1``: 4.3 s against 1.1 s at ``D = 64``,
-          13.6 s against 2.5 s at ``D = 128``; ``nu = 0.3``: 3.5-5.1 s against
-          4.0-5.8 s); it also ends at a gap near ``1e-7`` where the working set stops
-          just below ``tol``. At ``D = 784`` the
+          At ``D <= 128`` the interior-point method is faster at 500 triplets (0.28-0.65
+          s against 0.38-1.5 s), the two are even at 1000 (the working set 4-15% faster,
+          while the interior-point method ends at a gap near ``1e-7`` where the working
+          set stops just below ``tol``), and at 2000 the working set is 1.6-3.7 times
+          faster (the interior-point steps cost ``O(t^3)``); at ``D = 256`` it is even at
+          500 and faster from 1000 on. At ``D = 784`` the
           working-set method is the fastest at every ``t`` measured, from ``10^3`` to
           ``10^5`` (``benchmarks/results/psdboost_solvers_vs_t.md``, ``C="auto"``): the
           interior-point method converges in 25 s at ``t = 1000`` against 5 s and is at
