@@ -332,3 +332,79 @@ def test_working_set_update_adds_violated_rows_and_drops_idle_ones():
     added = t - 1 - np.arange(4)
     assert np.array_equal(ws.rows, np.sort(np.r_[np.arange(floor - 1 - len(added)),
                                                  floor - 1, added]))
+
+
+@pytest.mark.parametrize("low_rank,tol", [(False, 1e-9), (True, 1e-7)])
+def test_master_with_bound_rows_held_at_C_has_the_full_optimum(low_rank, tol):
+    # Rows at w_r = C in the optimum, moved out of the variables into the constant
+    # G = C sum A_r (with sum w = 1 - C |bound| on the rest), leave the optimum unchanged;
+    # binding a row whose optimal weight is below C raises it (a restricted dual). The
+    # low-rank Newton system stops near a relative gap of 1e-7.
+    from psdlearn.psdboost.ipm import path_following
+
+    rng = np.random.default_rng(11)
+    t, D, C = 150, 3, 1 / 60
+    Dk, Dj = rng.normal(size=(t, D)), rng.normal(size=(t, D)) * 0.8
+    _, _, _, pi, w, status, _ = path_following(Dk, Dj, C, 1e-9, 100)
+    assert status == "optimal"
+    bound = np.flatnonzero(w >= C * (1 - 1e-6))
+    assert 10 <= len(bound) <= 58
+
+    def restricted(rows):
+        free = np.setdiff1d(np.arange(t), rows)
+        G = C * (Dk[rows].T @ Dk[rows] - Dj[rows].T @ Dj[rows])
+        Xm, rho, xi, pi_b, w_b, status, _ = path_following(
+            Dk[free], Dj[free], C, tol, 100, low_rank=low_rank, fixed=(G, 1.0 - C * len(rows)))
+        assert status == "optimal"  # its own gap test, on the objective below
+        # The primal objective (1 - C |bound|) rho + <G, X> - C sum xi meets pi.
+        objective = (1 - C * len(rows)) * rho + np.sum(G * Xm) - C * xi.sum()
+        assert objective == pytest.approx(pi_b, abs=10 * tol)
+        assert w_b.sum() == pytest.approx(1.0 - C * len(rows)) and w_b.max() <= C
+        return free, pi_b, w_b
+
+    free, pi_b, w_b = restricted(bound)
+    assert pi_b == pytest.approx(pi, abs=10 * tol)
+    assert np.abs(w_b - w[free]).max() <= 1e4 * tol * C
+    # At most ceil(1 / C) - 1 = 59 rows can be bound (sum w = 1 - C |bound| > 0).
+    zero = np.flatnonzero(w <= 1e-6 * C)[:59 - len(bound)]
+    assert pi < restricted(np.r_[bound, zero])[1] - 1e-3
+
+
+def test_working_set_binds_rows_at_C_and_frees_them_when_their_margin_reaches_rho():
+    C = 1 / 4
+    floor = 4 + subspace._WS_MIN_EXTRA
+    t = 3 * floor
+    margins = np.arange(t, dtype=float)
+    ws = subspace._WorkingSet(margins, C)
+    w = np.zeros(t)
+    w[:4] = C
+    for _ in range(subspace._WS_BOUND_PATIENCE - 1):
+        ws.update(margins, w, w)
+        assert ws.bound_rows.size == 0
+    ws.update(margins, w, w)
+    # rho is the 4-th smallest margin, 3: rows 0-2 are below it at weight C; row 3 is not.
+    assert np.array_equal(ws.bound_rows, [0, 1, 2])
+    assert np.array_equal(ws.free, np.setdiff1d(ws.rows, [0, 1, 2]))
+    # Row 1's margin rises above rho (now the margin 4): it is freed, the others stay.
+    margins[1] = 10.0
+    ws.update(margins, w, w)
+    assert np.array_equal(ws.bound_rows, [0, 2])
+    # With eps, only rows below rho - eps bind (near-ties stay free).
+    ws = subspace._WorkingSet(np.arange(t, dtype=float), C, eps=1.5)
+    for _ in range(subspace._WS_BOUND_PATIENCE):
+        ws.update(np.arange(t, dtype=float), w, w)
+    assert np.array_equal(ws.bound_rows, [0, 1])  # margin 2 is not below rho - eps
+
+
+def test_working_set_with_bound_rows_reaches_the_optimum():
+    # nu = 0.5: half the triplets end at w = C, most of them bound during the solve.
+    X, T = _problem(n=80, d=8, t=500, seed=8)
+    t, s = len(T), _scale(X, T)
+    C = 1 / (0.5 * t)
+    ref = solve_ipm(X, T, C, tol=1e-10)
+    res = subspace.solve_subspace(X, T, C, tol=1e-7, working_set=True, random_state=0)
+    assert res.status == "optimal" and max(res.bound_history) >= 0.25 * t
+    assert abs(res.objective - ref.objective) <= 1e-6 * s
+    assert res.objective <= ref.objective + 1e-8 * s <= res.upper_bound + 2e-8 * s
+    w = res.dual_weights
+    assert w.sum() == pytest.approx(1.0) and 0 <= w.min() <= w.max() <= C

@@ -188,30 +188,40 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         - ``"working-set"``: :func:`psdlearn.psdboost.subspace.solve_subspace` with
           ``working_set=True``: the subspace method whose masters hold only a working set
           of triplet rows (at first the ``1.5 / C`` smallest margins; rows whose margin
-          falls below the master's ``rho`` join, idle rows leave), so that they stay
-          dense with a subspace of dimension up to 160 while the working set has at
-          most 3000 rows. Both bounds are evaluated on all ``t`` triplets, so the
-          certificate is that of the full problem. ``O(t k + |S|^2 + n D)`` memory.
+          falls below the master's ``rho`` join, idle rows leave, rows that stay at
+          ``w_r = C`` are bound and leave the master's variables), so that they stay
+          dense with a subspace of dimension up to 160 while at most 4000 rows are
+          free. Both bounds are evaluated on all ``t`` triplets, so the certificate is
+          that of the full problem. ``O(t k + |F|^2 + n D)`` memory (``|F|`` free
+          rows).
           ``max_iter`` counts master solves.
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
           ``D <= 128`` features, ``"working-set"`` otherwise: the measured crossover
           (CPU seconds to the default ``tol``, MNIST label triplets,
-          ``benchmarks/results/psdboost_solvers_crossover.md``). The interior-point
-          method's steps cost ``O(t^3 + t^2 D + D^3)``: it wins below about 1000 triplets
-          at ``D <= 128`` and loses above (at ``D = 64``, 2000 triplets: about 5-8 s
-          against 3-5 s), and from ``D = 256`` it loses at any size measured (24 s
-          against 3 s at ``D = 784``, ``t = 1000``). Column generation and the subspace
-          method are never faster: at ``D = 784``, ``t = 10^4`` neither is within 20% of
-          the optimum after 150 s, while the working-set method is certified to
-          ``1e-3`` (``benchmarks/results/psdboost_solvers_target.md``).
+          ``benchmarks/results/psdboost_solvers_crossover.md``, ``nu = 0.1`` and 0.3).
+          At ``D <= 128`` the interior-point method is faster at 500 triplets (0.28-0.65
+          s against 0.38-1.5 s), the two are even at 1000 (the working set 4-15% faster,
+          while the interior-point method ends at a gap near ``1e-7`` where the working
+          set stops just below ``tol``), and at 2000 the working set is 1.6-3.7 times
+          faster (the interior-point steps cost ``O(t^3)``); at ``D = 256`` it is even at
+          500 and faster from 1000 on. At ``D = 784`` the
+          working-set method is the fastest at every ``t`` measured, from ``10^3`` to
+          ``10^5`` (``benchmarks/results/psdboost_solvers_vs_t.md``, ``C="auto"``): the
+          interior-point method converges in 25 s at ``t = 1000`` against 5 s and is at
+          a gap of ``4.4e-4`` after 60 s at ``t = 3000`` where the working set converges
+          in 16 s. Column generation and the subspace method are never faster: at
+          ``t = 10^4`` they are at certified gaps of 5.7% and 7.1% after 60 s, while the
+          default is certified to ``1e-3`` after 73 s
+          (``benchmarks/results/psdboost_solvers_target.md``).
     max_time : float or None, default=None
         Wall-clock budget in seconds: the solver stops at its first check after it and
         returns the certified pair reached, with a ``ConvergenceWarning`` that states the
         gap ``upper_bound_ - objective_``. Checks come after each Newton step (interior
         point; a subspace master is cut short too) and after each pricing (column
         generation, subspace), so a run can overshoot by one Lanczos run and the final
-        certificate: 806 s for a 600 s budget at ``t = 10^5``, ``D = 784`` on a loaded
-        machine (``benchmarks/results/psdboost_solvers_1e5.md``).
+        certificate: 605 s for a 600 s budget at ``t = 10^5``, ``D = 784`` (the default
+        solver, certified to a relative gap of ``1.1e-4`` there;
+        ``benchmarks/results/psdboost_solvers_1e5.md``).
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
@@ -277,7 +287,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     subspace_dim_history_ : list of int
         (Subspace and working set only.) Dimension of each master's subspace.
     working_set_history_ : list of int
-        (Working set only.) Triplet rows held by each master.
+        (Working set only.) Triplet rows held by each master (its bound rows included).
+    bound_history_ : list of int
+        (Working set only.) Rows of each master held at ``w_r = C`` (bound rows, outside
+        its variables; :mod:`psdlearn.psdboost.subspace`).
     n_bases_ : int
         (Column generation only.)
         Bases generated (columns added, aggregations excluded).

@@ -169,7 +169,7 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
 
 
 def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, callback=None,
-                   prox=None):
+                   prox=None, fixed=None):
     """The primal-dual iterations of :func:`solve_ipm` on unit-scale differences.
 
     Parameters
@@ -192,6 +192,12 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
         (the master of a proximal bundle method). Its primal counterpart has margins
         ``m = <A_r, X> + xi - rho + u (w - center)``; in the Newton system it adds ``u`` to
         ``Delta`` and ``u (w - center)`` to the right-hand side.
+    fixed : tuple (G, total) or None
+        Rows held at their upper bound ``w_r = C`` outside ``Dk``, ``Dj`` (a working
+        set's bound rows): ``G = C sum_fixed A_r`` (D, D) and ``total = 1 - C n_fixed``.
+        The dual becomes ``Z = pi I - H(w) - G``, ``sum w = total``, the primal objective
+        ``total rho + <G, X> - C sum xi``; the Newton system is unchanged (``G`` is
+        constant and ``sum dw = 0`` still).
 
     Returns
     -------
@@ -200,16 +206,18 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
         the status and the per-iteration ``(seconds, pi, primal objective, residual)``.
     """
     t, D = Dk.shape
+    G, total = (np.zeros((D, D)), 1.0) if fixed is None else fixed
     Xm = np.eye(D) / D
     m, xi, rho = np.ones(t), np.ones(t), 0.0
-    w = np.full(t, 1.0 / t)
-    pi = float(eigvalsh(_H(Dk, Dj, w), subset_by_index=[D - 1, D - 1])[0]) + 1.0
+    w = np.full(t, total / t)
+    pi = float(eigvalsh(_H(Dk, Dj, w) + G, subset_by_index=[D - 1, D - 1])[0]) + 1.0
     start = time.perf_counter()
     history, status = [], "max_iter"
     system = _LowRankNewtonSystem if low_rank else _NewtonSystem
     for _ in range(max_iter):
-        newton = system(Dk, Dj, C, Xm, m, xi, rho, pi, w, prox)
-        residual, objective = newton.residual(), rho - C * xi.sum()
+        newton = system(Dk, Dj, C, Xm, m, xi, rho, pi, w, prox, G)
+        residual = newton.residual()
+        objective = total * rho + np.sum(G * Xm) - C * xi.sum()
         if prox is not None:
             # Lagrangian dual value of the proximal master, against pi + (u/2)||w - c||^2.
             u, center = prox
@@ -255,13 +263,13 @@ def _margins(Dk, Dj, B):
 class _NewtonSystem:
     """The reduced Newton system of the module docstring at one iterate."""
 
-    def __init__(self, Dk, Dj, C, X, m, xi, rho, pi, w, prox=None):
+    def __init__(self, Dk, Dj, C, X, m, xi, rho, pi, w, prox=None, fixed=0.0):
         self.Dk, self.Dj = Dk, Dj
         self.u, self.shift = (0.0, 0.0) if prox is None else (prox[0], prox[0] * (w - prox[1]))
         self.X, self.m, self.xi, self.rho, self.w = X, m, xi, rho, w
         D, t = X.shape[0], len(w)
         self.eye = np.eye(D)
-        self.Z = pi * self.eye - _H(Dk, Dj, w)
+        self.Z = pi * self.eye - _H(Dk, Dj, w) - fixed
         self.s2 = C - w
         self.n_pairs = D + 2 * t
         self.mu = (np.sum(X * self.Z) + m @ w + xi @ self.s2) / self.n_pairs

@@ -145,6 +145,7 @@ def _run_subspace(problem, options, working_set):
     info = {**res.info, "subspace_dim_history": res.dim_history}
     if working_set:
         info["working_set_history"] = res.working_set_history
+        info["bound_history"] = res.bound_history
     return replace(res, converged=bool(res.upper_bound - objective <= problem.eps), info=info)
 
 
@@ -167,4 +168,5 @@ SOLVERS.register(SolverSpec(
 SOLVERS.register(SolverSpec(
     name="working-set", solve=_working_set, rank=False, unit="master solves",
     stop_rule="upper_bound - objective <= eps", hint="increase max_iter or max_time, or tol",
-    attributes=(*COMMON_ATTRIBUTES, "subspace_dim_history", "working_set_history")))
+    attributes=(*COMMON_ATTRIBUTES, "subspace_dim_history", "working_set_history",
+                "bound_history")))

@@ -50,28 +50,40 @@ only the ``ceil(1 / C)`` smallest margins lie at or below it, plus ties. So the 
 ``w`` has about ``1 / C`` + (a few hundred) nonzeros: at ``D = 64`` (MNIST, 64 principal
 components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 and 769 with
 ``C = 1 / (0.3 t)``. The master is then problem (3) for the rows of ``S`` and
-``X = Q Y Q^T``, with the dense ``|S| x |S|`` Newton system while ``|S| <= 1000`` or
-``k (k + 1) / 2 >= |S| / 2`` (``O(|S|^2 k + |S|^3)`` per step, so ``k`` may reach
-``max_dim = 160``; above 3000 rows the low-rank system and ``k <= 30``), and:
+``X = Q Y Q^T``, with the dense Newton system over its free rows ``F`` while
+``|F| <= 1000`` or ``k (k + 1) / 2 >= |F| / 2`` (``O(|F|^2 k + |F|^3)`` per step, so
+``k`` may reach ``max_dim = 160``; above 4000 free rows the low-rank system and
+``k <= 30``), and:
 
 - ``S`` starts as the ``max(1.5 / C, 1 / C + 50)`` rows of smallest margin under the
   projector on the first subspace (the top eigenvectors of ``H`` at uniform weights);
 - after each master, the rows outside ``S`` whose margin under the master's ``X`` falls
   below the master's ``rho`` (each would be violated, so the master is not optimal for
   all triplets) join ``S``, the smallest margins first, at most ``0.5 / C`` of them;
-  rows that kept zero weight and a margin above ``rho`` for 3 masters leave it (never
-  the proximal center's, never below ``1 / C + 50`` rows);
+  rows that kept weight below ``1e-3 C`` (the masters are inexact) and a margin above
+  ``rho`` for 3 masters leave it (never the proximal center's, never below
+  ``1 / C + 50`` rows);
+- rows that kept weight ``w_r >= 0.99 C`` and a margin below ``rho - eps`` for 2 masters
+  are *bound*: held at ``w_r = C``, they leave the master's variables and enter it as the
+  constant ``G = C sum_bound Q^T A_r Q`` (``Z = pi I - Q^T H(w) Q - G``,
+  ``sum_free w = 1 - C |bound|``, :func:`.ipm.path_following`'s ``fixed``); a bound row
+  whose margin reaches ``rho - eps`` is freed. A bound row with margin below ``rho``
+  meets the optimality conditions (``xi_r > 0``, ``w_r = C``), so binding it leaves the
+  master's optimum unchanged. With ``C = 1 / (0.3 t)`` about ``0.3 t`` rows end at
+  ``w_r = C``: at ``D = 784``, ``t = 10^4`` the master then has about 3000 free rows of
+  5600 instead of all of them (a dense master with ``k`` up to 160, where the low-rank
+  one with ``k <= 30`` stalled at a certified relative gap of ``4.5e-3``);
 - if no row joins and ``Q`` holds the optimal range, the master's solution is optimal
   for every triplet (a row outside ``S`` with margin at least ``rho`` satisfies the
   optimality conditions with ``w_r = 0``).
 
 The certificate is unchanged, and on the full problem: the lower bound is the value of
 ``X`` over all ``t`` triplets (the margins cost ``O(t k r)`` from the stored projections
-``Q^T k_r``, ``Q^T j_r``), and the master's ``w`` on ``S``, zero elsewhere, projected onto
-``W`` (``|S| >= 1 / C`` keeps it nonempty) is a point of the full dual, whose value
-``lambda_max(H(w))`` Lanczos computes on the rows with ``w_r > 0`` only. Memory is
-``O(t k + |S|^2 + n D)``. The proximal center stays in ``S`` (it starts uniform on the
-first rows).
+``Q^T k_r``, ``Q^T j_r``), and the master's ``w`` on the free rows, ``C`` on the bound
+ones, zero elsewhere, projected onto ``W`` (``|S| >= 1 / C`` keeps it nonempty), is a
+point of the full dual, whose value ``lambda_max(H(w))`` Lanczos computes on the rows
+with ``w_r > 0`` only. Memory is ``O(t k + |F|^2 + n D)``. The proximal center stays in
+``S`` (it starts uniform on the first rows).
 
 References
 ----------
@@ -113,8 +125,9 @@ _MASTER_MAX_ITER = 60
 _DENSE_MASTER_MAX_T = 1000
 #: Working set: its first size in units of ``1 / C`` (the rows that carry weight ``C``
 #: at an optimum number at most ``1 / C``), rows beyond ``1 / C`` always kept, rows added
-#: per master in units of ``1 / C``, masters a row may stay idle (zero weight, margin above
-#: ``rho``) before it is dropped, and the weight below which it counts as zero (times C).
+#: per master in units of ``1 / C``, masters a row may stay idle (weight below
+#: ``_WS_ZERO C``, margin above ``rho``) before it is dropped, and the weight below which
+#: it counts as zero (times C; the masters are solved to a loose tolerance at first).
 _WS_START = 1.5
 #: Working set: eigenvectors per pricing and largest subspace (its masters are dense,
 #: ``O(s^2 k + s^3)`` per Newton step for ``s`` rows, so ``k`` can exceed the 30 of the
@@ -123,12 +136,17 @@ _WS_START = 1.5
 _WS_MIN_EXTRA = 50
 _WS_ADD = 0.5
 _WS_PATIENCE = 3
-_WS_ZERO = 1e-6
+#: Working set: masters a row must keep weight above ``(1 - _WS_BOUND_TOL) C`` and a
+#: margin below ``rho`` before it is bound to ``w_r = C``.
+_WS_BOUND_PATIENCE = 2
+_WS_BOUND_TOL = 1e-2
+_WS_ZERO = 1e-3
 _WS_VECTORS = 32
 _WS_MAX_DIM = 160
-#: Working sets above this many rows get the low-rank master and ``k <= 30`` (the dense
-#: ``|S| x |S|`` system would take ``8 |S|^2`` bytes per copy, 72 MB at 3000 rows).
-_WS_DENSE_ROWS = 3000
+#: Working sets above this many free rows get the low-rank master and ``k <= 30`` (the
+#: dense ``|S| x |S|`` system takes ``8 |S|^2`` bytes per copy, 128 MB at 4000 rows, and
+#: ``|S|^3 / 3`` flops per Cholesky factorization).
+_WS_DENSE_ROWS = 4000
 #: Largest subspace of a low-rank master (its Newton step costs ``O(t k^4)``).
 _LOW_RANK_MAX_DIM = 30
 #: Fraction of the predicted decrease of ``lambda_max`` that makes a serious step.
@@ -194,7 +212,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         certified dual points, and ``dual_weights`` (t,), the ``w in W`` attaining it;
         ``upper_bound_history`` (per master); ``dim_history``, the subspace dimension
         ``k`` of each master; ``working_set_history``, the number of triplet rows of
-        each master (``t`` without a working set); ``n_matvec``, products with ``H`` in
+        each master (``t`` without a working set), ``bound_history`` those of them bound
+        to ``w_r = C`` (zero without a working set); ``n_matvec``, products with ``H`` in
         Lanczos; ``eps``, the absolute stopping threshold; ``status``: ``"optimal"`` (gap
         below ``eps``), ``"max_iter"``, ``"max_time"`` or ``"interrupted"``.
     """
@@ -224,7 +243,7 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     # The first rows: the smallest margins under the projector on the first subspace.
     center, rows = w, None
     if working_set:
-        rows = _WorkingSet(np.sum(Pk**2, axis=1) - np.sum(Pj**2, axis=1), C)
+        rows = _WorkingSet(np.sum(Pk**2, axis=1) - np.sum(Pj**2, axis=1), C, eps)
         # The proximal center must lie in the masters' domain: uniform on the rows.
         center = np.zeros(t)
         center[rows.rows] = 1.0 / len(rows.rows)
@@ -233,7 +252,7 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         if vals[0] < upper:
             upper, best_w = float(vals[0]), center
     lower, best = -np.inf, None
-    history_lo, history_up, times, dims, sizes = [], [], [], [], []
+    history_lo, history_up, times, dims, sizes, n_bound = [], [], [], [], [], []
     status = "max_iter"
     master_tol = 1e-3
     center_value = float(vals[0]) / scale
@@ -242,14 +261,20 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     for _ in range(max_iter):
         k = Q.shape[1]
         dims.append(k)
-        idx = slice(None) if rows is None else rows.rows
-        s = t if rows is None else len(idx)
-        sizes.append(s)
         root = np.sqrt(scale)
+        idx, fixed = slice(None), None
+        if rows is not None:
+            # Bound rows enter the master as the constant C sum_r A_r (scaled units).
+            idx, bound = rows.free, rows.bound_rows
+            Bk, Bj = Pk[bound] / root, Pj[bound] / root
+            fixed = (C * (Bk.T @ Bk - Bj.T @ Bj), 1.0 - C * len(bound))
+        s = t if rows is None else len(idx)
+        sizes.append(t if rows is None else len(rows.rows))
+        n_bound.append(0 if rows is None else len(rows.bound_rows))
         Y, _, _, pi, w_master, _, _ = path_following(
             Pk[idx] / root, Pj[idx] / root, C, master_tol, _MASTER_MAX_ITER, deadline,
             low_rank=s > _DENSE_MASTER_MAX_T and k * (k + 1) // 2 < s // 2,
-            prox=(u, center[idx]) if proximal else None)
+            prox=(u, center[idx]) if proximal else None, fixed=fixed)
         vals_y, vecs_y = np.linalg.eigh((Y + Y.T) / 2.0)
         vals_y = np.clip(vals_y, 0.0, None)
         vals_y /= vals_y.sum()
@@ -258,9 +283,14 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         value = primal_value(margins, C)[0]
         if value > lower:
             lower, best = value, Q @ R
-        # Zero outside the working set: still a point of the full capped simplex.
+        # Zero outside the working set (C on its bound rows): a point of the full W.
         w_cert = np.zeros(t)
-        w_cert[idx] = project_capped_simplex(w_master, C)
+        w_cert[idx] = w_master
+        if rows is None:
+            w_cert = project_capped_simplex(w_cert, C)
+        else:
+            w_cert[rows.bound_rows] = C
+            w_cert[rows.rows] = project_capped_simplex(w_cert[rows.rows], C)
         vals, vecs, count = op.top_eigenpairs(w_cert, p, method, v0=vecs[:, 0])
         n_matvec += count
         if vals[0] < upper:
@@ -292,7 +322,7 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         if new.shape[1] == 0:
             new = vecs[:, :1]
         dim = max_dim
-        if rows is not None and len(rows.rows) > _WS_DENSE_ROWS:
+        if rows is not None and len(rows.free) > _WS_DENSE_ROWS:
             # Too many rows for a dense master: the low-rank one's O(|S| k^4) steps.
             dim = min(max_dim, _LOW_RANK_MAX_DIM)
             new = new[:, :dim // 2]
@@ -309,7 +339,8 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
         converged=status == "optimal", interrupted=status == "interrupted",
         info={"metric": metric, "rho": rho, "slacks": slacks, "upper_bound": upper,
               "dual_weights": best_w, "upper_bound_history": history_up,
-              "dim_history": dims, "working_set_history": sizes, "n_matvec": n_matvec,
+              "dim_history": dims, "working_set_history": sizes, "bound_history": n_bound,
+              "n_matvec": n_matvec,
               "eps": eps, "status": status})
 
 
@@ -329,35 +360,75 @@ class _WorkingSet:
     Parameters
     ----------
     margins : ndarray of shape (t,)
-        Margins at the first metric: the rows start as the ``2 / C`` smallest.
+        Margins at the first metric: the rows start as the ``max(1.5 / C, 1 / C + 50)``
+        smallest.
     C : float
-        Slack price: at least ``ceil(1 / C)`` rows are kept, so that the master's capped
-        simplex is not empty (and has an interior).
+        Slack price: at least ``ceil(1 / C) + 50`` rows are kept, so that the master's
+        capped simplex is not empty (and has an interior).
+    eps : float, default=0.0
+        A row is bound only while its margin is below the master's ``rho`` by more.
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        The working set, sorted.
+    bound : ndarray of bool
+        Per row of ``rows``: held at ``w_r = C`` (outside the master's variables).
     """
 
-    def __init__(self, margins, C):
-        self.C = C
+    def __init__(self, margins, C, eps=0.0):
+        self.C, self.eps = C, eps
         t = len(margins)
         self.size = min(t, max(math.ceil(_WS_START / C), math.ceil(1.0 / C) + _WS_MIN_EXTRA))
         self.rows = np.sort(np.argpartition(margins, self.size - 1)[:self.size])
         self.idle = np.zeros(len(self.rows), dtype=np.int64)
+        self.capped = np.zeros(len(self.rows), dtype=np.int64)
+
+    @property
+    def bound(self):
+        return self.capped >= _WS_BOUND_PATIENCE
+
+    @property
+    def free(self):
+        """The rows whose weight is a variable of the master."""
+        return self.rows[~self.bound]
+
+    @property
+    def bound_rows(self):
+        """The rows held at ``w_r = C``."""
+        return self.rows[self.bound]
 
     def update(self, margins, w, center):
         """Add the rows whose margin at the new metric falls below the master's ``rho``
-        (smallest first, at most ``_WS_ADD / C``); drop rows that kept zero weight and a
-        margin above ``rho`` for ``_WS_PATIENCE`` masters (never the center's).
+        (smallest first, at most ``_WS_ADD / C``); drop rows that kept a weight below
+        ``_WS_ZERO C`` and a margin above ``rho`` for ``_WS_PATIENCE`` masters (never the
+        center's); bind the rows that kept weight ``C`` and a margin below ``rho - eps``
+        for ``_WS_BOUND_PATIENCE`` masters, and free a bound row whose margin reaches it.
+
+        A bound row with margin below ``rho`` satisfies the optimality conditions of the
+        master over all its rows (``xi_r > 0``, ``w_r = C``): binding it changes nothing
+        at the master's optimum; a bound row whose margin the bound master lifts to
+        ``rho`` no longer does, and is freed.
 
         Parameters
         ----------
         margins : ndarray of shape (t,)
             ``<A_r, X>`` at the master's metric, every triplet.
         w : ndarray of shape (t,)
-            The master's weights (zero outside the rows).
+            The master's weights (zero outside the rows, ``C`` on the bound ones).
         center : ndarray of shape (t,)
             The proximal center.
         """
         C, rows = self.C, self.rows
         rho = primal_value(margins[rows], C)[1]
+        capped = (w[rows] >= (1.0 - _WS_BOUND_TOL) * C) & (margins[rows] < rho - self.eps)
+        self.capped = np.where(capped, self.capped + 1, 0)
+        # At most ceil(1 / C) - 1 bound rows, so that the free weights sum to
+        # 1 - C |bound| > 0: the smallest margins stay bound.
+        bound = np.flatnonzero(self.bound)
+        excess = len(bound) - (math.ceil(1.0 / C - 1e-9) - 1)
+        if excess > 0:
+            self.capped[bound[np.argsort(margins[rows[bound]])[-excess:]]] = 0
         idle = (w[rows] <= _WS_ZERO * C) & (margins[rows] > rho) & (center[rows] == 0)
         self.idle = np.where(idle, self.idle + 1, 0)
         keep = self.idle < _WS_PATIENCE
@@ -370,7 +441,10 @@ class _WorkingSet:
         candidates = np.flatnonzero(outside & (margins < rho))
         n_add = min(len(candidates), math.ceil(_WS_ADD / C))
         added = candidates[np.argsort(margins[candidates])[:n_add]]
+        zeros = np.zeros(n_add, dtype=np.int64)
         self.rows = np.concatenate([rows[keep], added])
-        self.idle = np.concatenate([self.idle[keep], np.zeros(n_add, dtype=np.int64)])
+        self.idle = np.concatenate([self.idle[keep], zeros])
+        self.capped = np.concatenate([self.capped[keep], zeros])
         order = np.argsort(self.rows)
-        self.rows, self.idle = self.rows[order], self.idle[order]
+        self.rows, self.idle, self.capped = (self.rows[order], self.idle[order],
+                                             self.capped[order])
