@@ -100,6 +100,42 @@ def test_nystrom_baselines_pieces_per_set_add_up_to_one_table(tmp_path, monkeypa
     assert [r["draws"] for r in payload["runs"]] == [3, 2, 2]
 
 
+def test_lambda_cv_column_is_added_to_saved_draws_and_paired_on_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(nystrom_baselines, "_table1_rep", _fake_rep)
+    monkeypatch.setattr(nystrom_baselines, "load_protocol_set",
+                        lambda name: (np.zeros((3, 1)), np.zeros(3)))
+    calls = []
+
+    def fake_cells(X, y, name, seed):  # 3 points below ours_cv (= nystrom_cv + 1)
+        calls.append(seed)
+        return {"ours_lcv": 0.0, "ours_lcv_cv": seed - 3.0, "ours_lcv_C": 1.0,
+                "lambda_lcv": 10.0 ** seed, "lcv_cpu_s": 0.0}
+
+    monkeypatch.setattr(nystrom_baselines, "lambda_cv_cells", fake_cells)
+    nystrom_baselines.run(tmp_path, reps=3, tables=(1,), sets=["g241c"], log=print)
+    assert calls == []
+    # saved draws 0, 1 gain the column only; draw 3 is new with it; 2 and 4 stay without
+    nystrom_baselines.run(tmp_path, reps=5, tables=(1,), sets=["g241c"], resume=True,
+                          lambda_cv=2, log=print)
+    assert calls == [0, 1]
+    nystrom_baselines.run(tmp_path, reps=5, tables=(1,), sets=["g241c"], resume=True,
+                          lambda_cv=4, log=print)
+    assert calls == [0, 1, 2, 3]
+    payload = json.loads((tmp_path / "nystrom_baselines1.json").read_text())
+    recs = payload["raw"]["g241c"]
+    assert [r["seed"] for r in recs] == [0, 1, 2, 3, 4]
+    assert [("ours_lcv" in r) for r in recs] == [True, True, True, True, False]
+    assert all(r["ours"] == r["seed"] for r in recs)  # the saved columns are kept
+    row, = payload["rows"]
+    assert row["λ-CV draws"] == 4
+    # paired over draws 0..3 only: (s - 3) - (s - 1) = -2 and (s - 3) - s = -3, se 0
+    assert row["ours λ-CV - Nys C=CV (paired ± se)"] == "-2.00 ± 0.00"
+    assert row["ours λ-CV - ours C=CV (paired ± se)"] == "-3.00 ± 0.00"
+    assert row["λ-CV lambda (median)"] == f"{np.median([1, 10, 100, 1000]):g}"
+    assert row["ours - Nys C=CV (paired ± se)"] == "+1.00 ± 0.00"  # all five draws
+    assert any("lower mean error on 1 of 1 sets (g241c)" in n for n in payload["notes"])
+
+
 def test_admm_mfpc_draws_run_one_per_call_merge_by_seed(tmp_path):
     admm_mfpc.run(tmp_path, sets=["soybean"], seeds=[1], rank_sets=(), log=lambda *a: None)
     admm_mfpc.run(tmp_path, sets=["soybean"], seeds=[0, 1], resume=True, rank_sets=(),
