@@ -17,9 +17,10 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
 __all__ = ["Interval", "RealNotInt", "StrOptions", "_fit_context", "hnsw_build_threads"]
 
-#: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on every
-#: run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion order as
-#: unspecified; a one-thread build is reproducible in all of them).
+#: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on
+#: nearly every run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion
+#: order as unspecified; 1.15.1 differed once, in a test run under load; a one-thread
+#: build is reproducible in all of them).
 FAISS_REPRODUCIBLE_THREADED_ADD = (1, 15, 1)
 
 

@@ -20,8 +20,9 @@ All neighbour searches of the library go through :class:`NeighborIndex`:
   queries, on all cores; dense or CSR input, sparse input is never densified);
 - ``"approximate"``: an HNSW graph (faiss-cpu's ``IndexHNSWFlat``, optional extra
   ``ann``), chosen by measurement (``benchmarks/results/ann_libraries.md``): as fast as
-  hnswlib, deterministic for a given seed on several threads (hnswlib is not; faiss before
-  1.15.1 builds on one thread for it, :func:`psdlearn._compat.hnsw_build_threads`), binary
+  hnswlib, deterministic for a given seed on one thread (``n_jobs=1``) and nearly always
+  on several (hnswlib is not; faiss before 1.15.1 builds on one thread for it,
+  :func:`psdlearn._compat.hnsw_build_threads`), binary
   wheels, and no per-process compilation (pynndescent compiles for 2 minutes per process).
   On integer-valued data it indexes the distinct rows and searches by (distance, index),
   the exact search's order among tied points (:mod:`psdlearn._hnsw`);
@@ -186,8 +187,12 @@ class NeighborIndex:
         Threads; ``None`` or ``-1`` use every core.
     random_state : int, RandomState instance or None, default=None
         Seeds the HNSW construction (its level draws) and the queries of
-        :meth:`estimate_recall`. The same seed gives the same neighbours, on any number
-        of threads (measured in ``benchmarks/results/ann_libraries.md``).
+        :meth:`estimate_recall`. With ``n_jobs=1`` the same seed gives the same
+        neighbours. On several threads faiss 1.15.1 nearly always builds the same graph
+        (``benchmarks/results/ann_libraries.md``; 300 of 300 builds of the test problem
+        alike), but its insertion order is not guaranteed: one full test run under a load
+        of about 4 on 2 cores built a different graph. Use ``n_jobs=1`` where the
+        neighbours must repeat bit for bit.
     verbose : int, default=0
         Progress bar of long searches on stderr.
 
@@ -261,7 +266,8 @@ class NeighborIndex:
                 else int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
 
         def add(index, hnsw):
-            # older faiss inserts in an unspecified order on several threads
+            # faiss before 1.15.1 inserts in an unspecified order on several threads;
+            # 1.15.1 nearly always repeats its graph (see random_state)
             faiss.omp_set_num_threads(hnsw_build_threads(faiss, _n_threads(self.n_jobs)))
             step = 32_768
             with progress_bar(self.verbose, total=hnsw.n_nodes, desc="kNN index",
