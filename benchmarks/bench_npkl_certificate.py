@@ -1,7 +1,8 @@
 """NPKL ``rank="adaptive"`` against the ``r (r + 1) / 2 <= m`` rule, with the duality certificate.
 
 Run: ``python benchmarks/bench_npkl_certificate.py [--data small,a1a,a9a,gauss10]
-[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME] [--no-rule]``;
+[--losses ...] [--gauss-n N] [--name NAME] [--append] [--rule-from NAME] [--no-rule]
+[--graph-cache DIR]``;
 ``--summary`` only writes ``results/npkl_certificate_summary.{md,json}``, the issue's table
 (data, loss, rule rank, certified rank, CPU time both ways) from the result files above.
 
@@ -33,7 +34,9 @@ import json
 import os
 import time
 import warnings
+from pathlib import Path
 
+import scipy.sparse as sp
 from _common import RESULTS, load_note, median_wall_cpu, write_results
 
 import psdlearn as pl
@@ -43,7 +46,8 @@ from psdlearn.graph import knn_laplacian
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
 COLUMNS = ["data", "n", "m", "loss", "rule_rank", "certified_rank", "rule_gap", "adaptive_gap",
            "rule_obj", "adaptive_obj", "rel_obj_diff", "rule_s", "adaptive_s", "rule_cpu_s",
-           "adaptive_cpu_s", "cpu_ratio", "rule_cert_s", "adaptive_cert_s", "rank_path"]
+           "adaptive_cpu_s", "cpu_ratio", "rule_cert_s", "adaptive_cert_s", "rank_path",
+           "load_start", "load_end"]
 #: The rule fit's columns (copied by --rule-from).
 RULE_COLUMNS = ("rule_rank", "rule_gap", "rule_obj", "rule_s", "rule_cpu_s", "rule_cert_s")
 
@@ -68,6 +72,8 @@ NOTES = [
     "(gamma='auto', the estimator's default).",
     "rule_obj / adaptive_obj: the final objectives (n/a in rows whose rule columns were "
     "copied by --rule-from from a run that did not record them).",
+    "load_start / load_end: 1-minute load average (2 cores) before the row's first fit and "
+    "after its last.",
 ]
 
 
@@ -85,6 +91,7 @@ def compare(data, L, C, loss, repeats, rule_row=None):
     """One row; ``rule_row``: the rule fit's columns from an earlier run (not refitted)."""
     models = {}
     times = {}
+    load_start = os.getloadavg()[0]
     for rank in ("adaptive",) if rule_row else ("auto", "adaptive"):
         out = []
         times[rank] = median_wall_cpu(lambda rank=rank, out=out: out.append(fit(L, C, loss, rank)),
@@ -106,7 +113,8 @@ def compare(data, L, C, loss, repeats, rule_row=None):
             "adaptive_s": times["adaptive"][0], "adaptive_cpu_s": times["adaptive"][1],
             "cpu_ratio": times["adaptive"][1] / rule_row["rule_cpu_s"],
             "adaptive_cert_s": ada.certificate_time_,
-            "rank_path": " ".join(f"{r}:{g:.1e}" for r, g in ada.rank_path_)}
+            "rank_path": " ".join(f"{r}:{g:.1e}" for r, g in ada.rank_path_),
+            "load_start": load_start, "load_end": os.getloadavg()[0]}
 
 
 #: The result files of the summary table, in its row order.
@@ -147,6 +155,19 @@ def _add(rows, row):
     return [r for r in rows if (r["data"], r["n"], r["loss"]) != key] + [row]
 
 
+def _graph(data, X, cache):
+    """The k = 50 kNN Laplacian of ``X``, from ``cache/<data>_L.npz`` when there (an
+    exclusive timing run then spends none of its time on the graph)."""
+    if cache is None:
+        return knn_laplacian(X, n_neighbors=50)
+    path = Path(cache) / f"{data}_L.npz"
+    if path.exists():
+        return sp.load_npz(path)
+    L = knn_laplacian(X, n_neighbors=50)
+    sp.save_npz(path, L)
+    return L
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", default="small,a1a,a9a",
@@ -162,6 +183,8 @@ def main():
     ap.add_argument("--rule-from", default=None,
                     help="results name whose rule-fit columns are reused (no rule fit)")
     ap.add_argument("--no-rule", action="store_true", help="no rule fit (adaptive only)")
+    ap.add_argument("--graph-cache", default=None,
+                    help="folder: reuse <data>_L.npz there (else build it and save it there)")
     ap.add_argument("--summary", action="store_true",
                     help="only write npkl_certificate_summary from the result files")
     args = ap.parse_args()
@@ -204,7 +227,7 @@ def main():
             continue
         else:
             X, y = pl.datasets.load(data)
-            L = knn_laplacian(X, n_neighbors=50)
+            L = _graph(data, X, args.graph_cache)
             C = pl.PairwiseConstraints.from_labels(y, random_state=0)
         print(f"{data}: graph {time.perf_counter() - t0:.1f} s", flush=True)
         for loss in losses:

@@ -208,3 +208,51 @@ def test_admm_intermediate_round_is_loose_and_final_continues(monkeypatch):
     assert calls[-1] == (1e-8, True, model.rank_)
     assert model.certificate_.certified
     assert (problem.objective(model.embedding_) - f_star) / f_star <= 1e-4
+
+
+def test_plateau_stops_at_the_first_flat_window():
+    """``plateau_tol``: BCD stops at the first multiple ``t`` of ``REFRESH`` where the
+    last ``REFRESH`` sweeps lowered the (exactly evaluated) objective by less than
+    ``plateau_tol |f_t|``, on the same path as the run without it."""
+    problem = make_problem("hinge")
+    E0 = bcd.initial_embedding(problem.n_samples, 3, 0)
+    plateau, R = 1e-5, bcd.REFRESH
+    kw = {"max_iter": 40 * R, "tol": 1e-15, "random_state": 0, "parallel": False}
+    full = bcd.solve_bcd(problem, E0, **kw)
+    res = bcd.solve_bcd(problem, E0, plateau_tol=plateau, **kw)
+    t = res.n_iter
+    assert res.converged and t % R == 0 and t < full.n_iter
+    h = np.asarray(full.info["surrogate_history"])
+    np.testing.assert_allclose(res.objective_history, full.objective_history[:t + 1],
+                               rtol=1e-12)
+    assert res.objective_history[-1] == pytest.approx(problem.objective(res.embedding),
+                                                      rel=1e-12)
+    flat = [k for k in range(R, len(h), R) if h[k - R] - h[k] < plateau * abs(h[k])]
+    assert flat and flat[0] == t
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_only_the_final_exact_hinge_stage_stops_on_a_plateau(loss, monkeypatch):
+    """The final round of ``rank="adaptive"`` on the hinge stops its exact stage on a
+    plateau of ``FINAL_PLATEAU_FACTOR * certificate_tol``; every other solve (smoothed
+    stages, intermediate rounds, smooth losses) keeps the step test alone, and the fit
+    still reaches the SDP optimum."""
+    problem = make_problem(loss)
+    f_star = solve_sdp(problem).objective
+    calls = []
+    solve = bcd.solve_bcd
+
+    def recording(problem, E0, **kw):
+        calls.append((kw["smoothing"], kw["tol"], kw.get("plateau_tol")))
+        return solve(problem, E0, **kw)
+
+    monkeypatch.setattr(bcd, "solve_bcd", recording)
+    model = _fit(problem, "adaptive", rank_init=1, certificate_tol=1e-4)
+    plateaus = [c for c in calls if c[2] is not None]
+    if loss == "hinge":
+        assert plateaus == calls[-1:] == [(0.0, 1e-8, bcd.FINAL_PLATEAU_FACTOR * 1e-4)]
+    else:
+        assert plateaus == []
+    f = problem.objective(model.embedding_)
+    assert (f - f_star) / abs(f_star) <= 1e-4
+    assert model.certificate_.gap_bound >= f - f_star - 1e-7 * abs(f_star)

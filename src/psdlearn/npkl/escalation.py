@@ -37,8 +37,10 @@ there is the single-candidate one without eigenvector weights (valid, only loose
 the escalation buys no decrease (or the cheap bound already certifies), the next round
 *continues* at the same rank to ``tol`` and the full bound is computed; for the smooth
 losses an uncertified final round still escalates (and the next rounds are intermediate
-again). ``certificate_`` is always that of the last, final round: every bound is valid at
-any ``E``, so a loose stage can make the certificate looser, never false.
+again). The hinge's final round never escalates, and its exact BCD stage also stops on an
+objective plateau (``psdlearn.npkl.bcd.FINAL_PLATEAU_FACTOR``). ``certificate_`` is
+always that of the last, final round: every bound is valid at any ``E``, so a loose stage
+can make the certificate looser, never false.
 """
 
 from __future__ import annotations

@@ -87,8 +87,10 @@ class NPKL(TransformerMixin, BaseEstimator):
         ``"auto"`` rank. The rounds that may still grow the rank stop at ``30 tol``; the
         last one is continued to ``tol`` and certified. For the hinge the rank is set on
         its Huber-smoothed problem (``mu = 1e-2``, a stage of ``hinge_smoothing``), where
-        the escalation is a descent step. Ignored by ``solver="sdp"`` (the rank of its
-        solution is whatever it is).
+        the escalation is a descent step, and its last round's exact BCD stage also stops
+        when 25 sweeps lower the objective by less than ``1e-2 certificate_tol``
+        (relative; :data:`psdlearn.npkl.bcd.FINAL_PLATEAU_FACTOR`). Ignored by
+        ``solver="sdp"`` (the rank of its solution is whatever it is).
     rank_init : int, default=8
         ``rank="adaptive"`` only: the starting rank, and the most columns added per
         escalation.
