@@ -151,3 +151,30 @@ def test_admm_mfpc_draws_run_one_per_call_merge_by_seed(tmp_path):
                                     loss="pcp", solver="mfpc", max_iter=1000)[0]
     assert raw["mfpc"][0]["objective"] == pytest.approx(one["objective"], rel=1e-12)
     assert payload["rows"][0]["reps"] == 2
+
+
+def test_admm_table2_mfpc_cells_from_saved_draws_count_them_and_keep_one_note(tmp_path):
+    from psdlearn.experiments import admm_table2
+
+    cols = ["dataset", "ADMM rand %", "MFPC rand %", "MFPC CPU s"]
+    rows = [{"dataset": d, "ADMM rand %": "x", "MFPC rand %": "not run (time)",
+             "MFPC CPU s": "-"} for d in ("glass", "a1a", "a2a")]
+    write_results(tmp_path, "admm_table2", cols, rows, ["a note"], title="T",
+                  extra={"raw": {"glass/admm": [1]}})
+    rand, cpu = [0.60, 0.70, 0.65], [5.0, 7.0, 6.0]
+    recs = [{"rand": r, "cpu_s": c, "seed": s}
+            for s, (r, c) in enumerate(zip(rand, cpu, strict=True))]
+    (tmp_path / "admm_mfpc.json").write_text(json.dumps(
+        {"raw": {"a1a": {"mfpc": recs}, "glass": {"mfpc": recs[:1]}}}))
+    for _ in range(2):  # a second fill replaces its note, it does not add one
+        counts = admm_table2.mfpc_from_saved(tmp_path, ["a1a", "a2a"], log=lambda *a: None)
+    assert counts == {"a1a": (3, True)}
+    payload = json.loads((tmp_path / "admm_table2.json").read_text())
+    got = {r["dataset"]: r for r in payload["rows"]}
+    assert got["a1a"]["MFPC rand %"] == f"65.00 ± {np.std(rand) * 100:.2f} (3 draws)"
+    assert got["a1a"]["MFPC CPU s"] == f"6.00 ± {np.std(cpu):.2f}"
+    # not asked for (glass) or nothing saved (a2a): unchanged
+    assert got["glass"]["MFPC rand %"] == got["a2a"]["MFPC rand %"] == "not run (time)"
+    assert payload["raw"]["a1a/mfpc"] == recs and payload["raw"]["glass/admm"] == [1]
+    assert payload["notes"][0] == "a note"
+    assert sum(n.startswith(admm_table2.MFPC_SAVED_NOTE) for n in payload["notes"]) == 1
