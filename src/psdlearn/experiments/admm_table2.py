@@ -283,7 +283,8 @@ def mfpc_from_saved(out_dir, sets, log=print):
             s = summarize(recs)
             seeds = sorted(r.get("seed", i) for i, r in enumerate(recs))
             counts[name] = (len(recs), seeds == list(range(len(recs))))
-            row["MFPC rand %"] = f"{_fmt(s['rand_mean'], s['rand_std'])} ({len(recs)} draws)"
+            row["MFPC rand %"] = (f"{_fmt(s['rand_mean'], s['rand_std'])} ({len(recs)} draw"
+                                  + ("s)" if len(recs) > 1 else ")"))
             row["MFPC CPU s"] = _fmt(s["cpu_mean"], s["cpu_std"])
             payload["raw"][f"{name}/mfpc"] = recs
         notes = [n for n in notes if not n.startswith(MFPC_SAVED_NOTE)]
