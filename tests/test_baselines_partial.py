@@ -151,3 +151,54 @@ def test_admm_mfpc_draws_run_one_per_call_merge_by_seed(tmp_path):
                                     loss="pcp", solver="mfpc", max_iter=1000)[0]
     assert raw["mfpc"][0]["objective"] == pytest.approx(one["objective"], rel=1e-12)
     assert payload["rows"][0]["reps"] == 2
+
+
+def test_admm_table2_mfpc_cells_from_saved_draws_count_them_and_keep_one_note(tmp_path):
+    from psdlearn.experiments import admm_table2
+
+    cols = ["dataset", "ADMM rand %", "MFPC rand %", "MFPC CPU s"]
+    rows = [{"dataset": d, "ADMM rand %": "x", "MFPC rand %": "not run (time)",
+             "MFPC CPU s": "-"} for d in ("glass", "a1a", "a2a")]
+    write_results(tmp_path, "admm_table2", cols, rows, ["a note"], title="T",
+                  extra={"raw": {"glass/admm": [1]}})
+    rand, cpu = [0.60, 0.70, 0.65], [5.0, 7.0, 6.0]
+    recs = [{"rand": r, "cpu_s": c, "seed": s}
+            for s, (r, c) in enumerate(zip(rand, cpu, strict=True))]
+    (tmp_path / "admm_mfpc.json").write_text(json.dumps(
+        {"raw": {"a1a": {"mfpc": recs}, "glass": {"mfpc": recs[:1]}}}))
+    for _ in range(2):  # a second fill replaces its note, it does not add one
+        counts = admm_table2.mfpc_from_saved(tmp_path, ["a1a", "a2a"], log=lambda *a: None)
+    assert counts == {"a1a": (3, True)}
+    payload = json.loads((tmp_path / "admm_table2.json").read_text())
+    got = {r["dataset"]: r for r in payload["rows"]}
+    assert got["a1a"]["MFPC rand %"] == f"65.00 ± {np.std(rand) * 100:.2f} (3 draws)"
+    assert got["a1a"]["MFPC CPU s"] == f"6.00 ± {np.std(cpu):.2f}"
+    # not asked for (glass) or nothing saved (a2a): unchanged
+    assert got["glass"]["MFPC rand %"] == got["a2a"]["MFPC rand %"] == "not run (time)"
+    assert payload["raw"]["a1a/mfpc"] == recs and payload["raw"]["glass/admm"] == [1]
+    assert payload["notes"][0] == "a note"
+    assert sum(n.startswith(admm_table2.MFPC_SAVED_NOTE) for n in payload["notes"]) == 1
+
+
+def _fake_rep2(X, y, name, seed):
+    """A Table 2 record: ours MKL 1 point below Nystrom 9 with C = 1 on every draw, and
+    ``seed`` points above it with C by CV."""
+    rec = {"seed": seed, "ours_s": 0.0, "abmkl_s": 0.0, "cabmkl_s": 0.0}
+    for key in ("ours", "nystrom", "abmkl", "cabmkl"):
+        rec[key], rec[f"{key}_cv"], rec[f"{key}_C"] = 10.0, 10.0, 1.0
+    rec["ours"], rec["ours_cv"] = 9.0, 10.0 + seed
+    return rec
+
+
+def test_nystrom_baselines_table2_pairs_ours_with_nystrom9_per_draw(tmp_path, monkeypatch):
+    monkeypatch.setattr(nystrom_baselines, "_table2_rep", _fake_rep2)
+    monkeypatch.setattr(nystrom_baselines, "load_protocol_set",
+                        lambda name: (np.zeros((3, 1)), np.zeros(3)))
+    nystrom_baselines.run(tmp_path, reps=3, tables=(2,), sets=["g241c"], log=lambda *a: None)
+    payload = json.loads((tmp_path / "nystrom_baselines2.json").read_text())
+    row, = payload["rows"]
+    assert row["ours - Nys C=1 (paired ± se)"] == "-1.00 ± 0.00"  # beyond 2 se: better
+    se = np.std([0, 1, 2], ddof=1) / np.sqrt(3)
+    assert row["ours - Nys C=CV (paired ± se)"] == f"+1.00 ± {se:.2f}"  # within 2 se
+    assert any("C=1: ours better on 1 (g241c), worse on 0 (-); C=CV: ours better on 0 (-), "
+               "worse on 0 (-)" in n for n in payload["notes"])

@@ -32,8 +32,8 @@ REPRODUCTIONS = {
     "nystrom-labels": ("nystrom_labels", "Lan et al. 2017, Fig. 1 (alignment vs lambda), Fig. 2 "
                        "(mnist, labels)"),
     "yeung-xor": ("yeung_xor", "Yeung et al. 2007, Fig. 1 and Table 1: XOR embeddings, J vs m"),
-    "yeung-suspects": ("yeung_suspects", "Yeung et al. 2007, Table 1 at m = 800: J against the "
-                       "eigenvalue cut-off, the RBF width and K"),
+    "yeung-suspects": ("yeung_suspects", "Yeung et al. 2007, Table 1: J against m for the "
+                       "eigenvalue cut-off and the RBF width, chosen by S alone"),
     "yeung-table2": ("yeung_table2", "Yeung et al. 2007, Table 2: J on MNIST digit sets"),
     "psdboost-synthetic": ("psdboost_synthetic", "Shen et al. 2008, Fig. 1 (left): Opt(D1) vs "
                            "iterations, 600 points in 24-d"),
