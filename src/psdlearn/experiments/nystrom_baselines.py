@@ -431,6 +431,15 @@ def _write(out_dir, table, raw, caps, piece):
     return text, raw
 
 
+def _significance_summary(rows):
+    """``"C=1: ours better on k (sets), worse on j (sets); C=CV: ..."`` from the paired
+    columns ``ours - Nys {C} (paired ± se)`` (beyond 2 se, :func:`_significant`)."""
+    return "; ".join(f"{c}: ours better on {len(b)} ({', '.join(b) or '-'}), worse on "
+                     f"{len(w)} ({', '.join(w) or '-'})"
+                     for c in ("C=1", "C=CV")
+                     for b, w in [_significant(rows, f"ours - Nys {c} (paired ± se)")])
+
+
 def _write_locked(out_dir, table, raw, caps, runs):
     row_fn = _table1_row if table == 1 else _table2_row
     every = [s for s in SETS if s in raw] + sorted(s for s in raw if s not in SETS)
@@ -462,11 +471,7 @@ def _write_locked(out_dir, table, raw, caps, runs):
             f"C by CV; by the paper's Table 1 means: on {paper} of these {len(rows)} (issue 20 "
             "quotes 12 of 16). 'ours - Nys': paired over the same draws; beyond 2 se it is "
             "a significant difference (the paper marks paired t-test wins at 95%): "
-            + "; ".join(f"{c}: ours better on {len(b)} ({', '.join(b) or '-'}), worse on "
-                        f"{len(w)} ({', '.join(w) or '-'})"
-                        for c in ("C=1", "C=CV")
-                        for b, w in [_significant(rows, f"ours - Nys {c} (paired ± se)")])
-            + ".",
+            + _significance_summary(rows) + ".",
             _verdict_note(rows, won["C=CV"]),
             _lambda_cv_note(rows),
             "Spectral: order-constrained spectral kernel (Zhu et al. 2005), Cluster: cluster "
@@ -484,11 +489,7 @@ def _write_locked(out_dir, table, raw, caps, runs):
             f"{won['C=1'][1]} sets with C = 1 and on {won['C=CV'][0]} of {won['C=CV'][1]} "
             "with C by CV. 'ours - Nys': paired over the same draws (Nys: Nystrom 9), "
             "beyond 2 se a significant difference: "
-            + "; ".join(f"{c}: ours better on {len(b)} ({', '.join(b) or '-'}), worse on "
-                        f"{len(w)} ({', '.join(w) or '-'})"
-                        for c in ("C=1", "C=CV")
-                        for b, w in [_significant(rows, f"ours - Nys {c} (paired ± se)")])
-            + ".",
+            + _significance_summary(rows) + ".",
             "ABMKL / CABMKL: kernel weights by raw / centered alignment with y y^T "
             "(Cortes et al. 2012), a nonnegative least-squares QP on the exact kernels of the "
             "100 labelled points, then the weighted standard Nystrom features of the nine "
