@@ -23,7 +23,7 @@ from pathlib import Path
 from psdlearn.experiments.report import write_results
 
 __all__ = ["add_run", "locked", "merge_by_seed", "merge_saved", "read_table", "replace_rows",
-           "runs_note"]
+           "runs_note", "table_extra"]
 
 
 @contextlib.contextmanager
@@ -96,6 +96,13 @@ def read_table(out_dir, name):
     return title, payload["columns"], payload["rows"], notes, payload
 
 
+def table_extra(payload):
+    """The fields of a saved table beyond those ``write_results`` writes itself (``raw``,
+    ``runs``, ...), to pass back as its ``extra`` when the table is rewritten."""
+    return {k: v for k, v in payload.items()
+            if k not in ("name", "environment", "columns", "rows", "notes")}
+
+
 def replace_rows(out_dir, name, match, new_rows, note, raw=None, show=(), label=()):
     """Replace the rows for which ``match(row)`` holds by ``new_rows``; keep the rest.
 
@@ -113,8 +120,7 @@ def replace_rows(out_dir, name, match, new_rows, note, raw=None, show=(), label=
         kept = [r for i, r in enumerate(rows) if i not in set(hit)]
         at -= sum(i < at for i in hit)
         rows = kept[:at] + list(new_rows) + kept[at:]
-        extra = {k: v for k, v in payload.items()
-                 if k not in ("name", "environment", "columns", "rows", "notes")}
+        extra = table_extra(payload)
         if raw:
             extra["raw"] = {**extra.get("raw", {}), **raw}
         date = payload.get("environment", {}).get("date", "an earlier run")

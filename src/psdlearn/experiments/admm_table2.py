@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._partial import locked, read_table, replace_rows
+from psdlearn.experiments._partial import locked, read_table, replace_rows, table_extra
 from psdlearn.experiments._plot import plot_lines
 from psdlearn.experiments.admm_mfpc import MFPC_SETS, mfpc_cells
 from psdlearn.experiments.protocol import (
@@ -296,10 +296,8 @@ def mfpc_from_saved(out_dir, sets, log=print):
             "max_iter = 1000); run one draw per process, for time (one MFPC fit: about 6 CPU s "
             f"on a1a, 76 on a4a, 760 on a6a); filled on "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
-        extra = {k: v for k, v in payload.items()
-                 if k not in ("name", "environment", "columns", "rows", "notes")}
         text = write_results(out_dir, "admm_table2", columns, rows, notes, title=title,
-                             extra=extra)
+                             extra=table_extra(payload))
     log(text)
     return counts
 

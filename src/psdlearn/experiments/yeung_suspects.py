@@ -36,6 +36,7 @@ import json
 import os
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from unittest import mock
 
@@ -173,9 +174,7 @@ def _table(raw, runs, gamma):
     for m in ms:
         by_mean, per_draw = chosen[m]
         row_mean[f"m = {m}"] = f"{by_mean}: {_pm([r['J'] for r in raw[by_mean][str(m)]])}"
-        picks = {}
-        for _, k, _j in per_draw:
-            picks[k] = picks.get(k, 0) + 1
+        picks = Counter(k for _, k, _ in per_draw)
         row_draw[f"m = {m}"] = (f"{_pm([j for _, _, j in per_draw])} ("
                                 + ", ".join(f"{k} {c}" for k, c in picks.items()) + ")")
         mean, std = PAPER_TABLE1.get(m, (None, None))
@@ -261,9 +260,9 @@ def run(out_dir, quick=False, log=print, *, landmarks=None, settings=None, seeds
             runs = add_run(payload.get("runs", []), piece)
             columns, rows, notes = _table(raw, runs, gamma)
             write_results(out_dir, NAME, columns, rows, notes,
-                                 title="Yeung et al. (2007) Table 1: J against m for the "
-                                 "eigenvalue cut-off and the RBF width, chosen by S",
-                                 extra={"raw": raw, "runs": runs, "kernel_gamma": gamma})
+                          title="Yeung et al. (2007) Table 1: J against m for the "
+                          "eigenvalue cut-off and the RBF width, chosen by S",
+                          extra={"raw": raw, "runs": runs, "kernel_gamma": gamma})
         log(f"seed {seed}: {len(new)} cells, {piece['cpu_s']:.0f} CPU s; " + ", ".join(
             f"{k} m={m}: J {r['J']:.3f} crit {r['criterion']:.3f}"
             for (k, m), r in new.items() if m == max(landmarks)))

@@ -206,7 +206,7 @@ def path_following(Dk, Dj, C, tol, max_iter, deadline=None, low_rank=False, call
         the status and the per-iteration ``(seconds, pi, primal objective, residual)``.
     """
     t, D = Dk.shape
-    G, total = (np.zeros((D, D)), 1.0) if fixed is None else fixed
+    G, total = (0.0, 1.0) if fixed is None else fixed  # no bound rows: no (D, D) term
     Xm = np.eye(D) / D
     m, xi, rho = np.ones(t), np.ones(t), 0.0
     w = np.full(t, total / t)
