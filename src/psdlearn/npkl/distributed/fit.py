@@ -67,13 +67,12 @@ def _slice(E, lo, hi):
     return E[lo:hi]
 
 
-def _new_pairs(rt, pairs, starts, labels, chunk_offsets):
-    """The constraint pairs in the new numbering (only their ``<= 2 m`` ids travel)."""
+def _new_pairs(rt, pairs, blocks, offsets):
+    """The constraint pairs in the new numbering (only their ``<= 2 m`` ids travel: each
+    slab returns the new ids of those it holds, -1 for the others)."""
     ids = np.unique(pairs)
-    chunk = np.searchsorted(starts, ids, side="right") - 1
-    futs = [rt.submit(None, _build._new_ids, labels[c], int(starts[c]), chunk_offsets[c],
-                      ids[chunk == c]) for c in np.unique(chunk)]
-    new = np.concatenate(rt.gather(futs))
+    new = np.max(rt.gather([rt.submit(q, _build._new_ids, blocks[q], int(offsets[q]), ids)
+                            for q in range(len(blocks))]), axis=0)
     return new[np.searchsorted(ids, pairs)]
 
 
@@ -142,7 +141,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     t_graph = time.perf_counter()
     chunks = client.compute(list(X.to_delayed().ravel()))
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
-    blocks, start_rows, offsets, labels, chunk_offsets, geometry = _build.slab_blocks(
+    blocks, start_rows, offsets, geometry = _build.slab_blocks(
         rt, chunks, starts, n_blocks, seed, rank)
     del chunks  # the slabs hold the rows now
     method = est.knn_method
@@ -152,8 +151,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     k = min(int(est.n_neighbors), n - 1)
     laplacian, sigma, info = _build.build_graph(rt, blocks, offsets, geometry, k, est.sigma,
                                                 est.delta, method, seed)
-    pairs = _new_pairs(rt, C.pairs, starts, labels, chunk_offsets)
-    del labels
+    pairs = _new_pairs(rt, C.pairs, blocks, offsets)
     signs = C.signs.astype(np.float64)
     est.graph_time_ = time.perf_counter() - t_graph
 

@@ -7,8 +7,10 @@ before any graph exists, and since kNN edges are short, an edge joins points of 
 or of adjacent slabs, so block ``b`` shares edges with blocks ``b - 1`` and ``b + 1``
 only (two colours suffice for the block Gauss-Seidel sweep of the BCD solver). The cut is
 measured after the graph is built. The rows are renumbered block by
-block (new id ``off_b + local``), so the owner of a row is a binary search in the block
-offsets and the graph can be built directly in the new numbering.
+block (new id ``off_b + local``, ``local`` the position in the Z-order of the point's
+coordinates on the leading principal axes, so that kNN neighbours sit close in memory),
+so the owner of a row is a binary search in the block offsets and the graph can be built
+directly in the new numbering.
 
 Layout. A layout says which block owns each row: the slab of the row, except for the
 rows of ``special`` (the constrained samples of the BCD solver), which block ``P`` owns.
