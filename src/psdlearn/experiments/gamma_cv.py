@@ -20,10 +20,10 @@ them; where the two disagree (heart: the AUC often peaks at the grid's bottom, n
 ``gamma_0``, where the kernel is nearly of rank one and the partition is worst) it chose
 badly. The one-standard-error rule toward smaller ``gamma`` was measured too and is not
 used: with 3 folds the standard error is wide and the rule reaches down to that same
-degenerate bottom (chessboard, heart). ``run(compare=True)`` scores the four combinations
-(AUC or clustering, best or one-SE) on the same fold fits and refits each chosen
-``gamma`` with the protocol's fit, so that the rules are compared on the same draws
-(``reproductions/gamma_cv_bcd.md``).
+degenerate bottom (heart; chessboard too on the former 4 x 4 board, not on the 3 x 3 one).
+``run(compare=True)`` scores the four combinations (AUC or clustering, best or one-SE) on
+the same fold fits and refits each chosen ``gamma`` with the protocol's fit, so that the
+rules are compared on the same draws (``reproductions/gamma_cv_bcd.md``).
 
 Two tables: ADMM on the pcp loss (Hu & Kwok 2013 Table 2) and BCD on the margin losses
 (Hu & Kwok 2015; our ``bcd-tables`` protocol).
