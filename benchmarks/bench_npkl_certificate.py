@@ -62,9 +62,9 @@ NOTES = [
     "rule_gap / adaptive_gap: certificate_.relative_gap, a bound on (f - f*) / |f| with f* "
     "the optimum of the convex problem over K >= 0; rel_obj_diff = (f_adaptive - f_rule) / "
     "|f_rule|. The hinge is never certified at the default tol = 1e-5: on chessboard and "
-    "double-spiral the SDP (cvxpy) puts those fits 7e-5 and 2e-4 above the optimum (bound "
-    "8e-4, 6e-4); at tol = 1e-7 they are 1.2e-6 and 2.2e-6 above it and the bound is 3.8e-5 "
-    "and 1.0e-5, certified.",
+    "double-spiral (seed 0, chessboard on the 3x3 board) the SDP (cvxpy) puts those fits "
+    "7.5e-5 and 1.9e-4 above the optimum (bound 1.1e-3, 5.7e-4); at tol = 1e-7 they are "
+    "5.4e-7 and 2.2e-6 above it and the bound is 4.1e-5 and 1.1e-5, certified.",
     "cpu_ratio = adaptive_cpu_s / rule_cpu_s (process CPU time, both fits single-threaded, "
     "certificates included); rule_cert_s / adaptive_cert_s: wall seconds of the "
     "certificates and escalations inside the fit (wall times are inflated by the load).",
