@@ -304,6 +304,17 @@ def test_zorder_halves_the_box_recursively_and_keeps_neighbours_close():
     assert gap < 0.05 * len(P)          # in the input (random) order it is about n / 3
 
 
+def test_inverse_sqrt_degree_of_rows_with_and_without_edges():
+    from psdlearn.npkl.distributed._build import _inv_sqrt_degree
+
+    # rows 1 and 3 have no edge (all weights underflowed); row 3 is the last one
+    sym = (np.array([0, 2, 2, 3, 3]), np.array([1, 2, 0]), np.array([1.0, 3.0, 0.25]))
+    np.testing.assert_allclose(_inv_sqrt_degree(sym), [0.5, 0.0, 2.0, 0.0])
+    assert np.array_equal(_inv_sqrt_degree((np.zeros(3, dtype=np.int64),
+                                            np.empty(0, dtype=np.int64), np.empty(0))),
+                          np.zeros(2))
+
+
 def test_new_ids_map_old_ids_to_slab_positions():
     from psdlearn.npkl.distributed._build import _new_ids
 

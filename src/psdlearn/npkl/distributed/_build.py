@@ -235,9 +235,14 @@ def _symmetric_rows(knn, k, sigma, offset, *incoming):
 
 
 def _inv_sqrt_degree(sym):
+    """``d_i^-1/2`` of the rows of ``S`` (0 for a row without edges: a point whose
+    weights all underflow, e.g. a far outlier)."""
     indptr, _, w = sym
-    deg = np.add.reduceat(w, indptr[:-1]) if len(w) else np.zeros(len(indptr) - 1)
-    deg[np.diff(indptr) == 0] = 0.0
+    deg = np.zeros(len(indptr) - 1)
+    # reduceat over the non-empty rows only: an empty row's start may equal len(w)
+    full = np.diff(indptr) > 0
+    if np.any(full):
+        deg[full] = np.add.reduceat(w, indptr[:-1][full])
     out = np.zeros_like(deg)
     out[deg > 0] = 1.0 / np.sqrt(deg[deg > 0])
     return out
