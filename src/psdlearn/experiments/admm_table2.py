@@ -293,8 +293,8 @@ def mfpc_from_saved(out_dir, sets, log=print):
             + "; the paper: 20): the draws of admm_mfpc.json, seeds "
             + ("0..N-1" if all(first for _, first in counts.values()) else "as saved there")
             + ", i.e. the first N constraint draws of the ADMM column (same protocol, "
-            "max_iter = 1000); run one draw per process, for time (one MFPC fit: about 6 CPU s "
-            f"on a1a, 76 on a4a, 760 on a6a); filled on "
+            "max_iter = 1000); run one draw per process, for time (the CPU seconds of one "
+            "fit: the MFPC CPU s column); filled on "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
         text = write_results(out_dir, "admm_table2", columns, rows, notes, title=title,
                              extra=table_extra(payload))
