@@ -1,22 +1,17 @@
 """Generalized Nystrom (Lan et al. 2017): closed forms, monotone solvers, limits, conventions."""
 
-import dataclasses
-import signal
-import threading
-import time
 import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
+from _nystroem_problems import chain_must_links, one_hot, partial_labels, small_problem, two_blobs
 from scipy.linalg import pinvh
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import psdlearn as pl
-from psdlearn._progress import FitInterruptedWarning
 from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem import (
     GeneralizedNystroem,
@@ -27,14 +22,10 @@ from psdlearn.nystroem import (
     solve_dictionary,
 )
 from psdlearn.nystroem import estimator as estimator_module
-from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
+from psdlearn.nystroem._beta import heuristic_beta, iterative_beta
 from psdlearn.nystroem._multi import multiple_objective, prior_mixture, solve_multiple
 from psdlearn.nystroem.dictionary import gradient, objective
 from psdlearn.nystroem.estimator import _data_term
-
-
-def _one_hot(values):
-    return estimator_module._one_hot(values)[1]
 
 
 @parametrize_with_checks([GeneralizedNystroem(max_iter=20),
@@ -45,39 +36,8 @@ def test_sklearn_checks(estimator, check):
         check(estimator)
 
 
-def _problem(m=8, n_lab=12, n_classes=3, seed=0):
-    """Random ``E_l``, labels, PSD prior and the labels data term."""
-    rng = np.random.default_rng(seed)
-    E_l = rng.uniform(size=(n_lab, m))
-    y = np.arange(n_lab) % n_classes
-    Y = _one_hot(y)
-    G = rng.normal(size=(m, m))
-    prior = G @ G.T / m
-    s = E_l.T @ Y
-    data = QuadraticData([E_l.T @ E_l], s @ s.T, float(np.sum(Y.sum(0) ** 2)))
-    return E_l, Y, prior, data
-
-
-def _blobs(n=120, d=5, seed=0):
-    """Two classes that differ in 2 of ``d`` dimensions; the rest is wide noise."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(n) % 2
-    X = rng.normal(size=(n, d)) * np.r_[0.6, 0.6, 3.0 * np.ones(d - 2)]
-    X[:, :2] += 1.5 * (2 * y[:, None] - 1)
-    return X, y
-
-
-def _partial(y, per_class=6, seed=0):
-    rng = np.random.default_rng(seed)
-    yp = np.full_like(y, -1)
-    for c in np.unique(y):
-        idx = rng.choice(np.flatnonzero(y == c), per_class, replace=False)
-        yp[idx] = c
-    return yp
-
-
 def test_data_term_equals_frobenius_form():
-    E_l, Y, _, data = _problem()
+    E_l, Y, _, data = small_problem()
     rng = np.random.default_rng(1)
     S = rng.normal(size=(8, 8))
     S = S + S.T
@@ -89,7 +49,7 @@ def test_group_data_term_equals_masked_form():
     rng = np.random.default_rng(2)
     E_g = rng.uniform(size=(10, 6))
     groups = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2, 3])
-    Y = _one_hot(groups)
+    Y = one_hot(groups)
     data = _data_term(E_g, Y, "groups")
     S = rng.normal(size=(6, 6))
     S = S + S.T
@@ -99,7 +59,7 @@ def test_group_data_term_equals_masked_form():
 
 
 def test_gradient_matches_finite_differences():
-    _, _, prior, data = _problem()
+    _, _, prior, data = small_problem()
     rng = np.random.default_rng(3)
     S = rng.normal(size=(8, 8))
     S = S + S.T
@@ -113,7 +73,7 @@ def test_gradient_matches_finite_differences():
 
 @pytest.mark.parametrize("lam", [1e-4, 1.0, 1e4])
 def test_closed_form_solves_eq_12(lam):
-    _, _, prior, data = _problem()
+    _, _, prior, data = small_problem()
     S = closed_form_start(prior, lam, data)
     A = data.blocks[0]
     residual = lam * S + A @ S @ A - lam * prior - data.B
@@ -127,7 +87,7 @@ def test_closed_form_solves_eq_12(lam):
 def test_closed_form_several_blocks_by_cg():
     rng = np.random.default_rng(4)
     E = rng.uniform(size=(9, 5))
-    data = _data_term(E, _one_hot([0, 0, 1, 1, 1, 2, 2, 3, 3]), "groups")
+    data = _data_term(E, one_hot([0, 0, 1, 1, 1, 2, 2, 3, 3]), "groups")
     prior = np.eye(5)
     S = closed_form_start(prior, 0.1, data)
     residual = 0.1 * S + data.apply(S) - 0.1 * prior - data.B
@@ -136,7 +96,7 @@ def test_closed_form_several_blocks_by_cg():
 
 @pytest.mark.parametrize("accelerated", [False, True])
 def test_projected_gradient_monotone_and_psd(accelerated):
-    _, _, prior, data = _problem(m=10, n_lab=15, seed=5)
+    _, _, prior, data = small_problem(m=10, n_lab=15, seed=5)
     lam = 1e-3  # small lambda: the closed form is indefinite, the projection is active
     assert np.linalg.eigvalsh(closed_form_start(prior, lam, data))[0] < 0
     res = solve_dictionary(prior, lam, data, max_iter=3000, tol=0.0, accelerated=accelerated)
@@ -154,7 +114,7 @@ def test_projected_gradient_monotone_and_psd(accelerated):
 @pytest.mark.sdp
 def test_agrees_with_cvxpy():
     cp = pytest.importorskip("cvxpy")
-    E_l, Y, prior, data = _problem(m=5, n_lab=8, n_classes=2, seed=6)
+    E_l, Y, prior, data = small_problem(m=5, n_lab=8, n_classes=2, seed=6)
     lam = 1e-2
     S = cp.Variable((5, 5), PSD=True)
     cost = lam * cp.sum_squares(S - prior) + cp.sum_squares(E_l @ S @ E_l.T - Y @ Y.T)
@@ -166,9 +126,9 @@ def test_agrees_with_cvxpy():
 
 
 def test_lambda_to_infinity_gives_prior():
-    X, y = _blobs()
+    X, y = two_blobs()
     g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e12], random_state=0)
-    g.fit(X, _partial(y))
+    g.fit(X, partial_labels(y))
     assert np.linalg.norm(g.dictionary_ - g.prior_) <= 1e-6 * np.linalg.norm(g.prior_)
     W = rbf_kernel(g.landmarks_, gamma=g.kernel_gamma_)
     W_pinv = pinvh(W, rtol=1e-10)
@@ -177,7 +137,7 @@ def test_lambda_to_infinity_gives_prior():
 
 
 def test_y_none_is_standard_nystroem():
-    X, _ = _blobs()
+    X, _ = two_blobs()
     g = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X)
     Q = g.transform(X)
     E = rbf_kernel(X, g.landmarks_, gamma=g.kernel_gamma_)
@@ -192,7 +152,7 @@ def test_y_none_is_standard_nystroem():
     (pl.PairwiseConstraints([[0, 1]], [-1], n_samples=120), "y has no must-link pair"),
 ])
 def test_no_side_information_falls_back_to_nystroem_with_a_warning(y, what):
-    X, _ = _blobs()
+    X, _ = two_blobs()
     plain = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the cannot-link one, tested below
@@ -203,26 +163,26 @@ def test_no_side_information_falls_back_to_nystroem_with_a_warning(y, what):
 
 
 def test_learned_kernel_aligns_better_than_nystroem():
-    X, y = _blobs(n=200)
-    yp = _partial(y, per_class=10)
+    X, y = two_blobs(n=200)
+    yp = partial_labels(y, per_class=10)
     lab = yp != -1
     # criterion (15) picks lambda for the alignment (the default's CV, for accuracy)
     learned = GeneralizedNystroem(n_landmarks=20, lambda_selection="alignment",
                                   random_state=0).fit(X, yp)
     plain = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, None)
-    ideal = _one_hot(y[lab])
+    ideal = one_hot(y[lab])
     a_learned = centered_alignment(learned.transform(X[lab]), ideal, factors=True)
     a_plain = centered_alignment(plain.transform(X[lab]), ideal, factors=True)
     assert a_learned > a_plain + 0.03
     # also on the unlabelled points, which took no part in the fit
-    ideal_u = _one_hot(y[~lab])
+    ideal_u = one_hot(y[~lab])
     assert (centered_alignment(learned.transform(X[~lab]), ideal_u, factors=True)
             > centered_alignment(plain.transform(X[~lab]), ideal_u, factors=True))
 
 
 def test_transform_new_points_is_extrapolation_formula():
-    X, y = _blobs()
-    g = GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, _partial(y))
+    X, y = two_blobs()
+    g = GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, partial_labels(y))
     X_new = np.random.default_rng(7).normal(size=(9, X.shape[1]))
     E_new = rbf_kernel(X_new, g.landmarks_, gamma=g.kernel_gamma_)
     E_old = rbf_kernel(X[:5], g.landmarks_, gamma=g.kernel_gamma_)
@@ -233,11 +193,11 @@ def test_transform_new_points_is_extrapolation_formula():
 
 
 def test_alignment_criterion_picks_its_argmax():
-    X, y = _blobs()
+    X, y = two_blobs()
     lambdas = [1e-3, 1e-1, 1e1, 1e3]
     g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, lambda_selection="alignment",
                             random_state=0)
-    g.fit(X, _partial(y))
+    g.fit(X, partial_labels(y))
     assert g.lambda_selection_ == "alignment"
     assert g.lambda_ == lambdas[int(np.argmax(g.lambda_scores_))]
     assert np.all(np.abs(g.lambda_scores_) <= 1 + 1e-12)
@@ -247,8 +207,8 @@ def test_alignment_criterion_picks_its_argmax():
 def test_default_selects_lambda_by_cross_validation_where_it_applies():
     """lambda_selection="auto": 3-fold CV on the labelled points when every class has 3 of
     them (benchmarks/results/defaults_nystroem.md), criterion (15) otherwise."""
-    X, y = _blobs()
-    yp = _partial(y)
+    X, y = two_blobs()
+    yp = partial_labels(y)
     g = GeneralizedNystroem(n_landmarks=15, random_state=0)
     assert g.get_params()["lambda_selection"] == "auto"
     g.fit(X, yp)
@@ -260,7 +220,7 @@ def test_default_selects_lambda_by_cross_validation_where_it_applies():
     lambdas = np.asarray(g.lambdas)
     assert g.lambda_ == lambdas[g.lambda_scores_ == g.lambda_scores_.max()].max()
     must = np.array([[0, 2, 1], [2, 4, 1], [1, 3, 1], [3, 5, 1]])
-    for y_fit in (_partial(y, per_class=2), must):
+    for y_fit in (partial_labels(y, per_class=2), must):
         assert clone(g).fit(X, y_fit).lambda_selection_ == "alignment"
     assert clone(g).fit(X).lambda_selection_ is None
 
@@ -283,8 +243,8 @@ def test_cv_score_is_the_mean_over_repeated_folds(monkeypatch):
                 yield train, test
 
     monkeypatch.setattr(model_selection, "RepeatedStratifiedKFold", Recording)
-    X, y = _blobs()
-    yp = _partial(y)
+    X, y = two_blobs()
+    yp = partial_labels(y)
     lambdas = (1e-2, 1e2)
     g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, lambda_selection="cv",
                             random_state=0).fit(X, yp)
@@ -323,8 +283,8 @@ def test_default_beats_the_standard_nystroem_kernel_where_alignment_does_not():
     the standard Nystrom kernel (linear SVM, C = 1, as in the benchmark)."""
     from sklearn.svm import LinearSVC
 
-    X, y = _blobs(n=300, d=5, seed=1)
-    yp = _partial(y, per_class=6, seed=1)
+    X, y = two_blobs(n=300, d=5, seed=1)
+    yp = partial_labels(y, per_class=6, seed=1)
     lab = yp != -1
 
     def accuracy(y_fit, **params):
@@ -340,7 +300,7 @@ def test_default_beats_the_standard_nystroem_kernel_where_alignment_does_not():
 
 
 def test_heuristic_beta_eq_8():
-    E_l, Y, _, _ = _problem(m=6, n_lab=10)
+    E_l, Y, _, _ = small_problem(m=6, n_lab=10)
     W_pinv = np.diag(np.arange(1.0, 7.0))
     target = np.linalg.pinv(E_l) @ Y @ Y.T @ np.linalg.pinv(E_l).T
     expected = np.linalg.norm(target) / np.linalg.norm(W_pinv)
@@ -348,7 +308,7 @@ def test_heuristic_beta_eq_8():
 
 
 def test_iterative_beta_lowers_joint_objective():
-    _, _, prior, data = _problem(m=8, n_lab=12, seed=8)
+    _, _, prior, data = small_problem(m=8, n_lab=12, seed=8)
     W_pinv = prior
     lam = 0.05
     beta0 = 3.0
@@ -363,8 +323,8 @@ def test_iterative_beta_lowers_joint_objective():
 
 
 def test_multiple_kernels_monotone_and_features():
-    X, y = _blobs(n=150)
-    yp = _partial(y, per_class=8)
+    X, y = two_blobs(n=150)
+    yp = partial_labels(y, per_class=8)
     factors = 2.0 ** np.arange(-2, 3)
     g = GeneralizedNystroem(n_landmarks=30, kernel_gammas=factors, lambdas=[1e-2, 1.0],
                             max_iter=50, random_state=0).fit(X, yp)
@@ -385,7 +345,7 @@ def test_multiple_kernels_monotone_and_features():
 def test_alpha_step_is_eq_19():
     rng = np.random.default_rng(9)
     F = [rng.uniform(size=(10, 4)) for _ in range(3)]
-    Y = _one_hot(np.arange(10) % 2)
+    Y = one_hot(np.arange(10) % 2)
     priors = [np.eye(4) * (j + 1) for j in range(3)]
     cross = [[a.T @ b for b in F] for a in F]
     s = [a.T @ Y for a in F]
@@ -407,7 +367,7 @@ def test_prior_mixture_is_kkt_point_of_the_ray_problem():
     # matrices: the gradient must vanish where alpha_j > 0 and be >= 0 where alpha_j = 0
     rng = np.random.default_rng(11)
     F = [rng.uniform(size=(12, 5)) ** (j + 1) for j in range(4)]
-    Y = _one_hot(np.arange(12) % 3)
+    Y = one_hot(np.arange(12) % 3)
     priors = []
     for j in range(4):
         A = rng.normal(size=(5, 5))
@@ -437,19 +397,12 @@ def test_mean_squared_distance_is_exact():
     assert mean_squared_distance(X) == pytest.approx(d2.sum() / (40 * 39), rel=1e-12)
 
 
-def _chain_must_links(groups, n):
-    """Must-link pairs joining consecutive members of each group."""
-    pairs = [(members[k], members[k + 1]) for g in np.unique(groups[groups >= 0])
-             for members in [np.flatnonzero(groups == g)] for k in range(len(members) - 1)]
-    return pl.PairwiseConstraints(pairs, np.ones(len(pairs)), n_samples=n)
-
-
 def test_must_links_are_groups_fitted_on_within_group_pairs():
-    X, y = _blobs(n=100)
+    X, y = two_blobs(n=100)
     groups = np.full(len(y), -1)
     groups[:6] = 0
     groups[6:10] = 1
-    C = _chain_must_links(groups, len(y))
+    C = chain_must_links(groups, len(y))
     g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, C)
     assert g.side_info_ == "must-link groups"
     # the groups are the connected components: the closure (every within-group pair) and
@@ -459,7 +412,7 @@ def test_must_links_are_groups_fitted_on_within_group_pairs():
         assert np.allclose(h.dictionary_, g.dictionary_, rtol=1e-10,
                            atol=1e-12 * np.abs(g.dictionary_).max())
     E = rbf_kernel(X[:10], g.landmarks_, gamma=g.kernel_gamma_)
-    M = _one_hot(groups[:10])
+    M = one_hot(groups[:10])
     M = M @ M.T
 
     def masked_loss(S):
@@ -476,7 +429,7 @@ def test_params_clone_and_errors():
     params = g.get_params()
     assert params["n_landmarks"] == 12 and list(params["lambdas"]) == [1.0, 2.0]
     assert clone(g).get_params()["random_state"] == 3
-    X, y = _blobs()
+    X, y = two_blobs()
     with pytest.raises(NotFittedError):
         g.transform(X)
     with pytest.raises(ValueError, match="n_landmarks"):
@@ -497,7 +450,7 @@ def test_params_clone_and_errors():
         GeneralizedNystroem(n_landmarks=10, kernel="linear", kernel_gammas=[1.0]).fit(X, y)
     with pytest.raises(ValueError, match="kernel_gammas needs class labels"):
         GeneralizedNystroem(n_landmarks=10, kernel_gammas=[1.0]).fit(
-            X, _chain_must_links(np.r_[0, 0, 0, np.full(117, -1)], 120))
+            X, chain_must_links(np.r_[0, 0, 0, np.full(117, -1)], 120))
     with pytest.raises(ValueError, match="kernel_gammas must be"):
         GeneralizedNystroem(n_landmarks=10, kernel_gammas=[0.0]).fit(X, y)
     with pytest.raises(ValueError, match="kernel_gamma='auto' is undefined"):
@@ -505,8 +458,8 @@ def test_params_clone_and_errors():
 
 
 def test_same_seed_same_result_and_random_landmarks():
-    X, y = _blobs()
-    yp = _partial(y)
+    X, y = two_blobs()
+    yp = partial_labels(y)
     a = GeneralizedNystroem(n_landmarks=10, landmarks="random", random_state=4).fit(X, yp)
     b = GeneralizedNystroem(n_landmarks=10, landmarks="random", random_state=4).fit(X, yp)
     assert np.array_equal(a.landmarks_, b.landmarks_)
@@ -515,10 +468,10 @@ def test_same_seed_same_result_and_random_landmarks():
 
 
 def test_other_kernel_and_public_export():
-    X, y = _blobs()
+    X, y = two_blobs()
     g = pl.GeneralizedNystroem(n_landmarks=10, kernel="polynomial",
                                kernel_params={"degree": 2}, random_state=0)
-    Q = g.fit(X, _partial(y)).transform(X)
+    Q = g.fit(X, partial_labels(y)).transform(X)
     assert Q.shape[0] == len(X) and g.kernel_gamma_ is None
 
 
@@ -526,7 +479,7 @@ def test_eigenbasis_iterations_report_the_objective_of_the_returned_s():
     """The single-block solver iterates in the eigenbasis of ``A``; rotated back, the
     returned ``S`` must have the last recorded objective (7) and agree with the generic
     path (the same data split into two halves of one block is solved without rotation)."""
-    E_l, Y, prior, data = _problem(m=9, n_lab=14, seed=6)
+    E_l, Y, prior, data = small_problem(m=9, n_lab=14, seed=6)
     lam = 0.05
     res = solve_dictionary(prior, lam, data, max_iter=50, tol=0.0, accelerated=False)
     assert objective(res.S, prior, lam, data) == pytest.approx(res.objective_history[-1],
@@ -542,288 +495,3 @@ def test_eigenbasis_iterations_report_the_objective_of_the_returned_s():
     generic = solve_dictionary(prior, lam, half, max_iter=50, tol=0.0, accelerated=False)
     assert np.allclose(generic.objective_history, res.objective_history, rtol=1e-8)
     assert np.allclose(generic.S, res.S, atol=1e-8 * np.abs(res.S).max())
-
-
-# ---------------------------------------------------------------- side information y
-
-
-def test_cannot_links_are_ignored_with_a_warning():
-    X, y = _blobs(n=100)
-    groups = np.full(len(y), -1)
-    groups[:6], groups[6:10] = 0, 1
-    C = _chain_must_links(groups, len(y))
-    both = pl.PairwiseConstraints(np.r_[C.pairs, [[0, 7], [2, 9]]],
-                                  np.r_[C.signs, [-1, -1]], n_samples=len(y))
-    ref = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, C)
-    with pytest.warns(UserWarning, match=r"ignores the 2 cannot-link pair\(s\).*§3.3"):
-        g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, both)
-    assert np.array_equal(g.dictionary_, ref.dictionary_)
-
-
-def test_labels_and_their_complete_must_links_differ_only_across_classes():
-    """Labels ask for 0 across classes (eq. 6); must-link groups leave those pairs free
-    (§3.3): the two data terms differ exactly by the across-class squares."""
-    rng = np.random.default_rng(12)
-    E = rng.uniform(size=(9, 5))
-    labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
-    Y = _one_hot(labels)
-    S = rng.normal(size=(5, 5))
-    S = S + S.T
-    K = E @ S @ E.T
-    across = Y @ Y.T == 0
-    gap = _data_term(E, Y, "labels").value(S) - _data_term(E, Y, "groups").value(S)
-    assert gap == pytest.approx(np.sum(K[across] ** 2), rel=1e-12)
-
-
-def test_a_single_class_takes_the_largest_lambda_with_a_warning():
-    X, _ = _blobs()
-    yp = np.full(len(X), -1)
-    yp[:8] = 3
-    with pytest.warns(UserWarning, match="single class.*largest candidate, 1000"):
-        g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2, 1e3, 1.0],
-                                random_state=0).fit(X, yp)
-    assert g.lambda_ == 1e3
-    assert np.isnan(g.lambda_scores_[[0, 2]]).all()
-
-
-def test_string_labels_with_minus_one_unlabelled():
-    X, y = _blobs()
-    yp = _partial(y)
-    names = np.where(yp == -1, "-1", np.where(yp == 0, "cat", "dog"))
-    a = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0).fit(X, yp)
-    b = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0).fit(X, names)
-    assert np.allclose(a.transform(X), b.transform(X))
-
-
-def test_sparse_input_matches_dense_and_the_tags_say_so():
-    X, y = _blobs()
-    yp = _partial(y)
-    g = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0)
-    dense = clone(g).fit(X, yp)
-    sparse = clone(g).fit(sp.csr_matrix(X), yp)
-    assert g.__sklearn_tags__().input_tags.sparse
-    assert not g.__sklearn_tags__().target_tags.required
-    assert np.allclose(sparse.landmarks_, dense.landmarks_)
-    assert np.allclose(sparse.transform(sp.csc_matrix(X)), dense.transform(X), atol=1e-10)
-
-
-def test_fit_transform_takes_y_and_equals_fit_then_transform():
-    X, y = _blobs()
-    yp = _partial(y)
-    g = GeneralizedNystroem(n_landmarks=15, random_state=0)
-    assert np.allclose(clone(g).fit_transform(X, yp), clone(g).fit(X, yp).transform(X))
-    assert np.allclose(clone(g).fit_transform(X, y=yp), g.fit(X, yp).transform(X))
-
-
-# ---------------------------------------------------------------- defaults
-
-
-def test_least_squares_beta_fits_the_prior_kernel_to_the_ideal_kernel():
-    E_l, Y, prior, data = _problem(m=7, n_lab=12, seed=13)
-    beta = least_squares_beta(prior, data)
-    G = E_l @ prior @ E_l.T
-    assert beta == pytest.approx(np.sum(G * (Y @ Y.T)) / np.sum(G * G), rel=1e-10)
-
-    def loss(b):
-        return data.value(b * prior)
-
-    assert loss(beta) <= min(loss(0.9 * beta), loss(1.1 * beta))
-
-
-def test_default_beta_keeps_the_kernel_on_the_ideal_kernels_scale():
-    """Eq. (8) scales the prior by orders of magnitude; the least-squares beta keeps the
-    learned kernel's diagonal near the ideal kernel's 1 on the labelled points."""
-    X, y = _blobs(n=200)
-    yp = _partial(y, per_class=10)
-    lab = yp != -1
-    ls = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, yp)
-    paper = GeneralizedNystroem(n_landmarks=20, beta="heuristic", random_state=0).fit(X, yp)
-    assert 0.3 < ls.beta_ < 3.0
-    assert paper.beta_ > 100 * ls.beta_
-    diag = np.sum(ls.transform(X[lab]) ** 2, axis=1)
-    assert 0.5 < np.median(diag) < 1.5
-
-
-# ---------------------------------------------------------------- quiet and interruptible
-
-
-def test_quiet_by_default_and_progress_on_stderr(capfd):
-    X, y = _blobs()
-    yp = _partial(y)
-    GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, yp).transform(X)
-    GeneralizedNystroem(n_landmarks=15, kernel_gammas=[0.5, 2.0], max_iter=20,
-                        random_state=0).fit(X, yp)
-    out, err = capfd.readouterr()
-    assert out == "" and err == ""
-    GeneralizedNystroem(n_landmarks=15, verbose=1, random_state=0).fit(X, yp)
-    out, err = capfd.readouterr()
-    assert out == ""
-    assert "GeneralizedNystroem" in err and "lam=" in err
-
-
-def _stop_after(k, how):
-    """A callback that stops the solver when called the ``k``-th time: by raising
-    KeyboardInterrupt (``how="interrupt"``) or by returning ``True`` (the stop signal)."""
-    calls = []
-
-    def callback(value):
-        calls.append(value)
-        if len(calls) == k:
-            if how == "interrupt":
-                raise KeyboardInterrupt
-            return True
-        return None
-
-    return callback
-
-
-def _check_result(res, key):
-    """The frozen SolverResult of the Nystroem solvers, with its time history."""
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        res.n_iter = 0
-    with pytest.raises(TypeError):
-        res.info[key] = None
-    assert res.embedding is None
-    assert len(res.time_history) == len(res.objective_history)
-    assert res.time_history[0] >= 0.0 and np.all(np.diff(res.time_history) >= 0.0)
-
-
-@pytest.mark.parametrize("how", ["interrupt", "signal"])
-@pytest.mark.parametrize("groups", [False, True])
-def test_stopped_projected_gradient_returns_the_last_complete_iterate(groups, how):
-    E_l, Y, prior, data = _problem(m=10, n_lab=15, seed=5)
-    if groups:  # two blocks: the generic (not eigenbasis) iterations
-        data = _data_term(E_l, Y, "groups")
-    full = solve_dictionary(prior, 1e-3, data, max_iter=4, tol=0.0)
-    cut = solve_dictionary(prior, 1e-3, data, max_iter=1000, tol=0.0,
-                           callback=_stop_after(4, how))
-    assert cut.interrupted and not cut.converged and not full.interrupted
-    assert cut.n_iter == full.n_iter == 4
-    assert np.array_equal(cut.S, full.S) and cut.step == full.step
-    assert cut.objective_history == full.objective_history
-    _check_result(cut, "S")
-
-
-@pytest.mark.parametrize("how", ["interrupt", "signal"])
-def test_stopped_alternation_returns_the_last_complete_alternation(how):
-    rng = np.random.default_rng(9)
-    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
-    Y = _one_hot(np.arange(10) % 2)
-    priors = [np.eye(4) * (j + 1) for j in range(3)]
-    cross = [[a.T @ b for b in F] for a in F]
-    s = [a.T @ Y for a in F]
-    c = float(np.sum(Y.sum(0) ** 2))
-    full = solve_multiple(priors, 0.1, cross, s, c, max_iter=2, tol=0.0)
-    cut = solve_multiple(priors, 0.1, cross, s, c, max_iter=50, tol=0.0,
-                         callback=_stop_after(2, how))
-    assert cut.interrupted and not cut.converged and not full.interrupted
-    assert cut.n_iter == full.n_iter == 2
-    assert all(np.array_equal(a, b) for a, b in zip(cut.T, full.T, strict=True))
-    assert np.array_equal(cut.alpha, full.alpha)
-    assert cut.objective_history == full.objective_history
-    _check_result(cut, "T")
-
-
-def _long_fit(kernel_gammas=None, m=150, max_iter=10**7):
-    """An ill-conditioned problem (tiny lambda, tol=0) that runs for many seconds."""
-    X, y = _blobs(n=1500, d=8, seed=1)
-    yp = _partial(y, per_class=150)
-    Z = X[np.random.default_rng(0).choice(len(X), m, replace=False)]
-    g = GeneralizedNystroem(landmarks=Z, lambdas=[1e-7], tol=0.0, max_iter=max_iter,
-                            kernel_gammas=kernel_gammas)
-    return X, yp, g
-
-
-def _check_kept_iterate(g, X, max_iter):
-    assert g.converged_ is False and 1 <= g.n_iter_ < max_iter
-    assert len(g.objective_history_) == g.n_iter_ + 1
-    hist = np.array(g.objective_history_)
-    assert np.all(np.diff(hist) <= 1e-10 * np.abs(hist[:-1]))
-    assert np.linalg.eigvalsh(g.dictionary_)[0] >= -1e-10 * np.abs(g.dictionary_).max()
-    Q = g.transform(X[:5])
-    assert Q.shape == (5, g.rank_) and np.all(np.isfinite(Q))
-
-
-def _sigint_after(delay):
-    timer = threading.Timer(
-        delay, signal.pthread_kill, args=(threading.main_thread().ident, signal.SIGINT))
-    timer.start()
-    return timer
-
-
-def test_sigint_from_a_timer_keeps_the_last_complete_iterate():
-    X, yp, g = _long_fit()
-    start = time.perf_counter()
-    timer = _sigint_after(1.5)
-    try:
-        with pytest.warns(FitInterruptedWarning, match="GeneralizedNystroem: fit interrupted"):
-            g.fit(X, yp)
-    finally:
-        timer.cancel()
-    assert time.perf_counter() - start < 1.5 + 10.0
-    _check_kept_iterate(g, X, g.max_iter)
-
-
-def test_sigint_during_an_alternation_keeps_the_last_complete_alternation(monkeypatch):
-    # 200 alternations of 3 x 100 projected-gradient steps; the timer is started when
-    # the first alternation completes, so the signal lands inside the second
-    X, yp, g = _long_fit([0.5, 1.0, 2.0], max_iter=1000)
-    solve, timers = estimator_module.solve_multiple, []
-
-    def solve_with_timer(*args, callback=None, **kwargs):
-        def started(value):
-            if not timers:
-                timers.append(_sigint_after(0.1))
-        return solve(*args, callback=started, **kwargs)
-
-    monkeypatch.setattr(estimator_module, "solve_multiple", solve_with_timer)
-    try:
-        with pytest.warns(FitInterruptedWarning, match="after 1 complete alternations"):
-            g.fit(X, yp)
-    finally:
-        timers[0].cancel()
-    _check_kept_iterate(g, X, g.max_iter // 5)
-    assert g.n_iter_ == 1
-
-
-def test_interrupt_between_lambdas_keeps_the_best_scored_and_reraises_without_one(
-        monkeypatch):
-    X, y = _blobs()
-    yp = _partial(y)
-    lambdas = [1e-2, 1.0, 1e2, 1e4]
-    ref = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas[:2], lambda_selection="alignment",
-                              random_state=0).fit(X, yp)
-    solve, calls = estimator_module.solve_dictionary, []
-
-    def interrupted_at(k):
-        def wrapper(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == k:
-                raise KeyboardInterrupt
-            return solve(*args, **kwargs)
-        return wrapper
-
-    monkeypatch.setattr(estimator_module, "solve_dictionary", interrupted_at(3))
-    g = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas, lambda_selection="alignment",
-                            random_state=0)
-    with pytest.warns(FitInterruptedWarning, match="interrupted"):
-        g.fit(X, yp)
-    assert g.converged_ is False
-    assert np.array_equal(g.lambda_scores_[:2], ref.lambda_scores_)
-    assert np.isnan(g.lambda_scores_[2:]).all()
-    assert g.lambda_ == ref.lambda_ and np.array_equal(g.dictionary_, ref.dictionary_)
-    calls.clear()
-    monkeypatch.setattr(estimator_module, "solve_dictionary", interrupted_at(1))
-    with pytest.raises(KeyboardInterrupt):
-        clone(g).fit(X, yp)
-
-
-def test_max_iter_warns_and_counts_what_ran():
-    X, y = _blobs()
-    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
-        g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-4], max_iter=3, tol=0.0,
-                                random_state=0).fit(X, _partial(y))
-    assert g.n_iter_ == 3 and g.converged_ is False and g.fit_time_ > 0
-    g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e4], max_iter=500,
-                            random_state=0).fit(X, _partial(y))
-    assert g.converged_ is True and 0 < g.n_iter_ < 500
