@@ -6,6 +6,7 @@ import scipy.sparse as sp
 from sklearn.neighbors import KNeighborsTransformer, NearestNeighbors
 
 from psdlearn import graph
+from psdlearn._order import ZORDER_BITS, spatial_order, zorder
 from psdlearn.graph import (
     NeighborIndex,
     knn_graph,
@@ -60,6 +61,46 @@ def test_self_excluded_even_with_duplicates():
     dist, ind = NeighborIndex("exact").fit(X).kneighbors(n_neighbors=2)
     assert np.all(ind != np.arange(len(X))[:, None])
     assert np.all(dist == 0.0)  # the two other copies
+
+
+def test_zorder_halves_the_box_recursively_and_keeps_neighbours_close():
+    P = np.random.default_rng(0).random((4000, 3))
+    order = zorder(P)
+    assert np.array_equal(np.sort(order), np.arange(len(P)))
+    # the leading bit of the code is the top bit of the last axis: its lower half first,
+    # then within each half the top bit of the next axis, and so on
+    cells = np.minimum(((P - P.min(0)) * ((1 << ZORDER_BITS) - 1)
+                        / np.ptp(P, 0).max()).astype(int), (1 << ZORDER_BITS) - 1)
+    top = cells[order] >> (ZORDER_BITS - 1)
+    assert np.all(np.diff(top[:, 2]) >= 0)
+    for half in (0, 1):
+        assert np.all(np.diff(top[top[:, 2] == half, 1]) >= 0)
+    # what it is for: the 5 nearest neighbours of a point sit close to it in the order
+    _, knn = NearestNeighbors(n_neighbors=6).fit(P).kneighbors(P)
+    pos = np.empty(len(P), dtype=int)
+    pos[order] = np.arange(len(P))
+    gap = np.median(np.abs(pos[knn[:, 1:]] - pos[:, None]))
+    assert gap < 0.05 * len(P)          # in the input (random) order it is about n / 3
+
+
+@pytest.mark.parametrize("d", [3, 5])   # the coordinates, the leading principal axes
+def test_tree_answers_in_spatial_order_equal_those_in_input_order(d):
+    """The kd-tree takes the indexed points in Z-order (speed only): the lists, ties
+    included, are those of the same tree queried in input order."""
+    rng = np.random.default_rng(d)
+    X = rng.integers(0, 4, size=(600, d)).astype(float)   # many ties and duplicates
+    X[::7] += rng.normal(scale=1e-3, size=X[::7].shape)
+    order = spatial_order(X)
+    assert np.array_equal(np.sort(order), np.arange(len(X)))
+    assert not np.array_equal(order, np.arange(len(X)))
+    index = NeighborIndex("exact").fit(X)
+    assert index.backend_ == "kd_tree"
+    dist, ind = index.kneighbors(n_neighbors=8)
+    tree = NearestNeighbors(algorithm="kd_tree").fit(X)
+    ref_d, ref_i = graph._drop_self(*tree.kneighbors(X, n_neighbors=9),
+                                    np.arange(len(X)))
+    assert np.array_equal(ind, ref_i)
+    assert np.array_equal(dist, ref_d)
 
 
 def test_approximate_recall_on_fixed_problem():

@@ -280,30 +280,6 @@ def test_layout_owner_and_local_positions():
         np.testing.assert_array_equal(layout.local(rows, b), np.arange(len(rows)))
 
 
-def test_zorder_halves_the_box_recursively_and_keeps_neighbours_close():
-    from sklearn.neighbors import NearestNeighbors
-
-    from psdlearn.npkl.distributed._build import ZORDER_BITS, _zorder
-
-    P = np.random.default_rng(0).random((4000, 3))
-    order = _zorder(P)
-    assert np.array_equal(np.sort(order), np.arange(len(P)))
-    # the leading bit of the code is the top bit of the last axis: its lower half first,
-    # then within each half the top bit of the next axis, and so on
-    cells = np.minimum(((P - P.min(0)) * ((1 << ZORDER_BITS) - 1)
-                        / np.ptp(P, 0).max()).astype(int), (1 << ZORDER_BITS) - 1)
-    top = cells[order] >> (ZORDER_BITS - 1)
-    assert np.all(np.diff(top[:, 2]) >= 0)
-    for half in (0, 1):
-        assert np.all(np.diff(top[top[:, 2] == half, 1]) >= 0)
-    # what it is for: the 5 nearest neighbours of a point sit close to it in the order
-    _, knn = NearestNeighbors(n_neighbors=6).fit(P).kneighbors(P)
-    pos = np.empty(len(P), dtype=int)
-    pos[order] = np.arange(len(P))
-    gap = np.median(np.abs(pos[knn[:, 1:]] - pos[:, None]))
-    assert gap < 0.05 * len(P)          # in the input (random) order it is about n / 3
-
-
 def test_inverse_sqrt_degree_of_rows_with_and_without_edges():
     from psdlearn.npkl.distributed._build import _inv_sqrt_degree
 

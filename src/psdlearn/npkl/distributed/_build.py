@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from psdlearn._order import ZORDER_AXES, zorder
 from psdlearn.graph import SIGMA_NEIGHBORS, NeighborIndex
 
 from . import layout as lay
 
 __all__ = ["build_graph", "make_blocks", "slab_blocks"]
-
-#: Leading principal axes and bits per axis of the Z-order that numbers a slab's rows.
-ZORDER_AXES = 3
-ZORDER_BITS = 10
 
 
 # ----------------------------------------------------------------------- worker side
@@ -64,25 +61,6 @@ def _select(X, E0, labels, block, start):
     return X[mask], start + np.flatnonzero(mask), E0[mask]
 
 
-def _zorder(P):
-    """Order of the rows of ``P`` (n, a) along the Z-order (Morton) curve.
-
-    The bounding box of ``P`` is cut into ``2^ZORDER_BITS`` cells per axis (one cell size
-    for all axes) and the rows are sorted by the interleaved bits of their cells, so rows
-    close in ``P`` get close positions."""
-    lo = P.min(axis=0)
-    span = float(np.max(P.max(axis=0) - lo))
-    top = (1 << ZORDER_BITS) - 1
-    cells = np.zeros(P.shape, dtype=np.uint64) if span == 0 else \
-        np.minimum((P - lo) * (top / span), top).astype(np.uint64)
-    code = np.zeros(len(P), dtype=np.uint64)
-    a = P.shape[1]
-    for bit in range(ZORDER_BITS):
-        for j in range(a):
-            code |= ((cells[:, j] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(a * bit + j)
-    return np.argsort(code, kind="stable")
-
-
 def _concat(mean, axes, *parts):
     """A slab's rows, old ids and starting rows, in the Z-order of their coordinates on
     the leading principal ``axes``: the sweeps read the rows of ``E`` that ``L`` couples
@@ -90,7 +68,7 @@ def _concat(mean, axes, *parts):
     the BCD kernels ran 2.9 times faster than in the input order, see
     ``docs/distributed.md``)."""
     X = np.concatenate([p[0] for p in parts])
-    order = _zorder((X - mean) @ axes)
+    order = zorder((X - mean) @ axes)
     return (X[order], np.concatenate([p[1] for p in parts])[order].astype(np.int64),
             np.concatenate([p[2] for p in parts])[order])
 

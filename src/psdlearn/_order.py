@@ -1,0 +1,49 @@
+"""Spatial orders of points: rows close in space get close positions.
+
+Used where the order of rows decides the memory traffic, not the result: the queries of
+the exact kd-tree search (:class:`psdlearn.graph.NeighborIndex`) and the rows of a slab
+of the distributed problem (:mod:`psdlearn.npkl.distributed`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Bits per axis of the Z-order cells (10 bits on 3 axes: 2^30 cells).
+ZORDER_BITS = 10
+#: Leading principal axes that :func:`spatial_order` orders along.
+ZORDER_AXES = 3
+
+
+def zorder(P):
+    """Order of the rows of ``P`` (n, a) along the Z-order (Morton) curve.
+
+    The bounding box of ``P`` is cut into ``2^ZORDER_BITS`` cells per axis (one cell size
+    for all axes) and the rows are sorted by the interleaved bits of their cells, so rows
+    close in ``P`` get close positions. ``a * ZORDER_BITS`` must be at most 64.
+
+    Returns
+    -------
+    order : ndarray of shape (n,), int64
+        ``P[order]`` is in Z-order; ties (rows in one cell) keep their input order.
+    """
+    lo = P.min(axis=0)
+    span = float(np.max(P.max(axis=0) - lo))
+    top = (1 << ZORDER_BITS) - 1
+    cells = np.zeros(P.shape, dtype=np.uint64) if span == 0 else \
+        np.minimum((P - lo) * (top / span), top).astype(np.uint64)
+    code = np.zeros(len(P), dtype=np.uint64)
+    a = P.shape[1]
+    for bit in range(ZORDER_BITS):
+        for j in range(a):
+            code |= ((cells[:, j] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(a * bit + j)
+    return np.argsort(code, kind="stable")
+
+
+def spatial_order(X):
+    """Z-order of the dense rows ``X`` (n, d) on their ``ZORDER_AXES`` leading principal
+    axes (on the coordinates themselves when ``d <= ZORDER_AXES``)."""
+    if X.shape[1] > ZORDER_AXES:
+        Xc = X - X.mean(axis=0)
+        X = Xc @ np.linalg.eigh(Xc.T @ Xc)[1][:, ::-1][:, :ZORDER_AXES]
+    return zorder(X)
