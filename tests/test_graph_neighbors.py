@@ -85,8 +85,8 @@ def test_zorder_halves_the_box_recursively_and_keeps_neighbours_close():
 
 @pytest.mark.parametrize("d", [3, 5])   # the coordinates, the leading principal axes
 def test_tree_answers_in_spatial_order_equal_those_in_input_order(d):
-    """The kd-tree takes the indexed points in Z-order (speed only): the lists, ties
-    included, are those of the same tree queried in input order."""
+    """The kd-tree takes its queries in Z-order (speed only): the lists, ties included,
+    are those of the same tree queried in input order."""
     rng = np.random.default_rng(d)
     X = rng.integers(0, 4, size=(600, d)).astype(float)   # many ties and duplicates
     X[::7] += rng.normal(scale=1e-3, size=X[::7].shape)
@@ -99,6 +99,11 @@ def test_tree_answers_in_spatial_order_equal_those_in_input_order(d):
     tree = NearestNeighbors(algorithm="kd_tree").fit(X)
     ref_d, ref_i = graph._drop_self(*tree.kneighbors(X, n_neighbors=9),
                                     np.arange(len(X)))
+    assert np.array_equal(ind, ref_i)
+    assert np.array_equal(dist, ref_d)
+    Q = rng.integers(0, 4, size=(300, d)).astype(float)   # new points, ties again
+    dist, ind = index.kneighbors(Q, n_neighbors=8)
+    ref_d, ref_i = tree.kneighbors(Q, n_neighbors=8)
     assert np.array_equal(ind, ref_i)
     assert np.array_equal(dist, ref_d)
 

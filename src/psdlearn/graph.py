@@ -323,11 +323,11 @@ class NeighborIndex:
                 node = self._hnsw.inverse[rows]
                 dist[rows], ind[rows] = _drop_self(d_nodes[node], i_nodes[node], rows)
             return dist, ind
-        # The kd-tree answers the indexed points in spatial order: consecutive queries
-        # then walk the same leaves. The lists do not depend on the order of the queries;
-        # fit + search take 1.4-1.9 times less time at n = 1e5-1e6 in 2-6 dimensions
-        # (benchmarks/results/knn_query_order.md).
-        order = spatial_order(Q) if own and self.backend_ == "kd_tree" else None
+        # The kd-tree answers the queries in spatial order: consecutive queries then walk
+        # the same leaves. The lists do not depend on the order of the queries; for the
+        # indexed points, fit + search take 1.4-1.9 times less time at n = 1e5-1e6 in 2-6
+        # dimensions (benchmarks/results/knn_query_order.md).
+        order = spatial_order(Q) if self.backend_ == "kd_tree" and n_q > 1 else None
         if own and self.backend_ == "hnsw":
             query = self._hnsw.query_rows
         else:
