@@ -261,3 +261,50 @@ def test_approximate_is_deterministic_and_pickles():
     c = pickle.loads(pickle.dumps(a))
     Q = X[:50] + 0.01
     assert np.array_equal(c.kneighbors(Q, n_neighbors=5)[1], a.kneighbors(Q, n_neighbors=5)[1])
+
+
+@pytest.mark.parametrize("integer", [False, True])
+def test_arrays_handed_to_faiss_outlive_its_search(integer):
+    """``faiss.swig_ptr`` keeps no reference to its array: every array whose pointer the
+    search of the indexed points passes must still exist when faiss reads it (a temporary
+    freed before the call gave garbage entry distances, and neighbour lists that changed
+    from process to process)."""
+    import weakref
+
+    faiss = pytest.importorskip("faiss")
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(3000, 6)).astype(float) if integer else rng.normal(
+        size=(3000, 6))
+    index = NeighborIndex("approximate", random_state=0, n_jobs=1).fit(X)
+    hnsw = index._hnsw
+    assert hnsw.integer == integer
+    handed, calls = [], []
+
+    class Recorder:
+        def __init__(self, module):
+            self._module = module
+
+        def __getattr__(self, name):
+            return getattr(self._module, name)
+
+        def swig_ptr(self, array):
+            handed.append(weakref.ref(array))
+            return faiss.swig_ptr(array)
+
+    class Guard:
+        def __init__(self, index):
+            self._index = index
+
+        def __getattr__(self, name):
+            return getattr(self._index, name)
+
+        def search_level_0(self, *args):
+            calls.append([ref() is not None for ref in handed])
+            handed.clear()
+            return self._index.search_level_0(*args)
+
+    expected = index.kneighbors(n_neighbors=5)
+    hnsw._faiss, hnsw.index = Recorder(faiss), Guard(hnsw.index)
+    dist, ind = index.kneighbors(n_neighbors=5)
+    assert calls and all(len(alive) == 5 and all(alive) for alive in calls)
+    assert np.array_equal(ind, expected[1]) and np.array_equal(dist, expected[0])

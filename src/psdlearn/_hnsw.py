@@ -176,11 +176,15 @@ class HNSW:
             d2, ind = self.index.search(Q32, k)
         else:
             entry = np.ascontiguousarray(entry, dtype=np.int32)
-            # the query is the entry node's row: at distance 0, plus the node's bias
-            entry_d2 = (self.eps * self.first[entry] if self.integer else np.zeros(b))
+            # the query is the entry node's row: at distance 0, plus the node's bias; a
+            # named array, since swig_ptr keeps no reference: a temporary would be freed
+            # before the search reads it (garbage entry distances, results that changed
+            # from process to process)
+            entry_d2 = (self.eps * self.first[entry] if self.integer
+                        else np.zeros(b)).astype(np.float32)
             d2, ind = np.empty((b, k), np.float32), np.empty((b, k), np.int64)
             self.index.search_level_0(b, faiss.swig_ptr(Q32), k, faiss.swig_ptr(entry),
-                                      faiss.swig_ptr(entry_d2.astype(np.float32)),
+                                      faiss.swig_ptr(entry_d2),
                                       faiss.swig_ptr(d2), faiss.swig_ptr(ind))
         return d2.astype(np.float64), ind.astype(np.int64, copy=False)
 
