@@ -133,8 +133,13 @@ HNSW_INTEGER_TIE_FACTOR = 3.0
 _FAISS_DEFAULT_SEED = 12345
 
 #: Rows of each query block: it bounds the memory of a block and lets Ctrl-C and the
-#: progress bar act between blocks.
+#: progress bar act between blocks. Brute force: ``_QUERY_WORK`` distance terms per block.
 _QUERY_WORK = 2e8
+#: kd-tree: a block holds only its lists, so its size is set by time: about 1 s at
+#: n = 3e5 in 6-d, while each call's fixed cost (about 1 ms) stays small (blocks sized
+#: like brute-force ones, 64 rows at n = 1e6, made the 3-d search 3 times slower;
+#: benchmarks/results/knn_query_order.md).
+_KD_TREE_BLOCK = 8192
 
 
 def _n_threads(n_jobs):
@@ -325,8 +330,8 @@ class NeighborIndex:
             return dist, ind
         # The kd-tree answers the queries in spatial order: consecutive queries then walk
         # the same leaves. The lists do not depend on the order of the queries; for the
-        # indexed points, fit + search take 1.4-1.9 times less time at n = 1e5-1e6 in 2-6
-        # dimensions (benchmarks/results/knn_query_order.md).
+        # indexed points, fit + search take 1.1-2.2 times less time than in input order at
+        # n = 1e5-1e6 in 2-6 dimensions (benchmarks/results/knn_query_order.md).
         order = spatial_order(Q) if self.backend_ == "kd_tree" and n_q > 1 else None
         if own and self.backend_ == "hnsw":
             query = self._hnsw.query_rows
@@ -348,6 +353,8 @@ class NeighborIndex:
         block to ``store(start, stop, dist, ind)``, or return the stacked results."""
         if self.backend_ == "hnsw":
             step = 16_384
+        elif self.backend_ == "kd_tree":
+            step = _KD_TREE_BLOCK
         else:
             step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(self.n_features_in_,
                                                                            8), 1),
