@@ -48,3 +48,17 @@ def chain_must_links(groups, n):
     pairs = [(members[k], members[k + 1]) for g in np.unique(groups[groups >= 0])
              for members in [np.flatnonzero(groups == g)] for k in range(len(members) - 1)]
     return pl.PairwiseConstraints(pairs, np.ones(len(pairs)), n_samples=n)
+
+
+def multiple_problem():
+    """Three random feature blocks ``F_j`` (10 x 4) and the one-hot labels ``Y`` of two
+    classes, then the arguments of ``solve_multiple`` around lambda: priors
+    ``(j + 1) I``, the cross products ``F_a^T F_b``, ``s_j = F_j^T Y`` and ``c``, the sum
+    of squared class sizes."""
+    rng = np.random.default_rng(9)
+    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
+    Y = one_hot(np.arange(10) % 2)
+    priors = [np.eye(4) * (j + 1) for j in range(3)]
+    cross = [[a.T @ b for b in F] for a in F]
+    s = [a.T @ Y for a in F]
+    return F, Y, priors, cross, s, float(np.sum(Y.sum(0) ** 2))

@@ -4,7 +4,14 @@ import warnings
 
 import numpy as np
 import pytest
-from _nystroem_problems import chain_must_links, one_hot, partial_labels, small_problem, two_blobs
+from _nystroem_problems import (
+    chain_must_links,
+    multiple_problem,
+    one_hot,
+    partial_labels,
+    small_problem,
+    two_blobs,
+)
 from scipy.linalg import pinvh
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -343,13 +350,7 @@ def test_multiple_kernels_monotone_and_features():
 
 
 def test_alpha_step_is_eq_19():
-    rng = np.random.default_rng(9)
-    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
-    Y = one_hot(np.arange(10) % 2)
-    priors = [np.eye(4) * (j + 1) for j in range(3)]
-    cross = [[a.T @ b for b in F] for a in F]
-    s = [a.T @ Y for a in F]
-    c = float(np.sum(Y.sum(0) ** 2))
+    F, Y, priors, cross, s, c = multiple_problem()
     res = solve_multiple(priors, 0.1, cross, s, c, max_iter=5)
     for T, P, a in zip(res.T, priors, res.alpha, strict=True):
         assert a == pytest.approx(max(np.sum(P * T) / np.sum(P * P), 0.0), rel=1e-12)

@@ -6,19 +6,16 @@ import signal
 import threading
 import time
 
+import _nystroem_problems as problems
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _nystroem_problems import chain_must_links, one_hot, partial_labels, small_problem, two_blobs
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 import psdlearn as pl
 from psdlearn._progress import FitInterruptedWarning
-from psdlearn.nystroem import (
-    GeneralizedNystroem,
-    solve_dictionary,
-)
+from psdlearn.nystroem import GeneralizedNystroem, solve_dictionary
 from psdlearn.nystroem import estimator as estimator_module
 from psdlearn.nystroem._beta import least_squares_beta
 from psdlearn.nystroem._multi import solve_multiple
@@ -28,10 +25,10 @@ from psdlearn.nystroem.estimator import _data_term
 
 
 def test_cannot_links_are_ignored_with_a_warning():
-    X, y = two_blobs(n=100)
+    X, y = problems.two_blobs(n=100)
     groups = np.full(len(y), -1)
     groups[:6], groups[6:10] = 0, 1
-    C = chain_must_links(groups, len(y))
+    C = problems.chain_must_links(groups, len(y))
     both = pl.PairwiseConstraints(np.r_[C.pairs, [[0, 7], [2, 9]]],
                                   np.r_[C.signs, [-1, -1]], n_samples=len(y))
     ref = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, C)
@@ -46,7 +43,7 @@ def test_labels_and_their_complete_must_links_differ_only_across_classes():
     rng = np.random.default_rng(12)
     E = rng.uniform(size=(9, 5))
     labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
-    Y = one_hot(labels)
+    Y = problems.one_hot(labels)
     S = rng.normal(size=(5, 5))
     S = S + S.T
     K = E @ S @ E.T
@@ -56,7 +53,7 @@ def test_labels_and_their_complete_must_links_differ_only_across_classes():
 
 
 def test_a_single_class_takes_the_largest_lambda_with_a_warning():
-    X, _ = two_blobs()
+    X, _ = problems.two_blobs()
     yp = np.full(len(X), -1)
     yp[:8] = 3
     with pytest.warns(UserWarning, match="single class.*largest candidate, 1000"):
@@ -67,8 +64,8 @@ def test_a_single_class_takes_the_largest_lambda_with_a_warning():
 
 
 def test_string_labels_with_minus_one_unlabelled():
-    X, y = two_blobs()
-    yp = partial_labels(y)
+    X, y = problems.two_blobs()
+    yp = problems.partial_labels(y)
     names = np.where(yp == -1, "-1", np.where(yp == 0, "cat", "dog"))
     a = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0).fit(X, yp)
     b = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0).fit(X, names)
@@ -76,8 +73,8 @@ def test_string_labels_with_minus_one_unlabelled():
 
 
 def test_sparse_input_matches_dense_and_the_tags_say_so():
-    X, y = two_blobs()
-    yp = partial_labels(y)
+    X, y = problems.two_blobs()
+    yp = problems.partial_labels(y)
     g = GeneralizedNystroem(n_landmarks=15, lambdas=[0.1], random_state=0)
     dense = clone(g).fit(X, yp)
     sparse = clone(g).fit(sp.csr_matrix(X), yp)
@@ -88,8 +85,8 @@ def test_sparse_input_matches_dense_and_the_tags_say_so():
 
 
 def test_fit_transform_takes_y_and_equals_fit_then_transform():
-    X, y = two_blobs()
-    yp = partial_labels(y)
+    X, y = problems.two_blobs()
+    yp = problems.partial_labels(y)
     g = GeneralizedNystroem(n_landmarks=15, random_state=0)
     assert np.allclose(clone(g).fit_transform(X, yp), clone(g).fit(X, yp).transform(X))
     assert np.allclose(clone(g).fit_transform(X, y=yp), g.fit(X, yp).transform(X))
@@ -99,7 +96,7 @@ def test_fit_transform_takes_y_and_equals_fit_then_transform():
 
 
 def test_least_squares_beta_fits_the_prior_kernel_to_the_ideal_kernel():
-    E_l, Y, prior, data = small_problem(m=7, n_lab=12, seed=13)
+    E_l, Y, prior, data = problems.small_problem(m=7, n_lab=12, seed=13)
     beta = least_squares_beta(prior, data)
     G = E_l @ prior @ E_l.T
     assert beta == pytest.approx(np.sum(G * (Y @ Y.T)) / np.sum(G * G), rel=1e-10)
@@ -113,8 +110,8 @@ def test_least_squares_beta_fits_the_prior_kernel_to_the_ideal_kernel():
 def test_default_beta_keeps_the_kernel_on_the_ideal_kernels_scale():
     """Eq. (8) scales the prior by orders of magnitude; the least-squares beta keeps the
     learned kernel's diagonal near the ideal kernel's 1 on the labelled points."""
-    X, y = two_blobs(n=200)
-    yp = partial_labels(y, per_class=10)
+    X, y = problems.two_blobs(n=200)
+    yp = problems.partial_labels(y, per_class=10)
     lab = yp != -1
     ls = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, yp)
     paper = GeneralizedNystroem(n_landmarks=20, beta="heuristic", random_state=0).fit(X, yp)
@@ -128,8 +125,8 @@ def test_default_beta_keeps_the_kernel_on_the_ideal_kernels_scale():
 
 
 def test_quiet_by_default_and_progress_on_stderr(capfd):
-    X, y = two_blobs()
-    yp = partial_labels(y)
+    X, y = problems.two_blobs()
+    yp = problems.partial_labels(y)
     GeneralizedNystroem(n_landmarks=15, random_state=0).fit(X, yp).transform(X)
     GeneralizedNystroem(n_landmarks=15, kernel_gammas=[0.5, 2.0], max_iter=20,
                         random_state=0).fit(X, yp)
@@ -171,7 +168,7 @@ def _check_result(res, key):
 @pytest.mark.parametrize("how", ["interrupt", "signal"])
 @pytest.mark.parametrize("groups", [False, True])
 def test_stopped_projected_gradient_returns_the_last_complete_iterate(groups, how):
-    E_l, Y, prior, data = small_problem(m=10, n_lab=15, seed=5)
+    E_l, Y, prior, data = problems.small_problem(m=10, n_lab=15, seed=5)
     if groups:  # two blocks: the generic (not eigenbasis) iterations
         data = _data_term(E_l, Y, "groups")
     full = solve_dictionary(prior, 1e-3, data, max_iter=4, tol=0.0)
@@ -186,13 +183,7 @@ def test_stopped_projected_gradient_returns_the_last_complete_iterate(groups, ho
 
 @pytest.mark.parametrize("how", ["interrupt", "signal"])
 def test_stopped_alternation_returns_the_last_complete_alternation(how):
-    rng = np.random.default_rng(9)
-    F = [rng.uniform(size=(10, 4)) for _ in range(3)]
-    Y = one_hot(np.arange(10) % 2)
-    priors = [np.eye(4) * (j + 1) for j in range(3)]
-    cross = [[a.T @ b for b in F] for a in F]
-    s = [a.T @ Y for a in F]
-    c = float(np.sum(Y.sum(0) ** 2))
+    _, _, priors, cross, s, c = problems.multiple_problem()
     full = solve_multiple(priors, 0.1, cross, s, c, max_iter=2, tol=0.0)
     cut = solve_multiple(priors, 0.1, cross, s, c, max_iter=50, tol=0.0,
                          callback=_stop_after(2, how))
@@ -206,8 +197,8 @@ def test_stopped_alternation_returns_the_last_complete_alternation(how):
 
 def _long_fit(kernel_gammas=None, m=150, max_iter=10**7):
     """An ill-conditioned problem (tiny lambda, tol=0) that runs for many seconds."""
-    X, y = two_blobs(n=1500, d=8, seed=1)
-    yp = partial_labels(y, per_class=150)
+    X, y = problems.two_blobs(n=1500, d=8, seed=1)
+    yp = problems.partial_labels(y, per_class=150)
     Z = X[np.random.default_rng(0).choice(len(X), m, replace=False)]
     g = GeneralizedNystroem(landmarks=Z, lambdas=[1e-7], tol=0.0, max_iter=max_iter,
                             kernel_gammas=kernel_gammas)
@@ -268,8 +259,8 @@ def test_sigint_during_an_alternation_keeps_the_last_complete_alternation(monkey
 
 def test_interrupt_between_lambdas_keeps_the_best_scored_and_reraises_without_one(
         monkeypatch):
-    X, y = two_blobs()
-    yp = partial_labels(y)
+    X, y = problems.two_blobs()
+    yp = problems.partial_labels(y)
     lambdas = [1e-2, 1.0, 1e2, 1e4]
     ref = GeneralizedNystroem(n_landmarks=15, lambdas=lambdas[:2], lambda_selection="alignment",
                               random_state=0).fit(X, yp)
@@ -299,11 +290,11 @@ def test_interrupt_between_lambdas_keeps_the_best_scored_and_reraises_without_on
 
 
 def test_max_iter_warns_and_counts_what_ran():
-    X, y = two_blobs()
+    X, y = problems.two_blobs()
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-4], max_iter=3, tol=0.0,
-                                random_state=0).fit(X, partial_labels(y))
+                                random_state=0).fit(X, problems.partial_labels(y))
     assert g.n_iter_ == 3 and g.converged_ is False and g.fit_time_ > 0
     g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e4], max_iter=500,
-                            random_state=0).fit(X, partial_labels(y))
+                            random_state=0).fit(X, problems.partial_labels(y))
     assert g.converged_ is True and 0 < g.n_iter_ < 500
