@@ -16,8 +16,9 @@ degree matrix. The eigenvalues of ``D^{-1/2} S D^{-1/2}`` lie in ``[-1, 1]``, so
 All neighbour searches of the library go through :class:`NeighborIndex`:
 
 - ``"exact"``: scikit-learn's kd-tree in at most :data:`KD_TREE_MAX_FEATURES` dense
-  dimensions, else its brute force (squared distances by BLAS products, in chunks of
-  queries, on all cores; dense or CSR input, sparse input is never densified);
+  dimensions (queries in Z-order, :mod:`psdlearn._order`), else its brute force
+  (squared distances by BLAS products, in chunks of queries, on all cores; dense or CSR
+  input, sparse input is never densified);
 - ``"approximate"``: an HNSW graph (faiss-cpu's ``IndexHNSWFlat``, optional extra
   ``ann``), chosen by measurement (``benchmarks/results/ann_libraries.md``): as fast as
   hnswlib, deterministic for a given seed on one thread (``n_jobs=1``) and nearly always
