@@ -106,6 +106,9 @@ def test_tree_answers_in_spatial_order_equal_those_in_input_order(d):
     ref_d, ref_i = tree.kneighbors(Q, n_neighbors=8)
     assert np.array_equal(ind, ref_i)
     assert np.array_equal(dist, ref_d)
+    # sparse new points against the dense tree: the same lists
+    dist, ind = index.kneighbors(sp.csr_matrix(Q), n_neighbors=8)
+    assert np.array_equal(ind, ref_i) and np.array_equal(dist, ref_d)
 
 
 def test_approximate_recall_on_fixed_problem():

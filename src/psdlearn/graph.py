@@ -333,6 +333,8 @@ class NeighborIndex:
         # the same leaves. The lists do not depend on the order of the queries; for the
         # indexed points, fit + search take 1.1-2.2 times less time than in input order at
         # n = 1e5-1e6 in 2-6 dimensions (benchmarks/results/knn_query_order.md).
+        if self.backend_ == "kd_tree" and sp.issparse(Q):
+            Q = Q.toarray()   # at most KD_TREE_MAX_FEATURES columns; the tree wants dense
         order = spatial_order(Q) if self.backend_ == "kd_tree" and n_q > 1 else None
         if own and self.backend_ == "hnsw":
             query = self._hnsw.query_rows
