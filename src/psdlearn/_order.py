@@ -40,10 +40,16 @@ def zorder(P):
     return np.argsort(code, kind="stable")
 
 
+def leading_axes(scatter):
+    """The eigenvectors of the symmetric ``scatter`` (d, d) (a covariance or scatter
+    matrix) with the ``ZORDER_AXES`` largest eigenvalues, largest first, as columns."""
+    return np.linalg.eigh(scatter)[1][:, ::-1][:, :ZORDER_AXES]
+
+
 def spatial_order(X):
     """Z-order of the dense rows ``X`` (n, d) on their ``ZORDER_AXES`` leading principal
     axes (on the coordinates themselves when ``d <= ZORDER_AXES``)."""
     if X.shape[1] > ZORDER_AXES:
         Xc = X - X.mean(axis=0)
-        X = Xc @ np.linalg.eigh(Xc.T @ Xc)[1][:, ::-1][:, :ZORDER_AXES]
+        X = Xc @ leading_axes(Xc.T @ Xc)
     return zorder(X)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from psdlearn._order import ZORDER_AXES, zorder
+from psdlearn._order import leading_axes, zorder
 from psdlearn.graph import SIGMA_NEIGHBORS, NeighborIndex
 
 from . import layout as lay
@@ -340,7 +340,7 @@ def slab_blocks(rt, chunks, starts, n_blocks, seed, rank):
     n = sum(m[0] for m in moments)
     mean = sum(m[1] for m in moments) / n
     cov = sum(m[2] for m in moments) / n - np.outer(mean, mean)
-    axes = np.linalg.eigh(cov)[1][:, ::-1][:, :ZORDER_AXES]
+    axes = leading_axes(cov)
     direction = axes[:, 0]
     per_chunk = max(100, 20_000 // len(chunks))
     sample = np.concatenate(rt.gather([
