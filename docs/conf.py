@@ -104,6 +104,7 @@ warnings.filterwarnings(
 html_theme = "pydata_sphinx_theme"
 html_title = f"psdlearn {release}"
 html_static_path = ["_static"]
+html_favicon = "_static/favicon.png"
 html_theme_options = {
     "github_url": "https://github.com/psdlearn/psdlearn",
     "navbar_end": ["theme-switcher", "navbar-icon-links"],
