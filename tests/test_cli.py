@@ -66,12 +66,6 @@ def test_fit_nan_feature_names_file_and_row(tmp_path, capsys):
     assert "HistGradientBoosting" not in err
 
 
-def test_reproduce_list_cites_papers_by_author(capsys):
-    assert main(["reproduce", "list"]) == 0
-    out = capsys.readouterr().out
-    assert "seed 00" not in out and "Hu & Kwok 2015" in out and "Shen et al. 2008" in out
-
-
 def test_fit_adaptive_rank_reports_certificate(tmp_path, capsys):
     X, y = pl.datasets.load("iris")
     np.savetxt(tmp_path / "X.csv", X, delimiter=",")

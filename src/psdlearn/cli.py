@@ -3,7 +3,6 @@
 ``psdlearn datasets``  list the data sets, their sizes and availability
 ``psdlearn demo``      learn a kernel from constraints on a bundled set and cluster with it
 ``psdlearn fit``       fit NPKL on files: features (CSV/NPY/LIBSVM) + constraints (CSV)
-``psdlearn reproduce`` reproduce a paper's table or figure (``list`` shows them)
 """
 
 from __future__ import annotations
@@ -140,17 +139,6 @@ def _cmd_fit(args):
     return 0
 
 
-def _cmd_reproduce(args):
-    from psdlearn.experiments import REPRODUCTIONS, reproduce
-
-    if args.name == "list":
-        for name, (_, text) in REPRODUCTIONS.items():
-            print(f"{name:<20}{text}")
-        return 0
-    reproduce(args.name, out_dir=args.out, quick=args.quick)
-    return 0
-
-
 def _parser():
     p = argparse.ArgumentParser(prog="psdlearn", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,12 +183,6 @@ def _parser():
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_fit)
 
-    s = sub.add_parser("reproduce", help="reproduce a paper's table or figure")
-    s.add_argument("name", help="reproduction name, or 'list'")
-    s.add_argument("--quick", action="store_true",
-                   help="reduced protocol (fewer sets and repetitions), results in OUT/quick")
-    s.add_argument("--out", default="reproductions", help="output directory")
-    s.set_defaults(func=_cmd_reproduce)
     return p
 
 
