@@ -2,7 +2,7 @@
 
 from psdlearn import datasets, graph, metrics, model_selection
 from psdlearn._version import __version__
-from psdlearn.cluster import kernel_kmeans
+from psdlearn.cluster import ConstrainedClustering, kernel_kmeans
 from psdlearn.constraints import (
     PairwiseConstraints,
     Triplets,
@@ -18,6 +18,7 @@ from psdlearn.psdboost import PSDBoost
 __all__ = [
     "NPKLCV",
     "RCA",
+    "ConstrainedClustering",
     "ConstraintKFold",
     "GeneralizedNystroem",
     "KernelMetricLearner",
