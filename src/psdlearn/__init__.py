@@ -13,6 +13,7 @@ from psdlearn.kml import RCA, KernelMetricLearner
 from psdlearn.model_selection import NPKLCV, ConstraintKFold
 from psdlearn.npkl import NPKL
 from psdlearn.nystroem import GeneralizedNystroem
+from psdlearn.pairs import PairsClassifier
 from psdlearn.psdboost import PSDBoost
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "KernelMetricLearner",
     "NPKL",
     "PSDBoost",
+    "PairsClassifier",
     "PairwiseConstraints",
     "Triplets",
     "__version__",
