@@ -301,3 +301,30 @@ def test_fits_write_nothing_to_stdout(capfd):
     for solver, loss in [("bcd", "hinge"), ("admm", "pcp"), ("simplenpkl", "square")]:
         pl.NPKL(solver=solver, loss=loss, max_iter=20).fit(X, y).transform(X[:3])
     assert capfd.readouterr().out == ""
+
+
+def test_feature_names_and_pandas_output():
+    """get_feature_names_out names the rank_ columns npkl0, npkl1, ... (npklcv0, ... for
+    NPKLCV), and set_output(transform="pandas") uses them, with the input's index."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.exceptions import NotFittedError
+
+    from psdlearn.model_selection import NPKLCV
+
+    X, y = _blobs(60, seed=7)
+    with pytest.raises(NotFittedError):
+        pl.NPKL().get_feature_names_out()
+    frame = pd.DataFrame(X, columns=list("abcd"), index=np.arange(100, 160))
+    model = pl.NPKL(loss="square", random_state=0).set_output(transform="pandas")
+    fitted = model.fit_transform(frame, y)
+    names = [f"npkl{i}" for i in range(model.rank_)]
+    assert model.get_feature_names_out().tolist() == names
+    assert fitted.columns.tolist() == names and fitted.index.tolist() == frame.index.tolist()
+    out = model.transform(frame.iloc[:5])
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names
+    np.testing.assert_array_equal(out.to_numpy(), model.embedding_[:5])
+    cv = NPKLCV(loss="square", gammas=[1.0, 10.0], cv=2, random_state=0).fit(X, y)
+    assert cv.get_feature_names_out().tolist() == [f"npklcv{i}" for i in range(cv.rank_)]
+    cv.set_output(transform="pandas")
+    assert cv.transform(X).columns.tolist() == cv.get_feature_names_out().tolist()
+    np.testing.assert_array_equal(cv.transform(X).to_numpy(), cv.embedding_)

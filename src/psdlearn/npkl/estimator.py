@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import factorized
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -50,7 +50,7 @@ from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames
 __all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
 
-class NPKL(TransformerMixin, BaseEstimator):
+class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Nonparametric low-rank kernel learning from pairwise constraints (Hu & Kwok 2015).
 
     Learns ``K = E E^T`` that is smooth on the data manifold (small ``tr(L K)``) and agrees
@@ -419,6 +419,12 @@ class NPKL(TransformerMixin, BaseEstimator):
         tags.target_tags.required = True
         tags.input_tags.sparse = True
         return tags
+
+    @property
+    def _n_features_out(self):
+        """Columns of :meth:`transform` (``rank_``), named ``npkl0, npkl1, ...`` by
+        ``get_feature_names_out``."""
+        return self.embedding_.shape[1]
 
     # ------------------------------------------------------------------ fit
     def _build_laplacian(self, X):
