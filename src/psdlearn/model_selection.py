@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -105,6 +106,18 @@ def _pair_rows(X, y):
     return pairs, signs.astype(np.int64)
 
 
+def _renamed_x(X, constraints):
+    """``X``, or the value of its former name ``constraints`` with a FutureWarning."""
+    if constraints is None:
+        return X
+    warnings.warn("the argument 'constraints' of ConstraintKFold.split / get_n_splits is "
+                  "renamed 'X' (scikit-learn's splitter API); 'constraints' will be removed "
+                  "in the next release.", FutureWarning, stacklevel=3)
+    if X is not None:
+        raise TypeError("pass the pairs as X or as constraints, not both.")
+    return constraints
+
+
 class ConstraintKFold(BaseCrossValidator):
     """K-fold cross-validation over pairs, stratified by sign.
 
@@ -161,21 +174,24 @@ class ConstraintKFold(BaseCrossValidator):
         self.random_state = random_state
         self.groups = groups
 
-    def get_n_splits(self, X=None, y=None, groups=None):
+    def get_n_splits(self, X=None, y=None, groups=None, *, constraints=None):
         """Number of folds.
 
         Parameters
         ----------
         X, y, groups : object
             Ignored; present for the scikit-learn splitter API.
+        constraints : object
+            Deprecated name of ``X``; ignored.
 
         Returns
         -------
         int
         """
+        _renamed_x(X, constraints)
         return self.n_splits
 
-    def split(self, X, y=None, groups=None):
+    def split(self, X=None, y=None, groups=None, *, constraints=None):
         """Yield ``(train_idx, test_idx)`` index arrays over the rows of the pairs.
 
         Parameters
@@ -189,11 +205,14 @@ class ConstraintKFold(BaseCrossValidator):
             pairs, read from the constraints otherwise.
         groups : None
             Ignored (the grouping is the ``groups`` parameter); for the splitter API.
+        constraints : object
+            Deprecated name of ``X`` (a ``FutureWarning``); removed in the next release.
 
         Yields
         ------
         train_idx, test_idx : ndarray of int64
         """
+        X = _renamed_x(X, constraints)
         pairs, signs = _pair_rows(X, y)
         for s, name in ((1, "must-links"), (-1, "cannot-links")):
             if np.sum(signs == s) < self.n_splits:
