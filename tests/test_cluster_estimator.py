@@ -134,3 +134,13 @@ def test_bad_input():
     with pytest.raises(ValueError, match="refers to"):
         pl.ConstrainedClustering(2).fit(X[:10], C)
     assert clone(pl.ConstrainedClustering(4, estimator=pl.RCA())).get_params()["n_clusters"] == 4
+
+
+def test_triplets_reach_a_learner_that_takes_them():
+    X, y = _decoy(90)
+    T = pl.Triplets(pl.triplets_from_labels(X, y, n_triplets=200, random_state=0))
+    cl = pl.ConstrainedClustering(2, estimator=pl.PSDBoost(), random_state=0)
+    cl.fit(X, T)
+    assert rand_score(y, cl.labels_) > 0.95
+    with pytest.raises(ValueError, match="Triplets"):
+        pl.ConstrainedClustering(2, estimator=pl.RCA()).fit(X, T)
