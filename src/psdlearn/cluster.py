@@ -93,8 +93,8 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     ``predict(X_train)`` equals ``labels_``.
 
     The constraints shape the kernel, not the assignment: a must-link pair can end in two
-    clusters when the learned kernel still separates it. Side information is given as in
-    every psdlearn estimator (``docs/glossary.md``).
+    clusters when the learned kernel still separates it. Side information is given as to
+    every psdlearn estimator (see the glossary).
 
     Parameters
     ----------

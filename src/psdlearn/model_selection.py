@@ -138,8 +138,9 @@ class ConstraintKFold(BaseCrossValidator):
     held out instead (all the must-links of a component, all the cannot-links between two
     components), so that no held-out pair follows from the training ones; the folds are
     then only approximately balanced (a large component is one group). The leak inflates
-    the held-out score but shifts every value of a hyperparameter alike; see the method
-    notes (``docs/notes/model_selection.md``) for the measured effect on the choice.
+    the held-out score but shifts every value of a hyperparameter alike (the method notes
+    on model selection, in the documentation, give its measured effect on the choice).
+    Use ``"components"`` where the held-out score itself is reported.
 
     Parameters
     ----------
