@@ -144,3 +144,13 @@ def test_triplets_reach_a_learner_that_takes_them():
     assert rand_score(y, cl.labels_) > 0.95
     with pytest.raises(ValueError, match="Triplets"):
         pl.ConstrainedClustering(2, estimator=pl.RCA()).fit(X, T)
+
+
+def test_a_learner_that_cannot_embed_is_refused():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _decoy(30)
+    with pytest.raises(TypeError, match="needs a learner with fit and transform"):
+        pl.ConstrainedClustering(2, estimator=LogisticRegression()).fit(X, y)
+    with pytest.raises(TypeError, match="PairsClassifier needs a learner"):
+        pl.PairsClassifier(LogisticRegression()).fit(X[[[0, 1], [2, 3]]], [1, -1])
