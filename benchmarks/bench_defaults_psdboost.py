@@ -124,8 +124,8 @@ def run_set(name, seeds, oracle):
         eig = np.linalg.eigvalsh(model.metric_)
         per_seed.append({
             "seed": seed, "n_train": len(Xtr), "D": Xtr.shape[1],
-            "triplets": len(model.triplets_),
-            "violated": violated(Xtr, model.triplets_),
+            "triplets": len(model.side_info_.triplets),
+            "violated": violated(Xtr, model.side_info_.triplets),
             "euclidean": knn_accuracy(Xtr, ytr, Xte, yte),
             "psdboost": learned_accuracy(model, Xtr, ytr, Xte, yte),
             "former": learned_accuracy(former, Xtr, ytr, Xte, yte),
