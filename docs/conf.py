@@ -173,7 +173,19 @@ def _escape_trailing_underscores(app, what, name, obj, options, lines):
             literal_indent = indent
 
 
+def _skip_metadata_requests(app, what, name, obj, skip, options):
+    """Leave out scikit-learn's generated ``set_*_request`` methods (metadata routing).
+
+    scikit-learn writes them onto every estimator class; their docstrings refer to
+    scikit-learn's own user guide and glossary, which this site does not have.
+    """
+    if re.fullmatch(r"set_\w+_request", name):
+        return True
+    return None
+
+
 def setup(app):
+    app.connect("autodoc-skip-member", _skip_metadata_requests)
     app.connect("source-read", _drop_missing_includes)
     app.connect("source-read", _notes_without_pages)
     app.connect("autodoc-process-docstring", _escape_trailing_underscores)

@@ -36,8 +36,9 @@ print(f'rank="adaptive": rank {adaptive.rank_}, relative gap {cert.relative_gap:
 
 # %%
 # The bound falls by orders of magnitude at rank 6 (glass has six classes): a rank-6
-# kernel is within the tolerance of the best PSD kernel, and no larger rank helps. ``rank_path_`` lists the
-# ``(rank, relative_gap)`` of each certificate the adaptive fit computed on its way.
+# kernel is within the tolerance of the best PSD kernel, and no larger rank helps.
+# ``rank_path_`` lists the ``(rank, relative_gap)`` of each certificate the adaptive fit
+# computed on its way.
 
 fig, ax = plt.subplots(figsize=(6.5, 4), layout="constrained")
 ax.semilogy(ranks, gaps, "o-", label="fixed rank")
