@@ -3,7 +3,7 @@
 Run: ``python benchmarks/bench_nystroem_lambda_cv.py [--reps R] [--sets a,b]``. Writes
 ``benchmarks/results/nystroem_lambda_cv.{md,json}``.
 
-The protocol of ``psdlearn reproduce nystrom-table1`` (Lan et al. 2017 §6.1: 100 labelled
+The protocol of ``python -m reproductions nystrom-table1`` (Lan et al. 2017 §6.1: 100 labelled
 points evenly over the classes, m = 10% of n landmarks, the paper's beta (8), the lambda
 grid 1e-5 .. 1e5, a linear SVM with C = 1 on the features of the labelled points, error on
 the unlabelled ones), on the same labelled draws with ``lambda_selection="alignment"``
@@ -20,7 +20,8 @@ import warnings
 import numpy as np
 from _common import load_note, write_results
 
-from psdlearn.experiments.nystrom_table1 import (
+from psdlearn.nystroem import GeneralizedNystroem
+from reproductions.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
     labelled_split,
@@ -28,7 +29,6 @@ from psdlearn.experiments.nystrom_table1 import (
     n_landmarks_for,
     svm_error,
 )
-from psdlearn.nystroem import GeneralizedNystroem
 
 COLUMNS = ["data", "n", "reps", "criterion (15) err %", "lambda (15) median",
            "CV err %", "lambda CV median", "CV - (15)", "CV better on"]
