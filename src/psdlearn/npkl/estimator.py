@@ -461,7 +461,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        self
+        self : NPKL
+            The fitted estimator.
         """
         self.solver_options_ = self._resolve_solver_options()
         if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
@@ -592,7 +593,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X, y
+        X : array-like or sparse matrix of shape (n_samples, n_features), or (n, n) sparse
+            As in :meth:`fit`.
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
             As in :meth:`fit`.
         **fit_params : dict
             Passed to :meth:`fit`.
@@ -600,6 +603,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, rank_)
+            The learned embedding.
         """
         return self.fit(X, y, **fit_params).embedding_
 
@@ -614,6 +618,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         float
+            The objective at ``E``.
         """
         check_is_fitted(self, "embedding_")
         problem = NPKLProblem(self.laplacian_, self.side_info_.pairs,
@@ -650,6 +655,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         float in [0, 1]
+            The ROC AUC; higher is better.
         """
         from sklearn.metrics import roc_auc_score
 
@@ -713,7 +719,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        E_new : ndarray of shape (n_new, rank_)
+        ndarray of shape (n_new, rank_)
+            The rows of the points in the learned embedding.
 
         See Also
         --------
@@ -768,10 +775,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_new, n_features)
+            New points.
 
         Returns
         -------
-        E_new : ndarray of shape (n_new, rank_)
+        ndarray of shape (n_new, rank_)
+            Their rows, coupled through the joint graph.
         """
         check_is_fitted(self, "embedding_")
         if self.graph != "knn":
