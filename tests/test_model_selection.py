@@ -303,7 +303,7 @@ def test_npklcv_picks_the_gamma_that_learns_something():
     # the refit is NPKL on every constraint with the chosen gamma
     ref = _fit_quiet(pl.NPKL(graph="precomputed", gamma=cv.gamma_, random_state=0), L, C)
     assert cv.objective() == pytest.approx(ref.objective(), rel=1e-3)
-    assert cv.constraints_.n_pairs == C.n_pairs and cv.embedding_.shape == (90, cv.rank_)
+    assert cv.side_info_.n_pairs == C.n_pairs and cv.embedding_.shape == (90, cv.rank_)
 
 
 def test_npklcv_default_grid_and_transform():
