@@ -20,7 +20,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from psdlearn._compat import StrOptions, _fit_context
-from psdlearn.cluster import learner_embedding
+from psdlearn.cluster import check_learner, learner_embedding
 from psdlearn.constraints import PairwiseConstraints
 
 __all__ = ["PairsClassifier", "calibrated_threshold"]
@@ -309,6 +309,7 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
                                  "twice: a pair needs two different points.")
         C = PairwiseConstraints(idx, y, n_samples=len(X))
         learner = clone(self.estimator) if self.estimator is not None else _npkl()
+        check_learner(learner, "PairsClassifier")
         self.estimator_ = learner.fit(X, C)
         self.similarity_ = self.similarity
         if self.similarity == "auto":
