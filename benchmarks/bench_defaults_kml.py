@@ -19,7 +19,7 @@ width is then chosen by cross-validation over the pairs (:func:`run_signed`), ag
 k-means on X and, for the cost, against the label-free fit on the same must-links; it
 writes ``benchmarks/results/defaults_kml_signed.{md,json}``.
 
-Protocol (that of the Table 2 reproduction, ``psdlearn.experiments.yeung_table2``): per
+Protocol (that of the Table 2 reproduction, ``reproductions.experiments.yeung_table2``): per
 seed, ``|S| = 50`` similar pairs drawn at random among the same-class pairs of the true
 labels (``PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=seed)``);
 ``KernelMetricLearner(random_state=seed)`` (defaults: full version, RBF kernel with the
@@ -70,8 +70,8 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import KernelCenterer
 
 import psdlearn as pl
-from psdlearn.experiments.report import write_results
 from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
+from reproductions.experiments.report import write_results
 
 COLUMNS = ["set", "n", "d", "classes", "kmeans_X", "kml_default", "kml_former_width",
            "difference", "std_diff", "target_met", "oracle_diff", "oracle_setting", "verdict",

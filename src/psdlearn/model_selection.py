@@ -517,7 +517,7 @@ class NPKLCV(NPKL):
         final.embedding_ = best_fold_E[best]
         final.fit(X, C)
         for name, value in vars(final).items():
-            if name.endswith("_") and not name.startswith("_"):
+            if (name.endswith("_") and not name.startswith("_")) or name == "_training_rows":
                 setattr(self, name, value)
         self.gamma_ = float(grid[best])
         self.gammas_ = grid
