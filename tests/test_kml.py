@@ -120,7 +120,7 @@ def test_centered_eigenpairs_lanczos_agrees_with_dense(xor):
     X = xor[0]
     Kc = center_kernel(rbf_kernel(X, gamma=0.5))
     lam, V = centered_eigenpairs(Kc)
-    lam5, V5 = centered_eigenpairs(Kc, n_components=5)
+    lam5, V5 = centered_eigenpairs(Kc, rank=5)
     assert_allclose(lam5, lam[:5], rtol=1e-9)
     # both solvers sign the eigenvectors the same way
     assert_allclose(V5, V[:, :5], atol=1e-6)
