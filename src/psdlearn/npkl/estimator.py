@@ -516,7 +516,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         (:func:`rank_rule_count`) of the pairs ``C``, or, when ``y`` is a label vector,
         of the smallest pair set that implies its labels (:func:`label_pairs`); at most
         ``n``."""
-        side = check_side_info(y, n, accept=("labels", "pairs"))
+        side = check_side_info(y, n, accept=("labels", "pairs"), check_conflicts=False)
         pairs, signs = ((C.pairs, C.signs) if side.kind == "pairs"
                         else label_pairs(side.codes))
         return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
@@ -663,7 +663,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         training = is_training_data(X, self.graph, getattr(self, "X_fit_", None),
                                     len(self.embedding_))
         E = self.embedding_ if training else self.transform(X)
-        C = as_constraints(y, len(E))
+        C = as_constraints(y, len(E), check_conflicts=False)
         if C.n_must == 0 or C.n_cannot == 0:
             raise ValueError("score needs must-links and cannot-links in y (the AUC of one "
                              "class is undefined).")
