@@ -511,6 +511,48 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.side_info_ = C
         return self
 
+    def partial_fit(self, X, y):
+        """Add side information over the training points and re-solve from the current fit.
+
+        The new pairs join ``side_info_`` (:meth:`PairwiseConstraints.union
+        <psdlearn.PairwiseConstraints.union>`: a pair given again is merged with a
+        warning, a pair given with the opposite sign raises ``ValueError``, cannot-links
+        that must-links contradict give a ``ConstraintConflictWarning``) and the problem
+        on the union is solved starting from ``embedding_``. The graph, its neighbour
+        index, ``sigma_`` and ``n_neighbors_transform_`` are kept: the points are the
+        same, only the loss term grows. ``gamma_`` and ``rank_`` are kept too, so the
+        result solves the problem of ``NPKL(gamma=gamma_, rank=rank_)`` fitted afresh on
+        the union (with ``gamma="auto"``, a refit would recompute ``gamma_`` from all the
+        pairs; with ``rank="auto"`` it could choose a larger rank: refit to get it).
+        With ``rank="adaptive"`` the escalation continues from ``rank_``. Solvers
+        without a warm start (``simplenpkl``, ``sdp``, ``mfpc``) solve the union from
+        their usual start, the graph still kept. On an unfitted estimator it is
+        :meth:`fit`.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or None
+            The ``X`` of :meth:`fit` (the same object or equal values; ``None`` is
+            accepted for it).
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            The new side information, indices into the rows of ``X``.
+
+        Returns
+        -------
+        self : NPKL
+            The refitted estimator; ``side_info_`` holds the union.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is not the training input, or a new pair contradicts a stored one.
+        """
+        if not hasattr(self, "embedding_"):
+            return self.fit(X, y)
+        from psdlearn.npkl._partial import partial_fit
+
+        return partial_fit(self, X, y)
+
     def _auto_rank(self, y, C, n):
         """The rank of ``rank="auto"``: :func:`auto_rank` of the constraint count
         (:func:`rank_rule_count`) of the pairs ``C``, or, when ``y`` is a label vector,
