@@ -18,6 +18,7 @@ from sklearn.utils import check_random_state
 from psdlearn.constraints import as_constraints, warn_conflicts
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl._rounds import solve_rounds
+from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import NPKLProblem, auto_rank, rank_rule_count
 from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART
@@ -66,4 +67,6 @@ def partial_fit(est, X, y):
     est.fit_time_ = time.perf_counter() - began
     est._warn_uncertified()
     est.side_info_ = C
+    est.constraint_scores_ = constraint_scores(est.embedding_, est.laplacian_, C.pairs,
+                                               C.signs)
     return est
