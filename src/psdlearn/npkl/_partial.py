@@ -21,7 +21,7 @@ from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import NPKLProblem, auto_rank, rank_rule_count
-from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART
+from psdlearn.npkl.solvers import NPKL_SOLVERS, WARM
 
 
 def partial_fit(est, X, y):
@@ -61,7 +61,7 @@ def partial_fit(est, X, y):
                           est.gamma_, float(est.b))
     start = None
     if spec.warm_start and np.any(est.embedding_):
-        start = (np.array(est.embedding_, dtype=np.float64, order="C"), RESTART)
+        start = (np.array(est.embedding_, dtype=np.float64, order="C"), WARM)
     began = time.perf_counter()
     solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
     est.fit_time_ = time.perf_counter() - began
