@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
 from psdlearn.constraints import as_constraints, warn_conflicts
 from psdlearn.npkl._fit_graph import is_training_data
@@ -44,6 +45,8 @@ def partial_fit(est, X, y):
         raise ValueError("partial_fit does not take a dask array: refit on the cluster "
                          "with all the side information.")
     n = len(est.embedding_)
+    if X is not None and est.graph == "knn":  # the usual message on a wrong n_features
+        X = validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=False)
     if not is_training_data(X, est.graph, getattr(est, "X_fit_", None), n):
         raise ValueError(
             "partial_fit adds side information over the points of fit: X must be the X "
