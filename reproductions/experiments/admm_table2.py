@@ -327,7 +327,8 @@ def _init_study(out_dir, quick, log):
         row = {"dataset": name, "max_iter": max_iter}
         for init in ("random", "bcd"):
             recs = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
-                                   solver="admm", max_iter=max_iter, init=init)
+                                   solver="admm", max_iter=max_iter,
+                                   solver_options={"init": init})
             s = summarize(recs)
             row[f"{init}: objective"] = f"{np.mean([r['objective'] for r in recs]):.6g}"
             row[f"{init}: rand %"] = _fmt(s["rand_mean"], s["rand_std"])
@@ -360,7 +361,8 @@ def _figures(out_dir, quick, log, have_sdp):
                "SDP optimum": "not run"}
         hlines = {}
         if have_sdp:
-            sdp = NPKL(loss="pcp", solver="sdp", graph="precomputed", sdp_force=True,
+            sdp = NPKL(loss="pcp", solver="sdp", graph="precomputed",
+                       solver_options={"force": True},
                        gamma=1.0).fit(L, C)
             opt = sdp.objective_history_[-1]
             hlines = {"SDP optimum (cvxpy)": opt}

@@ -33,7 +33,6 @@ from psdlearn._progress import progress_bar
 from psdlearn.constraints import PairwiseConstraints, as_constraints
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl.estimator import NPKL
-from psdlearn.npkl.problem import auto_rank, rank_rule_count
 
 __all__ = ["ClusteringScorer", "ConstraintKFold", "NPKLCV", "select_gamma"]
 
@@ -520,7 +519,7 @@ class NPKLCV(NPKL):
             raise ValueError("y holds no constraint: NPKLCV needs pairs (or labels).")
         rank = self.rank
         if rank == "auto":
-            rank = min(auto_rank(rank_rule_count(self.loss, C.pairs, C.signs, n)), n)
+            rank = self._auto_rank(y, C, n)
         self.gamma0_ = None
         if self.gammas is None or isinstance(self.gammas, numbers.Integral):
             centre, self.gamma0_ = auto_gamma(L, C.pairs, C.signs, self.loss)
@@ -544,8 +543,12 @@ class NPKLCV(NPKL):
             for f, (train, test) in enumerate(splits):
                 C_tr = PairwiseConstraints(C.pairs[train], C.signs[train], n)
                 C_te = PairwiseConstraints(C.pairs[test], C.signs[test], n)
+                # no certificate on the loose fold fits (it would fail and warn), unless
+                # rank="adaptive" grows the rank by it
                 model = self._npkl(graph="precomputed", rank=rank, warm_start=True,
-                                   tol=max(self.tol, self.cv_tol), verbose=0)
+                                   tol=max(self.tol, self.cv_tol), verbose=0,
+                                   certificate_tol=(self.certificate_tol
+                                                    if rank == "adaptive" else None))
                 # small gamma first: K grows along the path, and a stiff large-gamma
                 # problem starts from a near solution (a cold start there is the slowest)
                 for g in range(len(grid)):
