@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-from psdlearn.experiments.report import scaling_exponent
-from psdlearn.experiments.report import write_results as _write
+# The scripts run as ``python benchmarks/bench_x.py`` from a checkout: the repository root
+# goes on the path for the shared report helpers of ``reproductions`` (not installed).
+_REPO = str(Path(__file__).resolve().parent.parent)
+if _REPO not in sys.path:
+    sys.path.insert(1, _REPO)
+
+from reproductions.experiments.report import scaling_exponent  # noqa: E402
+from reproductions.experiments.report import write_results as _write  # noqa: E402
 
 __all__ = [
     "RESULTS",

@@ -555,7 +555,9 @@ def versions():
 
 
 def write_report(payload, conclusion):
-    from psdlearn.experiments.report import environment
+    import _common  # noqa: F401  (puts the repository root on the path)
+
+    from reproductions.experiments.report import environment
 
     env = environment()
     payload["environment"] = env

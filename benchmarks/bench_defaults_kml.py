@@ -15,7 +15,7 @@ RBF averages and the self-tuning kernel of Zelnik-Manor & Perona 2004, see
 :func:`rule_kernel`) on those seeds, merges them into
 ``benchmarks/results/defaults_kml_kernels.json`` and rewrites its table.
 
-Protocol (that of the Table 2 reproduction, ``psdlearn.experiments.yeung_table2``): per
+Protocol (that of the Table 2 reproduction, ``reproductions.experiments.yeung_table2``): per
 seed, ``|S| = 50`` similar pairs drawn at random among the same-class pairs of the true
 labels (``PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=seed)``);
 ``KernelMetricLearner(random_state=seed)`` (defaults: full version, RBF kernel with the
@@ -65,10 +65,9 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import NearestNeighbors
 
 import psdlearn as pl
-from psdlearn._linalg import center_kernel
-from psdlearn.experiments.report import write_results
-from psdlearn.kml._similar import similar_set
 from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
+from reproductions.baselines.alignment import center_kernel
+from reproductions.experiments.report import write_results
 
 COLUMNS = ["set", "n", "d", "classes", "kmeans_X", "kml_default", "kml_former_width",
            "difference", "std_diff", "target_met", "oracle_diff", "oracle_setting", "verdict",
@@ -318,9 +317,10 @@ def kml_embedding(K, S, q=None):
     participation ratio of the centered ``K``)."""
     Kc = center_kernel(K)
     lam, V = centered_eigenpairs(Kc, participation_ratio(Kc) if q is None else q)
-    similar = similar_set(S, len(K), "KernelMetricLearner")
-    beta = optimal_beta(similar.dispersion(V, np.arange(len(K))), float(np.sqrt(lam).sum()),
-                        1e-8)
+    # diagonal of D_S (Yeung et al. 2007, eq. 7) over the must-link pairs of S
+    diff = V[S.pairs[S.signs > 0, 0]] - V[S.pairs[S.signs > 0, 1]]
+    dispersion = np.einsum("ij,ij->j", diff, diff) / len(diff)
+    beta = optimal_beta(dispersion, float(np.sqrt(lam).sum()), 1e-8)
     return V * beta
 
 

@@ -31,7 +31,7 @@ misses, the method itself loses on that set.
 
 Sets. Standard sklearn sets: digits (pixels as loaded), iris and wine (psdlearn's bundled
 copies, features scaled to [-1, 1]), breast_cancer (features scaled to [-1, 1] the same
-way); and the protocol sets of ``psdlearn.experiments.nystrom_table1`` up to 2,310 points
+way); and the protocol sets of ``reproductions.experiments.nystrom_table1`` up to 2,310 points
 (text, 11,960-d, and the sets above 3,000 points are left out to keep the run short).
 """
 
@@ -51,9 +51,9 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.svm import LinearSVC
 
 import psdlearn as pl
-from psdlearn.experiments.nystrom_table1 import labelled_split, load_protocol_set
-from psdlearn.experiments.report import write_results
 from psdlearn.nystroem.estimator import DEFAULT_LAMBDAS
+from reproductions.experiments.nystrom_table1 import labelled_split, load_protocol_set
+from reproductions.experiments.report import write_results
 
 METHODS = ("sk_same_gamma", "sk_default_gamma", "gn_defaults", "gn_former", "gn_no_labels")
 COLUMNS = ["set", "n/d/C", "m", *METHODS, "difference", "std_diff", "se_diff", "t_paired",

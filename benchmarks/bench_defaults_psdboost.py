@@ -47,8 +47,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
 import psdlearn as pl
-from psdlearn.experiments.psdboost_pendigits import _draw
-from psdlearn.experiments.report import write_results
+from reproductions.experiments.psdboost_pendigits import _draw
+from reproductions.experiments.report import write_results
 
 COLUMNS = ["set", "n_train", "D", "triplets", "euclid_violated_%", "euclidean_3nn",
            "psdboost_3nn", "former_3nn", "difference", "std_diff", "target_met",

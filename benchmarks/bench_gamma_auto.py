@@ -41,10 +41,10 @@ from _common import RESULTS, load_note, write_results
 
 import psdlearn as pl
 from psdlearn.cluster import kernel_kmeans
-from psdlearn.experiments.protocol import ADULT_SETS, SMALL_SETS, load_set_with_graph
 from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.gamma import critical_gamma
+from reproductions.experiments.protocol import ADULT_SETS, SMALL_SETS, load_set_with_graph
 
 COLUMNS = ["data", "n", "m", "gamma", "gamma_0", "gamma used", "gamma_0 s", "fit s",
            "sweeps", "mean K_ii", "right side %", "margin >= 0.9 %", "rand %", "draws"]
@@ -204,7 +204,7 @@ def main():
 
 def rerun(sets, pcp, why, start_load):
     """The rows of ``sets`` in place of theirs (3 draws, as the table), other rows kept."""
-    from psdlearn.experiments._partial import replace_rows
+    from reproductions.experiments._partial import replace_rows
 
     # compile the solvers' kernels before any timed fit
     X, y = pl.datasets.make_two_gaussians(60, random_state=0)

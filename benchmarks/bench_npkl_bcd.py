@@ -37,7 +37,6 @@ from _common import (
 )
 
 import psdlearn as pl
-from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn.graph import knn_laplacian
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
@@ -147,9 +146,9 @@ def main():
                     f"{scaling_exponent(done, per_sweep[loss]):.2f}, wall "
                     f"{scaling_exponent(done, wall_sweep[loss]):.2f}"
                     for loss in LOSSES] if len(done) > 1 else []
-        notes += [f"The unconstrained pass runs on {numba.get_num_threads()} threads from "
-                  f"{PARALLEL_MIN_WORK:.0e} multiply-adds per pass up (n >= 1e5 here), so "
-                  "the CPU time there counts every thread and exceeds the wall time."]
+        notes += [f"The unconstrained pass runs on {numba.get_num_threads()} threads on large "
+                  "problems (n >= 1e5 here), so the CPU time there counts every thread and "
+                  "exceeds the wall time."]
         notes += ["Every fit runs to tol = 1e-5 or 1000 sweeps per stage (800 on adult); "
                   "hinge runs the smoothing continuation (5 stages).",
                   "n = 1e6, hinge: with gamma = 1 the optimum is K = 0 (1000 pairs among 1e6 "

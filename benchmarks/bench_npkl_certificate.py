@@ -40,8 +40,8 @@ import scipy.sparse as sp
 from _common import RESULTS, load_note, median_wall_cpu, write_results
 
 import psdlearn as pl
-from psdlearn.experiments.protocol import SMALL_SETS, load_set_with_graph
 from psdlearn.graph import knn_laplacian
+from reproductions.experiments.protocol import SMALL_SETS, load_set_with_graph
 
 LOSSES = ("hinge", "squared_hinge", "square", "linear")
 COLUMNS = ["data", "n", "m", "loss", "rule_rank", "certified_rank", "rule_gap", "adaptive_gap",

@@ -29,8 +29,8 @@ import warnings
 from _common import load_note, write_results
 
 import psdlearn as pl
-from psdlearn.experiments.protocol import load_set_with_graph
 from psdlearn.model_selection import ConstraintKFold
+from reproductions.experiments.protocol import load_set_with_graph
 
 COLUMNS = ["case", "loss / solver", "CPU s", "ratio to single", "sweeps or iterations",
            "sweep ratio", "gamma", "repeats"]

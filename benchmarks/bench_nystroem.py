@@ -28,7 +28,7 @@ import numpy as np
 from _common import load_note, median_time, peak_memory, scaling_exponent, write_results
 
 import psdlearn as pl
-from psdlearn.experiments.nystrom_table1 import labelled_split, load_protocol_set
+from reproductions.experiments.nystrom_table1 import labelled_split, load_protocol_set
 
 GAMMAS = tuple(2.0**k for k in range(-4, 5))
 

@@ -20,7 +20,8 @@ import warnings
 import numpy as np
 from _common import load_note, write_results
 
-from psdlearn.experiments.nystrom_table1 import (
+from psdlearn.nystroem import GeneralizedNystroem
+from reproductions.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
     labelled_split,
@@ -28,7 +29,6 @@ from psdlearn.experiments.nystrom_table1 import (
     n_landmarks_for,
     svm_error,
 )
-from psdlearn.nystroem import GeneralizedNystroem
 
 COLUMNS = ["data", "n", "reps", "criterion (15) err %", "lambda (15) median",
            "CV err %", "lambda CV median", "CV - (15)", "CV better on"]

@@ -7,7 +7,8 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics.pairwise import rbf_kernel
 
-from psdlearn.baselines import (
+from psdlearn.graph import knn_graph
+from reproductions.baselines import (
     alignment,
     alignment_weights,
     cluster_kernel_features,
@@ -15,8 +16,7 @@ from psdlearn.baselines import (
     order_constrained_weights,
     spectral_kernel_features,
 )
-from psdlearn.baselines.alignment import center_kernel, target_kernel
-from psdlearn.graph import knn_graph
+from reproductions.baselines.alignment import center_kernel, target_kernel
 
 
 def _kernels(seed=0, n=40):

@@ -7,7 +7,7 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import LinearSVC
 
-from psdlearn.baselines.linear_svm import (
+from reproductions.baselines.linear_svm import (
     MAX_C,
     liblinear_c,
     liblinear_start_c,

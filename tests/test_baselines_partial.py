@@ -8,8 +8,8 @@ import multiprocessing
 import numpy as np
 import pytest
 
-from psdlearn.experiments import _partial, admm_mfpc, nystrom_baselines
-from psdlearn.experiments.report import write_results
+from reproductions.experiments import _partial, admm_mfpc, nystrom_baselines
+from reproductions.experiments.report import write_results
 
 
 def test_merge_by_seed_is_the_union_ordered_by_seed_and_new_draws_win():
@@ -154,7 +154,7 @@ def test_admm_mfpc_draws_run_one_per_call_merge_by_seed(tmp_path):
 
 
 def test_admm_table2_mfpc_cells_from_saved_draws_count_them_and_keep_one_note(tmp_path):
-    from psdlearn.experiments import admm_table2
+    from reproductions.experiments import admm_table2
 
     cols = ["dataset", "ADMM rand %", "MFPC rand %", "MFPC CPU s"]
     rows = [{"dataset": d, "ADMM rand %": "x", "MFPC rand %": "not run (time)",

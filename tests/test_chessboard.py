@@ -8,7 +8,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from psdlearn.datasets import make_chessboard
-from psdlearn.experiments.admm_chessboard import component_constraints, lattice_chessboard
+from reproductions.experiments.admm_chessboard import component_constraints, lattice_chessboard
 
 
 def _components(C):

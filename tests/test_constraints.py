@@ -111,6 +111,24 @@ def test_csv_words_and_errors(tmp_path):
         PairwiseConstraints.from_csv(p)
 
 
+def test_csv_one_based_shifts_and_checks_the_range(tmp_path):
+    p = tmp_path / "one.csv"
+    p.write_text("1,2,must\n6,4,cannot\n")
+    C = PairwiseConstraints.from_csv(p, n_samples=6, one_based=True)
+    assert C.pairs.tolist() == [[0, 1], [3, 5]] and C.signs.tolist() == [1, -1]
+    assert C.n_samples == 6
+    # read as 0-based, the same file names a seventh point
+    with pytest.raises(ValueError, match=r"one\.csv:2: index 6 is out of range: indices are "
+                       r"0-based, from 0 to 5"):
+        PairwiseConstraints.from_csv(p, n_samples=6)
+    p.write_text("0,2,must\n")
+    with pytest.raises(ValueError, match=r":1: index 0 is out of range: indices are 1-based"):
+        PairwiseConstraints.from_csv(p, one_based=True)
+    p.write_text("-1,2,must\n")
+    with pytest.raises(ValueError, match=r":1: index -1 is out of range"):
+        PairwiseConstraints.from_csv(p)
+
+
 def test_closure_hand_made():
     # must: 0-1, 1-2 (component {0,1,2}); 3-4 (component {3,4}); cannot: 2-3, 5-0
     C = PairwiseConstraints([[0, 1], [1, 2], [3, 4], [2, 3], [0, 5]], [1, 1, 1, -1, -1],

@@ -22,7 +22,6 @@ docscrape = pytest.importorskip("numpydoc.docscrape")
 #: The public modules: every name in their ``__all__`` is checked.
 PUBLIC_MODULES = (
     "psdlearn",
-    "psdlearn.baselines",
     "psdlearn.cluster",
     "psdlearn.constraints",
     "psdlearn.datasets",

@@ -1,6 +1,6 @@
 """The CV-column counts of the table reproductions (no fitting)."""
 
-from psdlearn.experiments.gamma_cv import cv_count, cv_reduced_note
+from reproductions.experiments.gamma_cv import cv_count, cv_reduced_note
 
 
 def test_cv_count_defaults_and_overrides():

@@ -9,10 +9,10 @@ import pytest
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_xor
-from psdlearn.experiments import yeung_suspects as ys
 from psdlearn.kml import KernelMetricLearner
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma
 from psdlearn.metrics import class_separation
+from reproductions.experiments import yeung_suspects as ys
 
 
 def _rec(seed, J, crit):

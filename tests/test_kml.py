@@ -521,7 +521,7 @@ def test_other_kernels_fit_and_embed(xor, kernel):
 
 def test_rbf_class_separation_is_J_in_the_rbf_feature_space(xor):
     """The blocked J of the reproductions equals J of an exact RBF feature embedding."""
-    from psdlearn.experiments.yeung_xor import rbf_class_separation
+    from reproductions.experiments.yeung_xor import rbf_class_separation
 
     X, y, _ = xor
     s, U = np.linalg.eigh(rbf_kernel(X, gamma=0.5))

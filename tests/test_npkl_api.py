@@ -13,21 +13,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import psdlearn as pl
 from psdlearn._progress import FitInterruptedWarning
 
-# fit_transform returns the transductive solution embedding_ (the constraints act on the
-# training rows), transform the out-of-sample extension, which does not see them and
-# attaches each point to its k' nearest training points, itself included (see
-# NPKL.transform): the two differ by design, beyond the checks' 1e-2, for both solvers.
-# test_fit_transform_is_embedding, test_transform_* and, in test_npkl_out_of_sample.py,
-# test_training_row_is_the_fixed_point_of_its_own_graph_edges check what holds instead.
-_TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of-sample map"
-_EXPECTED = {"check_transformer_general": _TRANSDUCTIVE,
-             "check_transformer_data_not_an_array": _TRANSDUCTIVE}
-
 
 @parametrize_with_checks(
-    [pl.NPKL(max_iter=50), pl.NPKL(solver="admm", loss="pcp", max_iter=50)],
-    expected_failed_checks=lambda est: _EXPECTED,
-)
+    [pl.NPKL(max_iter=50), pl.NPKL(solver="admm", loss="pcp", max_iter=50)])
 def test_sklearn_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -58,6 +46,76 @@ def test_transform_batch_equals_one_at_a_time(rule):
     single = np.vstack([model.transform(X[i:i + 1]) for i in range(90, 120)])
     assert np.allclose(batch, single, rtol=0, atol=1e-14)
     assert np.allclose(model.transform(X[90:95]), batch[:5], rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("solver, loss", [("bcd", "hinge"), ("admm", "pcp")])
+def test_transform_of_training_points_is_the_fitted_kernel(solver, loss):
+    """transform(X_fit) gives embedding_: its kernel equals E E^T to 1e-8, in any order and
+    for a copy of X_fit (matched by value, not identity)."""
+    X, y = _blobs(90, seed=3)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=30, n_cannot=30, random_state=0)
+    model = pl.NPKL(solver=solver, loss=loss, max_iter=200, random_state=0).fit(X, C)
+    E = model.embedding_
+    T = model.transform(X.copy())
+    assert np.abs(T @ T.T - E @ E.T).max() <= 1e-8
+    order = np.random.default_rng(0).permutation(90)
+    assert np.array_equal(model.transform(X[order]), E[order])
+    # the extension alone (what transform gave training points before) differs
+    assert np.abs(model._extend(X) - E).max() > 1e-3 * np.abs(E).max()
+
+
+def test_transform_mixed_batch_equals_rows_one_at_a_time():
+    X, y = _blobs(120, seed=4)
+    model = pl.NPKL(loss="square", random_state=0).fit(
+        X[:90], pl.PairwiseConstraints.from_labels(y[:90], random_state=0))
+    mixed = np.vstack([X[85:100], X[:3], X[110:]])
+    batch = model.transform(mixed)
+    single = np.vstack([model.transform(row[None]) for row in mixed])
+    np.testing.assert_array_equal(batch, single)
+    np.testing.assert_array_equal(batch[:5], model.embedding_[85:90])
+    np.testing.assert_array_equal(batch[15:18], model.embedding_[:3])
+    np.testing.assert_array_equal(batch[5:15], model._extend(X[90:100]))
+    # one ulp away from a training point is a new point
+    near = X[:1].copy()
+    near[0, 0] = np.nextafter(near[0, 0], np.inf)
+    np.testing.assert_array_equal(model.transform(near), model._extend(near))
+    # sparse input matches dense training rows
+    np.testing.assert_array_equal(model.transform(sp.csr_matrix(X[:4])), model.embedding_[:4])
+
+
+def test_pipeline_predicts_the_clusters_of_the_embedding():
+    from sklearn.cluster import KMeans
+    from sklearn.pipeline import make_pipeline
+
+    X, y = _blobs(90, seed=5)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=20, n_cannot=20, random_state=0)
+    pipe = make_pipeline(pl.NPKL(random_state=0), KMeans(3, n_init=10, random_state=0))
+    pipe.fit(X, C)
+    E = pipe[0].embedding_
+    direct = KMeans(3, n_init=10, random_state=0).fit(E)
+    np.testing.assert_array_equal(pipe.predict(X), direct.labels_)
+    np.testing.assert_array_equal(pipe.predict(X), pipe[-1].labels_)
+
+
+def test_transform_precomputed_graphs_maps_training_rows():
+    """graph="precomputed": rows of the training Laplacian map to embedding_, others raise;
+    graph="precomputed_nearest_neighbors": the training distance graph maps to embedding_."""
+    X, y = _blobs(60, seed=6)
+    L = pl.graph.knn_laplacian(X)
+    model = pl.NPKL(graph="precomputed", loss="square", random_state=0).fit(L, y)
+    np.testing.assert_array_equal(model.transform(L), model.embedding_)
+    np.testing.assert_array_equal(model.transform(L[[7, 3]].toarray()),
+                                  model.embedding_[[7, 3]])
+    with pytest.raises(ValueError, match="rows of the training Laplacian only"):
+        model.transform(L[:2] * 2.0)
+    knt = KNeighborsTransformer(n_neighbors=10, mode="distance").fit(X)
+    D = knt.transform(X)
+    model = pl.NPKL(graph="precomputed_nearest_neighbors", loss="square",
+                    random_state=0).fit(D, y)
+    np.testing.assert_array_equal(model.transform(D), model.embedding_)
+    Xn = X[:3] + 0.01
+    np.testing.assert_array_equal(model.transform(knt.transform(Xn)),
+                                  model._extend(knt.transform(Xn)))
 
 
 def test_transform_kept_index_equals_rebuilt_closed_form():
@@ -243,3 +301,30 @@ def test_fits_write_nothing_to_stdout(capfd):
     for solver, loss in [("bcd", "hinge"), ("admm", "pcp"), ("simplenpkl", "square")]:
         pl.NPKL(solver=solver, loss=loss, max_iter=20).fit(X, y).transform(X[:3])
     assert capfd.readouterr().out == ""
+
+
+def test_feature_names_and_pandas_output():
+    """get_feature_names_out names the rank_ columns npkl0, npkl1, ... (npklcv0, ... for
+    NPKLCV), and set_output(transform="pandas") uses them, with the input's index."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.exceptions import NotFittedError
+
+    from psdlearn.model_selection import NPKLCV
+
+    X, y = _blobs(60, seed=7)
+    with pytest.raises(NotFittedError):
+        pl.NPKL().get_feature_names_out()
+    frame = pd.DataFrame(X, columns=list("abcd"), index=np.arange(100, 160))
+    model = pl.NPKL(loss="square", random_state=0).set_output(transform="pandas")
+    fitted = model.fit_transform(frame, y)
+    names = [f"npkl{i}" for i in range(model.rank_)]
+    assert model.get_feature_names_out().tolist() == names
+    assert fitted.columns.tolist() == names and fitted.index.tolist() == frame.index.tolist()
+    out = model.transform(frame.iloc[:5])
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names
+    np.testing.assert_array_equal(out.to_numpy(), model.embedding_[:5])
+    cv = NPKLCV(loss="square", gammas=[1.0, 10.0], cv=2, random_state=0).fit(X, y)
+    assert cv.get_feature_names_out().tolist() == [f"npklcv{i}" for i in range(cv.rank_)]
+    cv.set_output(transform="pandas")
+    assert cv.transform(X).columns.tolist() == cv.get_feature_names_out().tolist()
+    np.testing.assert_array_equal(cv.transform(X).to_numpy(), cv.embedding_)

@@ -248,7 +248,7 @@ def test_certificate_can_be_skipped(problems):
 
 def test_protocol_records_certified_gap():
     """The reproductions' repetitions carry the certificate (the 'certified gap' column)."""
-    from psdlearn.experiments.protocol import certified_gap_cell, run_repetitions
+    from reproductions.experiments.protocol import certified_gap_cell, run_repetitions
 
     X, y = pl.datasets.load("soybean")
     recs = run_repetitions(X, y, n_neighbors=5, reps=2, loss="square", tol=1e-7)

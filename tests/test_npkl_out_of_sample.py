@@ -3,6 +3,7 @@ III-E, one new point attached to the fixed training graph)."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
 import psdlearn as pl
@@ -86,7 +87,7 @@ def test_normalized_row_of_a_point_far_from_all_is_zero():
 
 
 def test_training_row_is_the_fixed_point_of_its_own_graph_edges():
-    """Why transform(x_i) is not e_i, and what holds instead. Fit to a tight tolerance; for
+    """Why the extension of x_i is not e_i, and what holds instead. Fit to a tight tolerance; for
     an unconstrained training point i, attach it by its own edges S_ij of the training graph
     with the degrees D_jj (which already count those edges: pass D_jj - S_ij so that
     normalized_rows adds S_ij back): the normalized row is then update (13) of the fit for
@@ -113,5 +114,32 @@ def test_training_row_is_the_fixed_point_of_its_own_graph_edges():
         dist = np.sqrt(-2 * sigma**2 * np.log(w))
         row = normalized_rows(dist[None], nbrs[None], E, degrees, sigma, model.delta)[0]
         np.testing.assert_allclose(row, E[i], rtol=0, atol=1e-8 * scale)
-    through_transform = model.transform(X[free])
-    assert np.abs(through_transform - E[free]).max() > 1e-3 * scale
+    # through the extension, x_i is its own nearest neighbour and its k' nearest replace
+    # its graph edges, so its row differs (transform itself returns e_i: it recognises x_i)
+    through_extension = model._extend(X[free])
+    assert np.abs(through_extension - E[free]).max() > 1e-3 * scale
+    np.testing.assert_array_equal(model.transform(X[free]), E[free])
+
+
+def test_training_rows_lookup_is_exact():
+    """Matches are exact values (dense or sparse, -0.0 == 0.0); rows that a linear hash of
+    the bits would confuse (signs flipped in two columns) are not matched; a duplicated
+    training row answers with its smallest index."""
+    from psdlearn.npkl._training_rows import TrainingRows, row_hashes
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(50, 6))
+    A[rng.random(A.shape) < 0.4] = 0.0
+    A[10] = A[3]
+    lookup = TrainingRows(A)
+    np.testing.assert_array_equal(row_hashes(A), row_hashes(sp.csr_matrix(A)))
+    expected = np.arange(50)
+    expected[10] = 3
+    np.testing.assert_array_equal(lookup.match(A), expected)
+    np.testing.assert_array_equal(lookup.match(sp.csr_matrix(A)), expected)
+    np.testing.assert_array_equal(TrainingRows(sp.csr_matrix(A)).match(A), expected)
+    B = np.array([[1.0, 1.0, 0, 0, 0, 0], [-1.0, -1.0, 0, 0, 0, 0]])
+    pair = TrainingRows(B[:1])
+    np.testing.assert_array_equal(pair.match(B), [0, -1])
+    np.testing.assert_array_equal(pair.match(-0.0 * B[:1] + B[:1]), [0])
+    np.testing.assert_array_equal(lookup.match(A[:, :5]), np.full(50, -1))

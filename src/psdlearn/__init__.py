@@ -2,7 +2,7 @@
 
 from psdlearn import datasets, graph, metrics, model_selection
 from psdlearn._version import __version__
-from psdlearn.cluster import kernel_kmeans
+from psdlearn.cluster import ConstrainedClustering, kernel_kmeans
 from psdlearn.constraints import (
     PairwiseConstraints,
     Triplets,
@@ -13,16 +13,19 @@ from psdlearn.kml import RCA, KernelMetricLearner
 from psdlearn.model_selection import NPKLCV, ConstraintKFold
 from psdlearn.npkl import NPKL
 from psdlearn.nystroem import GeneralizedNystroem
+from psdlearn.pairs import PairsClassifier
 from psdlearn.psdboost import PSDBoost
 
 __all__ = [
     "NPKLCV",
     "RCA",
+    "ConstrainedClustering",
     "ConstraintKFold",
     "GeneralizedNystroem",
     "KernelMetricLearner",
     "NPKL",
     "PSDBoost",
+    "PairsClassifier",
     "PairwiseConstraints",
     "Triplets",
     "__version__",

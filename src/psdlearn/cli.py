@@ -1,9 +1,8 @@
-"""Command line interface: a thin layer over the public API.
+"""The ``psdlearn`` command: learn a kernel from must-link / cannot-link pairs on files.
 
-``psdlearn datasets``  list the data sets, their sizes and availability
-``psdlearn demo``      learn a kernel from constraints on a bundled set and cluster with it
-``psdlearn fit``       fit NPKL on files: features (CSV/NPY/LIBSVM) + constraints (CSV)
-``psdlearn reproduce`` reproduce a paper's table or figure (``list`` shows them)
+Each command is a thin layer over the public API (:class:`psdlearn.NPKL`,
+:class:`psdlearn.ConstrainedClustering`, :mod:`psdlearn.datasets`); ``psdlearn COMMAND
+--help`` describes its options and gives an example.
 """
 
 from __future__ import annotations
@@ -11,12 +10,50 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["main"]
+
+DESCRIPTION = """\
+Learn a kernel (a similarity between points) from pairs of points that must or
+must not be grouped together, and cluster with it.
+
+Input files:
+  features     one row per point: a CSV of numbers without a header (.csv),
+               a NumPy array (.npy), or LIBSVM text (any other name)
+  constraints  a CSV of rows i,j,label: i and j are row numbers of the
+               features file, counted from 0 (the first row is 0; use
+               --one-based for a file that counts from 1); label is +1 or
+               'must' (same group), -1 or 'cannot' (different groups);
+               a header line i,j,label is optional
+"""
+
+EPILOG = """\
+examples:
+  psdlearn demo
+  psdlearn datasets
+  psdlearn cluster features.csv constraints.csv --n-clusters 3 -o labels.csv
+  psdlearn fit features.csv constraints.csv -o embedding.npy --n-clusters 3
+
+Run 'psdlearn COMMAND --help' for the options of a command.
+"""
+
+FEATURES_HELP = "features file: .csv (numbers, no header), .npy, or LIBSVM text"
+CONSTRAINTS_HELP = ("constraints file: CSV rows i,j,label (i, j: row numbers of the features "
+                    "file, from 0; label +1/must or -1/cannot)")
+ONE_BASED_HELP = ("the constraints file counts rows from 1 (the first row of the features "
+                  "file is 1); default: from 0")
+SOLVER_HELP = ("optimization algorithm (default: bcd): bcd, block coordinate descent, fast, "
+               "every loss but pcp; admm, for the pcp and square losses; mfpc and simplenpkl, "
+               "the papers' baselines; sdp, the exact convex problem for a few hundred points "
+               "(needs the 'sdp' extra)")
+LOSS_HELP = ("how violated pairs are penalized (default: hinge): hinge, squared_hinge, "
+             "square, linear; pcp, the constraints of Hu & Kwok (2013), for the admm, mfpc, "
+             "simplenpkl and sdp algorithms")
 
 
 def _cmd_datasets(args):
@@ -94,6 +131,20 @@ def _read_features(path):
     return X
 
 
+def _read_constraints(args, n_samples):
+    import psdlearn as pl
+
+    try:
+        return pl.PairwiseConstraints.from_csv(args.constraints, n_samples=n_samples,
+                                               one_based=args.one_based)
+    except ValueError as exc:
+        hint = ""
+        if "out of range" in str(exc):
+            hint = (" If the file counts rows from 1, pass --one-based." if not args.one_based
+                    else " Without --one-based, rows are counted from 0.")
+        raise ValueError(f"{exc}{hint}") from None
+
+
 def _write_matrix(path, E):
     path = Path(path)
     if path.suffix == ".npy":
@@ -104,11 +155,24 @@ def _write_matrix(path, E):
         raise ValueError(f"--output must end in .npy or .csv, got {path}.")
 
 
+def _write_labels(path, labels):
+    np.savetxt(path, np.asarray(labels, dtype=np.int64), fmt="%d")
+
+
+def _labels_path(args):
+    if args.labels:
+        return Path(args.labels)
+    out = Path(args.output)
+    return out.with_name(f"{out.stem}-labels.csv")
+
+
 def _cmd_fit(args):
     import psdlearn as pl
 
     X = _read_features(args.features)
-    C = pl.PairwiseConstraints.from_csv(args.constraints, n_samples=X.shape[0])
+    C = _read_constraints(args, X.shape[0])
+    if args.n_clusters is not None and args.n_clusters < 1:
+        raise ValueError(f"--n-clusters must be at least 1, got {args.n_clusters}.")
     model = pl.NPKL(loss=args.loss, solver=args.solver, rank=args.rank, gamma=args.gamma,
                     n_neighbors=args.n_neighbors, knn_method=args.knn_method,
                     max_iter=args.max_iter, tol=args.tol, random_state=args.seed,
@@ -134,73 +198,145 @@ def _cmd_fit(args):
         "certificate": (model.certificate_.as_dict()
                         if getattr(model, "certificate_", None) is not None else None),
     }
+    if args.n_clusters is not None:
+        labels = pl.kernel_kmeans(model.embedding_, args.n_clusters, random_state=args.seed)
+        labels_path = _labels_path(args)
+        _write_labels(labels_path, labels)
+        summary["n_clusters"] = args.n_clusters
+        summary["labels"] = str(labels_path)
     summary_path = Path(args.summary or Path(args.output).with_suffix(".json"))
     summary_path.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 0
 
 
-def _cmd_reproduce(args):
-    from psdlearn.experiments import REPRODUCTIONS, reproduce
+def _cmd_cluster(args):
+    import psdlearn as pl
 
-    if args.name == "list":
-        for name, (_, text) in REPRODUCTIONS.items():
-            print(f"{name:<20}{text}")
-        return 0
-    reproduce(args.name, out_dir=args.out, quick=args.quick)
+    if not hasattr(pl, "ConstrainedClustering"):
+        raise ImportError("this version of psdlearn has no ConstrainedClustering.")
+    X = _read_features(args.features)
+    C = _read_constraints(args, X.shape[0])
+    t0 = time.perf_counter()
+    model = pl.ConstrainedClustering(n_clusters=args.n_clusters, random_state=args.seed,
+                                     verbose=0 if args.quiet else 1)
+    labels = model.fit(X, C).labels_
+    elapsed = time.perf_counter() - t0
+    _write_labels(args.output, labels)
+    sizes = np.bincount(np.asarray(labels, dtype=np.int64), minlength=args.n_clusters)
+    print(f"{X.shape[0]} points, {C.n_must} must-link and {C.n_cannot} cannot-link pairs: "
+          f"{args.n_clusters} clusters of sizes {', '.join(map(str, sizes))} "
+          f"in {elapsed:.2f} s; labels written to {args.output}")
     return 0
 
 
-def _parser():
-    p = argparse.ArgumentParser(prog="psdlearn", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=_version())
-    sub = p.add_subparsers(dest="command", required=True)
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the line breaks of descriptions and epilogs (the examples)."""
 
-    s = sub.add_parser("datasets", help="list data sets, sizes and availability")
+
+def _add_parser(sub, name, help, description, examples):
+    heading = "example:" if len(examples) == 1 else "examples:"
+    return sub.add_parser(name, help=help, description=textwrap.fill(description, 79),
+                          epilog=heading + "\n" + "".join(f"  {e}\n" for e in examples),
+                          formatter_class=_Formatter)
+
+
+def _add_common_input(s):
+    s.add_argument("features", help=FEATURES_HELP)
+    s.add_argument("constraints", help=CONSTRAINTS_HELP)
+    s.add_argument("--one-based", action="store_true", help=ONE_BASED_HELP)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="psdlearn", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=_Formatter)
+    p.add_argument("--version", action="version", version=_version(),
+                   help="print the version of psdlearn and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                           title="commands")
+
+    s = _add_parser(sub, "datasets", "list the data sets, their sizes and availability",
+                    "List the data sets psdlearn can load: the bundled ones and those read "
+                    "from the directory of $PSDLEARN_DATA.", ["psdlearn datasets"])
     s.set_defaults(func=_cmd_datasets)
 
-    s = sub.add_parser("demo", help="learn a kernel on a bundled set, cluster, compare")
-    s.add_argument("--dataset", default="iris", help="bundled data set (default: iris)")
+    s = _add_parser(sub, "demo", "learn a kernel on a bundled data set and cluster with it",
+                    "Draw must-link and cannot-link pairs from the classes of a bundled data "
+                    "set, learn a kernel from them, cluster with it, and compare the Rand "
+                    "index with k-means on the raw features.",
+                    ["psdlearn demo", "psdlearn demo --dataset wine --loss square"])
+    s.add_argument("--dataset", default="iris",
+                   help="bundled data set, see 'psdlearn datasets' (default: iris)")
     s.add_argument("--loss", default="hinge",
-                   choices=["hinge", "squared_hinge", "square", "linear"])
-    s.add_argument("--seed", type=int, default=0)
+                   choices=["hinge", "squared_hinge", "square", "linear"],
+                   help="how violated pairs are penalized (default: hinge)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed of the pairs drawn and of k-means (default: 0)")
     s.set_defaults(func=_cmd_demo)
 
-    s = sub.add_parser("fit", help="fit NPKL on a features file and a constraints CSV")
-    s.add_argument("features", help="features: .csv, .npy or LIBSVM text")
-    s.add_argument("constraints", help="CSV of i,j,label rows (label +1/-1 or must/cannot)")
+    s = _add_parser(sub, "cluster", "cluster points under must-link / cannot-link pairs",
+                    "Cluster the points of a features file so that must-link pairs tend to "
+                    "share a cluster and cannot-link pairs not: learn a kernel from the "
+                    "pairs, then run k-means on its embedding. Writes one cluster number "
+                    "(0 to K-1) per line, in the order of the rows of the features file.",
+                    ["psdlearn cluster features.csv constraints.csv --n-clusters 3 "
+                     "-o labels.csv",
+                     "psdlearn cluster features.csv pairs-from-1.csv --one-based "
+                     "--n-clusters 3"])
+    _add_common_input(s)
+    s.add_argument("-k", "--n-clusters", type=int, required=True,
+                   help="number of clusters K (required)")
+    s.add_argument("-o", "--output", default="labels.csv",
+                   help="labels file, one integer per line (default: labels.csv)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed, for results that repeat exactly (default: 0)")
+    s.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress messages on the terminal")
+    s.set_defaults(func=_cmd_cluster)
+
+    s = _add_parser(sub, "fit", "learn a kernel from a features file and a constraints file",
+                    "Learn a low-rank kernel from must-link and cannot-link pairs (NPKL, Hu & "
+                    "Kwok 2015) and write its embedding E (one row per point; the kernel is "
+                    "E E^T) and a JSON summary of the fit. With --n-clusters K it also "
+                    "clusters the points by k-means on E and writes their labels.",
+                    ["psdlearn fit features.csv constraints.csv -o embedding.npy",
+                     "psdlearn fit features.csv constraints.csv -o embedding.csv "
+                     "--n-clusters 3 --labels labels.csv"])
+    _add_common_input(s)
     s.add_argument("-o", "--output", default="embedding.npy",
                    help="embedding file, .npy or .csv (default: embedding.npy)")
-    s.add_argument("--summary", help="JSON summary path (default: output with .json)")
-    s.add_argument("--solver", default="bcd", choices=_solver_names(),
-                   help="NPKL solver (psdlearn.npkl.solvers.NPKL_SOLVERS; default: bcd)")
-    s.add_argument("--loss", default="hinge", choices=_loss_names(),
-                   help="loss on the constrained pairs (pcp: solvers admm, mfpc, "
-                   "simplenpkl, sdp)")
+    s.add_argument("--summary", help="JSON summary file (default: the output file's name "
+                   "with .json)")
+    s.add_argument("-k", "--n-clusters", type=int,
+                   help="also cluster the points into K clusters and write their labels")
+    s.add_argument("--labels", help="labels file of --n-clusters, one integer per line "
+                   "(default: the output file's name with -labels.csv, e.g. "
+                   "embedding-labels.csv)")
+    s.add_argument("--solver", default="bcd", choices=_solver_names(), help=SOLVER_HELP)
+    s.add_argument("--loss", default="hinge", choices=_loss_names(), help=LOSS_HELP)
     s.add_argument("--rank", default="auto",
                    type=lambda v: v if v in ("auto", "adaptive") else int(v),
-                   help="int, 'auto' (the r(r+1)/2 <= m rule) or 'adaptive' (grown until "
-                   "the duality certificate holds)")
+                   help="number of columns of the embedding: an integer, 'auto' (from the "
+                   "number of pairs) or 'adaptive' (grown until the fit is certified "
+                   "optimal) (default: auto)")
     s.add_argument("--gamma", default="auto", type=lambda v: v if v == "auto" else float(v),
-                   help="loss weight: a float, or 'auto' (scaled to the graph and the "
-                   "constraints; see NPKL's gamma)")
-    s.add_argument("--n-neighbors", type=int, default=5)
+                   help="weight of the pairs against the smoothness over neighbours: a "
+                   "number, or 'auto' (default: auto)")
+    s.add_argument("--n-neighbors", type=int, default=5,
+                   help="neighbours per point in the nearest-neighbour graph (default: 5)")
     s.add_argument("--knn-method", choices=("auto", "exact", "approximate"), default="auto",
-                   help="neighbour search of the kNN graph (default: exact up to 20,000 "
-                   "points, approximate above)")
-    s.add_argument("--max-iter", type=int, default=1000)
-    s.add_argument("--tol", type=float, default=1e-5)
-    s.add_argument("--seed", type=int, default=0)
+                   help="nearest-neighbour search (default: auto, exact up to 20,000 points "
+                   "and approximate above)")
+    s.add_argument("--max-iter", type=int, default=1000,
+                   help="maximum number of sweeps over the points, or iterations of the "
+                   "algorithm (default: 1000)")
+    s.add_argument("--tol", type=float, default=1e-5,
+                   help="stop when the embedding changes by less than this, relative to "
+                   "its size (default: 1e-5)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed, for results that repeat exactly (default: 0)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_fit)
-
-    s = sub.add_parser("reproduce", help="reproduce a paper's table or figure")
-    s.add_argument("name", help="reproduction name, or 'list'")
-    s.add_argument("--quick", action="store_true",
-                   help="reduced protocol (fewer sets and repetitions), results in OUT/quick")
-    s.add_argument("--out", default="reproductions", help="output directory")
-    s.set_defaults(func=_cmd_reproduce)
     return p
 
 
@@ -223,7 +359,18 @@ def _version():
 
 
 def main(argv=None):
-    """Entry point of the ``psdlearn`` command."""
+    """Run the ``psdlearn`` command.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``psdlearn``; default: those of the command line.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 2 on an error (printed to stderr).
+    """
     args = _parser().parse_args(argv)
     try:
         return args.func(args)

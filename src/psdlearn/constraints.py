@@ -297,15 +297,37 @@ class PairwiseConstraints(_SampleIndexRows):
                 writer.writerow([i, j, f"{s:+d}"])
 
     @classmethod
-    def from_csv(cls, path, n_samples=None):
+    def from_csv(cls, path, n_samples=None, *, one_based=False):
         """Read ``i,j,label`` rows; label is +1/-1 or must/cannot. A header is optional.
+
+        ``i`` and ``j`` are row numbers of the data matrix, counted from 0 unless
+        ``one_based``. Blank lines and lines starting with ``#`` are skipped.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The CSV file.
+        n_samples : int, optional
+            Number of points the indices refer to; every index is checked against it.
+            Inferred as ``max index + 1`` when omitted.
+        one_based : bool, default=False
+            The file counts rows from 1 (the first row of the data is 1); the indices are
+            shifted to 0-based on reading.
+
+        Returns
+        -------
+        PairwiseConstraints
+            With 0-based indices.
 
         Raises
         ------
         ValueError
-            Naming the file, line number and what was expected for malformed lines.
+            Naming the file, line number and what was expected for malformed lines or
+            indices out of range.
         """
         path = Path(path)
+        base = 1 if one_based else 0
+        counted = "1-based" if one_based else "0-based"
         pairs, signs = [], []
         with open(path, newline="") as fh:
             for lineno, row in enumerate(csv.reader(fh), start=1):
@@ -325,12 +347,19 @@ class PairwiseConstraints(_SampleIndexRows):
                         f"{path}:{lineno}: expected integer indices i,j, got "
                         f"{row[0]!r},{row[1]!r}."
                     ) from None
+                for index in (i, j):
+                    if index < base or (n_samples is not None and index >= n_samples + base):
+                        top = "" if n_samples is None else f" to {n_samples - 1 + base}"
+                        raise ValueError(
+                            f"{path}:{lineno}: index {index} is out of range: indices are "
+                            f"{counted}, from {base}{top}."
+                        )
                 word = row[2].strip().lower()
                 if word not in _SIGN_WORDS:
                     raise ValueError(
                         f"{path}:{lineno}: expected label +1/-1 or must/cannot, got {row[2]!r}."
                     )
-                pairs.append((i, j))
+                pairs.append((i - base, j - base))
                 signs.append(_SIGN_WORDS[word])
         return cls(np.array(pairs, dtype=np.int64).reshape(-1, 2),
                    np.array(signs, dtype=np.int64), n_samples=n_samples)

@@ -24,7 +24,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+from sklearn.model_selection import BaseCrossValidator, StratifiedGroupKFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
@@ -37,10 +37,17 @@ from psdlearn.npkl.problem import auto_rank, rank_rule_count
 __all__ = ["ClusteringScorer", "ConstraintKFold", "NPKLCV", "select_gamma"]
 
 
-def _as_pairs(constraints):
-    if isinstance(constraints, PairwiseConstraints):
-        return constraints
-    return PairwiseConstraints.from_array(np.asarray(constraints))
+def _component_groups(pairs, signs, n_samples):
+    """Group label of each row ``(pairs[r], signs[r])``, see :func:`must_link_groups`."""
+    ml = pairs[signs > 0]
+    graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])),
+                          shape=(n_samples, n_samples))
+    _, comp = connected_components(graph, directed=False)
+    a, b = comp[pairs[:, 0]], comp[pairs[:, 1]]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    # must-links: (c, c); cannot-links: (c_a, c_b) with c_a != c_b, never equal to a (c, c)
+    _, groups = np.unique(lo.astype(np.int64) * n_samples + hi, return_inverse=True)
+    return groups.ravel().astype(np.int64)
 
 
 def must_link_groups(constraints):
@@ -48,11 +55,11 @@ def must_link_groups(constraints):
 
     Must-links are grouped by the connected component of the must-link graph they lie in;
     cannot-links by the unordered pair of components of their ends. Holding out whole
-    groups, a held-out must-link has no path of training must-links between its ends,
-    and a held-out cannot-link ``(a, b)`` has no training cannot-link between the
-    components of ``a`` and ``b`` (so the transitive closure,
-    :meth:`psdlearn.PairwiseConstraints.closure`, of the training pairs implies none of
-    the held-out ones).
+    groups, a held-out must-link has no path of training must-links between its ends
+    (no training must-link touches its component at all), and a held-out cannot-link
+    ``(a, b)`` has no training cannot-link between the components of ``a`` and ``b`` (so
+    the transitive closure, :meth:`psdlearn.PairwiseConstraints.closure`, of the training
+    pairs implies none of the held-out ones).
 
     Parameters
     ----------
@@ -63,47 +70,74 @@ def must_link_groups(constraints):
     groups : ndarray of shape (m,), int64
     """
     C = constraints
-    n = C.n_samples
-    ml = C.must_link
-    graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
-    a, b = comp[C.pairs[:, 0]], comp[C.pairs[:, 1]]
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    # must-links: (c, c); cannot-links: (c_a, c_b) with c_a != c_b, never equal to a (c, c)
-    _, groups = np.unique(lo.astype(np.int64) * n + hi, return_inverse=True)
-    return groups.astype(np.int64)
+    return _component_groups(C.pairs, C.signs, C.n_samples)
 
 
-class ConstraintKFold:
-    """K-fold cross-validation over pairwise constraints, stratified by sign.
+def _pair_rows(X, y):
+    """Index pairs ``(m, 2)`` and signs ``(m,)`` of the rows of any form of pairs."""
+    if isinstance(X, PairwiseConstraints):
+        return X.pairs, X.signs
+    arr = np.asarray(X)
+    if arr.ndim == 3 and arr.shape[1] == 2:  # the points of each pair: number them
+        flat = arr.reshape(-1, arr.shape[2])
+        _, inverse = np.unique(flat, axis=0, return_inverse=True)
+        pairs = inverse.reshape(-1, 2).astype(np.int64)
+    elif arr.ndim == 2 and arr.shape[1] in (2, 3):
+        if arr.shape[1] == 3 and y is None:
+            return _pair_rows(arr[:, :2], arr[:, 2])
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ValueError("X of shape (m, 2) or (m, 3) must hold integer indices.")
+        pairs = arr[:, :2].astype(np.int64)
+    else:
+        raise ValueError("X must be a PairwiseConstraints, an (m, 3) array of [i, j, +1/-1] "
+                         "rows, (m, 2) index pairs or (m, 2, d) pairs of points; got shape "
+                         f"{arr.shape}.")
+    if y is None:
+        raise ValueError("y (the +1/-1 sign of each pair) is required with pairs of shape "
+                         f"{arr.shape}.")
+    signs = np.asarray(y).ravel()
+    if len(signs) != len(pairs):
+        raise ValueError(f"y has {len(signs)} entries but X holds {len(pairs)} pairs.")
+    if not np.all(np.isin(signs, (-1, 1))):
+        raise ValueError("y must hold +1 (must-link / similar) or -1 (cannot-link).")
+    if pairs.size and pairs.min() < 0:
+        raise ValueError("pair indices must be non-negative.")
+    return pairs, signs.astype(np.int64)
 
-    The samples are not split (NPKL learns one kernel over all of them); the rows of the
-    constraint set are. Each fold holds out about ``1 / n_splits`` of the must-links and
-    of the cannot-links.
+
+class ConstraintKFold(BaseCrossValidator):
+    """K-fold cross-validation over pairs, stratified by sign.
+
+    The samples are not split (a kernel is learned over all of them); the pairs are. Each
+    fold holds out about ``1 / n_splits`` of the must-links (similar pairs) and of the
+    cannot-links. The pairs may be a :class:`psdlearn.PairwiseConstraints` (for
+    :class:`NPKLCV`), an ``(m, 3)`` array of ``[i, j, +1/-1]`` rows, or, as a scikit-learn
+    splitter for ``GridSearchCV`` and ``cross_val_score`` on a
+    :class:`psdlearn.PairsClassifier`, ``(m, 2)`` index pairs or ``(m, 2, d)`` pairs of
+    points with their signs in ``y``. The folds depend on the set of pairs, not on the
+    order of the rows.
 
     Must-links are transitive, and that leaks: a held-out must-link ``(a, b)`` is implied
     by training must-links ``(a, c)``, ``(c, b)``, and a kernel that fits the training
     pairs then "predicts" it without generalizing anything (likewise a held-out
     cannot-link between two must-link components that a training cannot-link already
-    separates). With ``groups="components"`` whole groups of :func:`must_link_groups`
-    are held out instead, so that no held-out pair follows from the training ones; the
-    folds are then only approximately balanced (a large component is one group). The leak
-    inflates the held-out score (a1a, ADMM pcp: AUC 0.86 with pairs, 0.80 with
-    components) but it shifts every ``gamma`` alike: on the protocol sets of Hu & Kwok
-    both splits chose the same ``gamma`` on a1a, and the component split chose worse on
-    soybean and heart (``reproductions/gamma_cv_bcd_components.md``; a fold loses whole
-    large components), hence the default ``"pairs"``.
+    separates). With ``groups="components"`` whole groups of :func:`must_link_groups` are
+    held out instead (all the must-links of a component, all the cannot-links between two
+    components), so that no held-out pair follows from the training ones; the folds are
+    then only approximately balanced (a large component is one group). The leak inflates
+    the held-out score but shifts every value of a hyperparameter alike; see the method
+    notes (``docs/notes/model_selection.md``) for the measured effect on the choice.
 
     Parameters
     ----------
     n_splits : int, default=5
         Number of folds, at least 2.
     shuffle : bool, default=False
-        Shuffle the constraints (or groups) before splitting.
+        Shuffle the pairs (or groups) before splitting.
     random_state : int, RandomState instance or None, default=None
         Seeds the shuffle; only used with ``shuffle=True``.
     groups : {"pairs", "components"}, default="pairs"
-        Split individual constraints, or whole must-link components (see above).
+        Split individual pairs, or whole must-link components (see above).
 
     Examples
     --------
@@ -112,6 +146,8 @@ class ConstraintKFold:
     >>> from psdlearn.model_selection import ConstraintKFold
     >>> C = PairwiseConstraints.from_labels(np.repeat([0, 1], 10), 6, 6, random_state=0)
     >>> [len(test) for _, test in ConstraintKFold(3).split(C)]
+    [4, 4, 4]
+    >>> [len(test) for _, test in ConstraintKFold(3).split(C.pairs, C.signs)]
     [4, 4, 4]
     """
 
@@ -125,16 +161,12 @@ class ConstraintKFold:
         self.random_state = random_state
         self.groups = groups
 
-    def __repr__(self):
-        return (f"ConstraintKFold(n_splits={self.n_splits}, shuffle={self.shuffle}, "
-                f"random_state={self.random_state!r}, groups={self.groups!r})")
-
-    def get_n_splits(self, constraints=None, y=None, groups=None):
+    def get_n_splits(self, X=None, y=None, groups=None):
         """Number of folds.
 
         Parameters
         ----------
-        constraints, y, groups : object
+        X, y, groups : object
             Ignored; present for the scikit-learn splitter API.
 
         Returns
@@ -143,48 +175,45 @@ class ConstraintKFold:
         """
         return self.n_splits
 
-    def split(self, constraints, y=None, groups=None):
-        """Yield ``(train_idx, test_idx)`` index arrays over the constraint rows.
+    def split(self, X, y=None, groups=None):
+        """Yield ``(train_idx, test_idx)`` index arrays over the rows of the pairs.
 
         Parameters
         ----------
-        constraints : PairwiseConstraints or array-like of shape (m, 3)
-            Indices refer to ``constraints.pairs`` (its sorted, de-duplicated rows) for a
-            :class:`PairwiseConstraints`, to the rows given otherwise.
-        y, groups : ignored
-            For the signature of scikit-learn's splitters.
+        X : PairwiseConstraints, or array-like of shape (m, 3), (m, 2) or (m, 2, d)
+            The pairs. Indices refer to ``X.pairs`` (its sorted, de-duplicated rows) for a
+            :class:`PairwiseConstraints`, to the rows given otherwise. ``(m, 2)``: indices
+            of points; ``(m, 2, d)``: the points themselves (equal rows are one point).
+        y : array-like of shape (m,), default=None
+            Sign of each pair, ``+1`` or ``-1``; required for ``(m, 2)`` and ``(m, 2, d)``
+            pairs, read from the constraints otherwise.
+        groups : None
+            Ignored (the grouping is the ``groups`` parameter); for the splitter API.
 
         Yields
         ------
         train_idx, test_idx : ndarray of int64
         """
-        if isinstance(constraints, PairwiseConstraints):
-            C, order = constraints, None
-        else:
-            arr = np.asarray(constraints)
-            C = _as_pairs(arr)
-            # PairwiseConstraints sorts its rows: map its order back to the rows given
-            if len(C.pairs) != len(arr):
-                raise ValueError("constraints hold duplicated rows; pass a PairwiseConstraints.")
-            key = np.sort(arr[:, :2].astype(np.int64), axis=1)
-            order = np.lexsort((key[:, 1], key[:, 0]))
-        signs = C.signs
+        pairs, signs = _pair_rows(X, y)
         for s, name in ((1, "must-links"), (-1, "cannot-links")):
             if np.sum(signs == s) < self.n_splits:
                 raise ValueError(f"{self.n_splits} folds need at least {self.n_splits} "
                                  f"{name}, got {int(np.sum(signs == s))}.")
+        # split the rows in a canonical order, so that the folds do not depend on it
+        key = np.sort(pairs, axis=1)
+        order = np.lexsort((key[:, 1], key[:, 0]))
+        key, sorted_signs = key[order], signs[order]
         rs = self.random_state if self.shuffle else None
         if self.groups == "pairs":
             splits = StratifiedKFold(self.n_splits, shuffle=self.shuffle,
-                                     random_state=rs).split(signs, signs)
+                                     random_state=rs).split(sorted_signs, sorted_signs)
         else:
+            n = int(key.max()) + 1 if key.size else 0
             splits = StratifiedGroupKFold(self.n_splits, shuffle=self.shuffle,
                                           random_state=rs).split(
-                signs, signs, must_link_groups(C))
+                sorted_signs, sorted_signs, _component_groups(key, sorted_signs, n))
         for train, test in splits:
-            if order is not None:
-                train, test = np.sort(order[train]), np.sort(order[test])
-            yield train.astype(np.int64), test.astype(np.int64)
+            yield np.sort(order[train]).astype(np.int64), np.sort(order[test]).astype(np.int64)
 
 
 def select_gamma(scores, rule="best"):
@@ -210,10 +239,8 @@ def select_gamma(scores, rule="best"):
         that the folds cannot tell apart from the best, the rule takes the most
         regularized one, instead of letting fold noise or a plateau carry the choice to
         the large-``gamma`` end (where the fits are the stiffest and, for ADMM at a fixed
-        iteration budget, the least converged). Measured on the protocol sets of Hu &
-        Kwok with 3 folds it chose worse than ``"best"``
-        (``reproductions/gamma_cv_bcd.md``): the standard error of 3 folds is
-        wide, and the small-``gamma`` end it reaches is not a safe one for NPKL (near
+        iteration budget, the least converged). With few folds the standard error is
+        wide, and the small-``gamma`` end it can reach is not a safe one for NPKL (near
         ``gamma_0`` the kernel is of rank one and clusters poorly), hence the default
         ``"best"``.
 
@@ -254,9 +281,8 @@ class ClusteringScorer:
     signs (the Rand index weights the two kinds of pairs by their share among all pairs,
     unknown without labels). :meth:`psdlearn.NPKL.score` (the AUC of the cosine) scores how
     the kernel *ranks* pairs; the two disagree where a kernel that ranks pairs well
-    partitions them worse: on heart (square loss) the AUC is highest at the bottom of the
-    grid, near ``gamma_0``, where the kernel is nearly of rank one and the k-means
-    partition is poor (``reproductions/gamma_cv_bcd.md``).
+    partitions them worse, e.g. near ``gamma_0``, where the kernel is nearly of rank one:
+    it can still rank pairs, but its k-means partition is poor.
 
     Parameters
     ----------
@@ -355,7 +381,8 @@ class NPKLCV(NPKL):
         is optimal; for ``pcp`` 10 to 10^4 times ``max_i L_ii``; see
         :mod:`psdlearn.npkl.gamma`); ``None``: 8 such values. An array: those values.
     cv : int, cross-validation splitter or iterable, default=5
-        An int ``k`` is ``ConstraintKFold(k)``; a splitter has ``split(constraints)``;
+        An int ``k`` is ``ConstraintKFold(k)``; a splitter has ``split(constraints)``
+        (:class:`ConstraintKFold`);
         an iterable yields ``(train_idx, test_idx)`` over the constraint rows (of
         ``PairwiseConstraints(y).pairs``, i.e. sorted and de-duplicated).
     scoring : callable, default=None
@@ -371,15 +398,13 @@ class NPKLCV(NPKL):
         Cross-validation compares the models of the grid, and a fit stopped at the
         iteration cap is not the model of its ``gamma``: its score is evidence about the
         solver's budget, and the refit at that ``gamma`` (to ``tol <= cv_tol``, the same
-        cap) will not reach the model either. This is the case of ADMM on ``pcp`` with
-        the adult protocol's 100 iterations: the held-out score creeps up with ``gamma``
-        to the top of the grid while the fits there stop at the cap, and the refit at the
-        chosen ``gamma`` clusters worse than at a ``gamma`` the budget solves
-        (``reproductions/gamma_cv_admm.md``).
+        cap) will not reach the model either. This matters for ADMM on ``pcp`` with a
+        small ``max_iter``: the held-out score can creep up with ``gamma`` to the top of
+        the grid while the fits there stop at the cap.
     cv_tol : float, default=1e-3
-        ``tol`` of the fold fits (the refit uses ``tol``). The held-out score moves in its
-        fourth digit between 1e-3 and 1e-5 (a1a, hinge), and the path costs a quarter of
-        the sweeps (227 against 1414 for 8 values of ``gamma`` on one fold).
+        ``tol`` of the fold fits (the refit uses ``tol``): a looser tolerance than the
+        refit's, since the held-out score changes little below it and the path's fits
+        are the bulk of the cost.
     NPKL_PARAMETERS
         Every other parameter of :class:`psdlearn.NPKL` (all but ``gamma`` and
         ``warm_start``), applied to every fit.
@@ -517,7 +542,7 @@ class NPKLCV(NPKL):
         final.embedding_ = best_fold_E[best]
         final.fit(X, C)
         for name, value in vars(final).items():
-            if name.endswith("_") and not name.startswith("_"):
+            if (name.endswith("_") and not name.startswith("_")) or name == "_training_rows":
                 setattr(self, name, value)
         self.gamma_ = float(grid[best])
         self.gammas_ = grid

@@ -23,6 +23,7 @@ from psdlearn.graph import (
     neighbors_from_distance_graph,
     normalized_laplacian,
 )
+from psdlearn.npkl._training_rows import TrainingRows
 
 
 def check_square(X, what, graph):
@@ -67,7 +68,8 @@ def build_laplacian(X, *, graph, n_neighbors, sigma, delta, knn_method, n_jobs,
     fitted : dict
         ``sigma_``, ``n_neighbors_``, ``degrees_``, ``neighbor_index_``, ``graph_info_``
         (None where the graph has none), plus ``n_features_in_`` for the precomputed
-        graphs and ``X_fit_`` for ``"knn"``.
+        graphs and ``X_fit_`` for ``"knn"``, and ``_training_rows``, the lookup of the
+        input's rows for ``NPKL.transform``.
     """
     fitted = dict.fromkeys(("sigma_", "n_neighbors_", "degrees_", "neighbor_index_",
                             "graph_info_"))
@@ -79,6 +81,7 @@ def build_laplacian(X, *, graph, n_neighbors, sigma, delta, knn_method, n_jobs,
             raise ValueError("the precomputed Laplacian must have a positive diagonal.")
         L.sort_indices()
         fitted["n_features_in_"] = L.shape[0]
+        fitted["_training_rows"] = TrainingRows(L)
         return L, fitted
     if graph == "precomputed_nearest_neighbors":
         D = check_square(X, "kNN distance graph", graph)
@@ -90,6 +93,7 @@ def build_laplacian(X, *, graph, n_neighbors, sigma, delta, knn_method, n_jobs,
                           f"fewer than n_neighbors={n_neighbors}: using {k}.",
                           UserWarning, stacklevel=5)
         fitted["n_features_in_"] = D.shape[0]
+        fitted["_training_rows"] = TrainingRows(D)
         S, fitted["sigma_"], fitted["n_neighbors_"] = _gaussian_graph(dist, ind, k, sigma)
     else:
         S, fitted["sigma_"], fitted["neighbor_index_"], fitted["graph_info_"] = knn_graph(
@@ -97,6 +101,7 @@ def build_laplacian(X, *, graph, n_neighbors, sigma, delta, knn_method, n_jobs,
             random_state=random_state, verbose=verbose, return_index=True)
         fitted["n_neighbors_"] = fitted["graph_info_"]["n_neighbors"]
         fitted["X_fit_"] = X
+        fitted["_training_rows"] = TrainingRows(X)
     fitted["degrees_"] = np.asarray(S.sum(axis=1)).ravel()
     return normalized_laplacian(S, delta), fitted
 
@@ -121,8 +126,9 @@ def transform_neighbors(X, *, graph, n_train, n_neighbors, index, n_neighbors_tr
     """
     if graph == "precomputed":
         raise ValueError(
-            "transform needs feature vectors or distances: it is unavailable when the "
-            "model was fit with graph='precomputed' (a Laplacian)."
+            "transform needs feature vectors or distances: when the model was fit with "
+            "graph='precomputed' (a Laplacian) it maps the rows of the training Laplacian "
+            "only (to their rows of embedding_), and X has other rows."
         )
     if graph == "precomputed_nearest_neighbors":
         if not sp.issparse(X) or X.shape[1] != n_train:

@@ -26,8 +26,9 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.sparse.linalg import factorized
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -49,7 +50,7 @@ from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames
 __all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
 
-class NPKL(TransformerMixin, BaseEstimator):
+class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Nonparametric low-rank kernel learning from pairwise constraints (Hu & Kwok 2015).
 
     Learns ``K = E E^T`` that is smooth on the data manifold (small ``tr(L K)``) and agrees
@@ -419,6 +420,12 @@ class NPKL(TransformerMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    @property
+    def _n_features_out(self):
+        """Columns of :meth:`transform` (``rank_``), named ``npkl0, npkl1, ...`` by
+        ``get_feature_names_out``."""
+        return self.embedding_.shape[1]
+
     # ------------------------------------------------------------------ fit
     def _build_laplacian(self, X):
         """``L`` of the graph of ``X`` (:func:`psdlearn.npkl._fit_graph.build_laplacian`),
@@ -517,9 +524,8 @@ class NPKL(TransformerMixin, BaseEstimator):
     def fit_transform(self, X, y=None, **fit_params):
         """Fit and return ``embedding_``, shape (n_samples, rank_).
 
-        This is the solution of the constrained problem, not :meth:`transform` of the
-        training points (that is the out-of-sample extension, which does not see the
-        constraints).
+        This is the solution of the constrained problem; :meth:`transform` of the
+        training points returns the same rows.
 
         Parameters
         ----------
@@ -601,16 +607,20 @@ class NPKL(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
-        """Out-of-sample embedding of new points, each on its own (Hu & Kwok 2015, III-E).
+        """Embed points: training rows get their fitted row, new points the extension.
 
-        The training embedding ``E`` stays fixed. A new point ``x`` is linked to its ``k'``
-        nearest training points ``j`` (``n_neighbors_transform_``, chosen at fit time from
-        ``X`` and the embedding alone; found with the index kept from :meth:`fit`) by the
+        A row of ``X`` equal to a row of the training input (an exact match, see
+        :mod:`psdlearn.npkl._training_rows`) returns that row of ``embedding_``, so
+        ``transform`` of the training data is the fitted embedding and a Pipeline sees
+        the kernel that was learned. Any other row gets the per-point out-of-sample
+        extension of Hu & Kwok (2015), section III-E: the training embedding ``E`` stays
+        fixed, and a new point ``x`` is linked to its ``k'`` nearest training points ``j``
+        (``n_neighbors_transform_``, found with the index kept from :meth:`fit`) by the
         training Gaussian weights ``s_j = exp(-||x - x_j||^2 / (2 sigma^2))``, and not to
         the other new points. With ``out_of_sample="normalized"`` (the default) its row
         minimizes the graph term ``tr([E; e]^T L' [E; e])`` of the normalized Laplacian
-        ``L'`` of the training graph with ``x`` attached: the update (13) of section III-E
-        for that one row,
+        ``L'`` of the training graph with ``x`` attached, the update (13) of section
+        III-E for that one row,
 
         .. math::
 
@@ -620,30 +630,23 @@ class NPKL(TransformerMixin, BaseEstimator):
 
         with ``D_jj`` the training degrees (``degrees_``). With
         ``out_of_sample="weighted_mean"`` it is ``sum_j s_j e_j / sum_j s_j``, the
-        minimizer of ``sum_j s_j ||e - e_j||^2`` (no density scale; a constant embedding
-        is reproduced exactly). Either way a batch gives the same rows as its points one
-        at a time. On the Fig. 5 protocol (``reproductions/bcd_out_of_sample.md``) the
-        normalized row is within noise of :meth:`transform_joint` or above it on every
-        set; the weighted mean is further above it with few constraints on iris and
-        soybean but below it on wine.
+        minimizer of ``sum_j s_j ||e - e_j||^2``. Every row depends on that row alone, so
+        a batch gives the same rows as its points one at a time, training rows or not. A
+        point whose weights all underflow (far from every training point) maps to 0.
 
-        A training point passed to ``transform`` is not mapped to its fitted row, for
-        three reasons: it is its own nearest training point (an edge of weight 1 to
-        itself), its edges are its ``k'`` nearest points rather than its edges in the
-        symmetrized training graph (whose degrees ``D_jj`` already count them, and get
-        ``s_j`` again), and a constrained point's fitted row also answers its
-        constraints, which ``transform`` does not see. What holds instead: over its own
-        graph edges with the degrees ``D_jj``, the normalized formula is the fixed point
-        of the fit's update of an unconstrained row, so it returns that row (up to the
-        fit's tolerance). A point whose weights all underflow (far from every training
-        point) maps to 0.
+        With ``graph="precomputed_nearest_neighbors"`` the rows are distance rows to the
+        training points, matched against the rows of the training distance graph. With
+        ``graph="precomputed"`` there is no out-of-sample extension: rows of the training
+        Laplacian return their fitted rows, and any other row raises ``ValueError``. A
+        ``dask.array.Array`` is extended per point on its blocks, training rows included.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_new, n_features)
-            New points; with ``graph="precomputed_nearest_neighbors"``, a sparse
+            Points; with ``graph="precomputed_nearest_neighbors"``, a sparse
             ``(n_new, n_samples)`` distance graph to the training points (e.g.
-            ``KNeighborsTransformer.transform``).
+            ``KNeighborsTransformer.transform``); with ``graph="precomputed"``, rows of
+            the training Laplacian.
 
         Returns
         -------
@@ -663,6 +666,24 @@ class NPKL(TransformerMixin, BaseEstimator):
             return transform_dask(self, X)
         if self.graph == "knn":
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        elif self.graph == "precomputed":
+            X = sp.csr_matrix(X, dtype=np.float64)
+        elif not sp.issparse(X):
+            return self._extend(X)  # raises: a distance graph must be sparse
+        else:
+            X = sp.csr_matrix(X, dtype=np.float64)
+        lookup = getattr(self, "_training_rows", None)
+        found = (lookup.match(X) if lookup is not None
+                 else np.full(X.shape[0], -1, dtype=np.int64))
+        new = np.flatnonzero(found < 0)
+        out = np.empty((X.shape[0], self.embedding_.shape[1]))
+        out[found >= 0] = self.embedding_[found[found >= 0]]
+        if new.size:
+            out[new] = self._extend(X if new.size == X.shape[0] else X[new])
+        return out
+
+    def _extend(self, X):
+        """The per-point out-of-sample rows of validated ``X`` (no training-row lookup)."""
         dist, ind = transform_neighbors(
             X, graph=self.graph, n_train=len(self.embedding_), n_neighbors=self.n_neighbors_,
             index=self.neighbor_index_, n_neighbors_transform=self.n_neighbors_transform_)

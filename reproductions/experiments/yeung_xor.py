@@ -26,10 +26,10 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_xor
-from psdlearn.experiments.report import write_results
 from psdlearn.kml import RCA, KernelMetricLearner
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma
 from psdlearn.metrics import class_separation
+from reproductions.experiments.report import write_results
 
 __all__ = ["rbf_class_separation", "run"]
 

@@ -11,7 +11,7 @@ description:
 
 Each design is scored under both papers' protocols, with each protocol's own ``gamma``:
 
-- Hu & Kwok 2013 (:mod:`psdlearn.experiments.admm_table2`): pcp loss, ``0.6 n`` must-link
+- Hu & Kwok 2013 (:mod:`reproductions.experiments.admm_table2`): pcp loss, ``0.6 n`` must-link
   and ``0.6 n`` cannot-link pairs, ``gamma = 1``; ADMM (paper: 91.28) and MFPC (71.09);
 - Zhuang et al. JMLR 2011 Table 2: pairs "randomly generated ... controlled by the resulted
   amount of connected components", ``r = 70% N`` components (Hoi et al. 2007, Xing et al.
@@ -41,11 +41,11 @@ from sklearn.cluster import KMeans
 from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_chessboard
-from psdlearn.experiments.protocol import run_repetitions, summarize
-from psdlearn.experiments.report import write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.metrics import pairwise_accuracy
 from psdlearn.npkl.estimator import NPKL
+from reproductions.experiments.protocol import run_repetitions, summarize
+from reproductions.experiments.report import write_results
 
 __all__ = ["PAPER", "component_constraints", "lattice_chessboard", "run"]
 

@@ -20,7 +20,7 @@ import json
 import time
 from pathlib import Path
 
-from psdlearn.experiments.report import write_results
+from reproductions.experiments.report import write_results
 
 __all__ = ["add_run", "locked", "merge_by_seed", "merge_saved", "read_table", "replace_rows",
            "runs_note", "table_extra"]

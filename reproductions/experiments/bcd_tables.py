@@ -1,6 +1,6 @@
 """Hu & Kwok 2015 Tables III-VI and Figs. 2-3: NPKL by BCD, clustering accuracy and CPU time.
 
-Protocol of Hu & Kwok 2015 section IV-A (see :mod:`psdlearn.experiments.protocol`): 0.6n
+Protocol of Hu & Kwok 2015 section IV-A (see :mod:`reproductions.experiments.protocol`): 0.6n
 must-link + 0.6n cannot-link pairs, rank ``r (r + 1) / 2 <= m``, kNN graph k = 5 (50 on
 adult), 20 repetitions, kernel k-means with 20 restarts, Rand index; BCD with at most
 1000 sweeps (800 on adult) and ``tol = 1e-5``, random initialisation, ``b = 1``.
@@ -25,9 +25,10 @@ import time
 
 import numpy as np
 
-from psdlearn.experiments import bcd_convergence
-from psdlearn.experiments._partial import replace_rows
-from psdlearn.experiments.protocol import (
+from psdlearn.npkl.bcd import BCD_LOSSES
+from reproductions.experiments import bcd_convergence
+from reproductions.experiments._partial import replace_rows
+from reproductions.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     certified_gap_cell,
@@ -37,8 +38,7 @@ from psdlearn.experiments.protocol import (
     sdp_records,
     summarize,
 )
-from psdlearn.experiments.report import write_results
-from psdlearn.npkl.bcd import BCD_LOSSES
+from reproductions.experiments.report import write_results
 
 __all__ = ["JMLR_TABLE2", "SIMPLENPKL_MAX_N", "rerun_rows", "run"]
 
@@ -77,12 +77,12 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, sdp_reps
     for a shorter run: SDP and SimpleNPKL then run on the first draws only, and the notes
     of the table say so. ``companions=False`` skips the gamma table and the convergence
     figures. ``cv_reps``: draws of the "gamma by constraint CV" column (default 5, 3 on
-    adult, 1 with ``quick``; :mod:`psdlearn.experiments.gamma_cv`); ``adult_cv_reps`` (an
+    adult, 1 with ``quick``; :mod:`reproductions.experiments.gamma_cv`); ``adult_cv_reps`` (an
     int, or a mapping set -> int; 0 skips the cell) overrides it on the adult sets only.
     ``simplenpkl_max_n``: largest n for SimpleNPKL's iterative losses (default
     :data:`SIMPLENPKL_MAX_N`; a smaller value is named a reduced run).
     """
-    from psdlearn.experiments.gamma_cv import cv_count, cv_reduced_note
+    from reproductions.experiments.gamma_cv import cv_count, cv_reduced_note
 
     have_sdp = cvxpy_available()
     sets = ("iris", "soybean", "wine") if quick else SMALL_SETS + ADULT_SETS
@@ -179,7 +179,7 @@ def _set_rows(name, reps, sdp_reps, simplenpkl_reps, max_n, n_cv, have_sdp, cv_r
     ``n_cv`` draws of the gamma-by-CV cell (0: not run), chosen by ``cv_rule`` (a dict of
     ``cv_records``' ``scoring`` and ``selection``; default the protocol's rule).
     """
-    from psdlearn.experiments.gamma_cv import cv_cell, cv_records
+    from reproductions.experiments.gamma_cv import cv_cell, cv_records
 
     X, y, k, L = load_set_with_graph(name)
     adult = name in ADULT_SETS
@@ -236,7 +236,7 @@ def rerun_rows(out_dir, sets, why, log=print, *, sdp_reps=1, simplenpkl_reps=1,
     SimpleNPKL on the first draw, 5 CV draws (3 on adult) by the column's rule (the held-out
     cosine AUC, best mean).
     """
-    from psdlearn.experiments.gamma_cv import cv_count
+    from reproductions.experiments.gamma_cv import cv_count
 
     _warm_up()
     have_sdp = cvxpy_available()

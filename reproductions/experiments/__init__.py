@@ -1,4 +1,4 @@
-"""Reproductions of the papers' tables and figures (``psdlearn reproduce NAME``).
+"""Reproductions of the papers' tables and figures (``python -m reproductions NAME``).
 
 Each module holds one protocol with the paper's numbers beside ours; ``run(out_dir,
 quick=False, log=print)`` writes markdown, JSON and figures under ``out_dir``.
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+
+from reproductions import RESULTS_DIR
 
 __all__ = ["REPRODUCTIONS", "reproduce"]
 
@@ -44,15 +46,18 @@ REPRODUCTIONS = {
 }
 
 
-def reproduce(name, out_dir="reproductions", quick=False, log=print):
+def reproduce(name, out_dir=None, quick=False, log=print):
     """Run the reproduction ``name`` and write its results under ``out_dir``.
+
+    ``out_dir=None`` is the ``reproductions/`` directory of the checkout, whatever the
+    working directory.
 
     ``quick=True`` runs a reduced protocol (fewer sets and repetitions) in about a minute;
     its results go to ``out_dir/quick``.
     """
     if name not in REPRODUCTIONS:
         raise ValueError(f"unknown reproduction {name!r}; choose from {sorted(REPRODUCTIONS)}.")
-    out = Path(out_dir) / ("quick" if quick else "")
+    out = Path(RESULTS_DIR if out_dir is None else out_dir) / ("quick" if quick else "")
     out.mkdir(parents=True, exist_ok=True)
-    module = importlib.import_module(f"psdlearn.experiments.{REPRODUCTIONS[name][0]}")
+    module = importlib.import_module(f"reproductions.experiments.{REPRODUCTIONS[name][0]}")
     return module.run(out, quick=quick, log=log)

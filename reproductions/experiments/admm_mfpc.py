@@ -2,7 +2,7 @@
 
 MFPC (Shang, Jiao & Wang 2012; :mod:`psdlearn.npkl.mfpc`) learns ``K = Q U Q^T`` with ``Q``
 the ``r`` trailing eigenvectors of the kNN Laplacian, on the protocol of
-:mod:`psdlearn.experiments.admm_table2` (the pcp objective, ``0.6 n`` must-link and
+:mod:`reproductions.experiments.admm_table2` (the pcp objective, ``0.6 n`` must-link and
 ``0.6 n`` cannot-link pairs, kernel k-means, Rand index, same constraint draws). ADMM is
 rerun on the same draws for the side-by-side comparison. The paper says MFPC "cannot be
 improved even by increasing the size of U": the rank study measures the Rand index and the
@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._partial import add_run, locked, merge_by_seed, runs_note
-from psdlearn.experiments.protocol import (
+from psdlearn.npkl.estimator import auto_rank
+from reproductions import RESULTS_DIR
+from reproductions.experiments._partial import add_run, locked, merge_by_seed, runs_note
+from reproductions.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     load_set,
@@ -29,8 +31,7 @@ from psdlearn.experiments.protocol import (
     run_repetitions,
     summarize,
 )
-from psdlearn.experiments.report import write_results
-from psdlearn.npkl.estimator import auto_rank
+from reproductions.experiments.report import write_results
 
 __all__ = ["MFPC_SETS", "mfpc_cells", "run"]
 
@@ -134,7 +135,7 @@ def run(out_dir, quick=False, log=print, sets=None, reps=None, resume=False,
             todo = [s for s in todo if s not in {r.get("seed", i) for i, r in enumerate(have)}]
         new = {"mfpc": [], "admm": []}
         if todo:
-            from psdlearn.experiments.admm_table2 import _warm_up
+            from reproductions.experiments.admm_table2 import _warm_up
             _warm_up()  # no draw is timed with the JIT compilation of ADMM's kernels
         for seed in todo:
             c0, w0 = time.process_time(), time.perf_counter()
@@ -261,14 +262,14 @@ def _write_rank(out_dir, rows, reps):
 
 
 def main(argv=None):
-    """``python -m psdlearn.experiments.admm_mfpc --sets a6a --seeds 0``: MFPC and ADMM on
+    """``python -m reproductions.experiments.admm_mfpc --sets a6a --seeds 0``: MFPC and ADMM on
     the given draws, merged into ``--out/admm_mfpc.*`` (no rank study)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--sets", required=True, help="comma-separated")
     parser.add_argument("--seeds", required=True, help="comma-separated constraint seeds")
-    parser.add_argument("--out", default="reproductions")
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     run(args.out, sets=args.sets.split(","), seeds=[int(s) for s in args.seeds.split(",")],
         resume=True, rank_sets=())

@@ -21,10 +21,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from psdlearn.constraints import triplets_from_labels
 from psdlearn.datasets import make_triplet_synthetic
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.psdboost_pendigits import write_run
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.psdboost_pendigits import write_run
 
 __all__ = ["run"]
 

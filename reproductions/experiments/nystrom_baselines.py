@@ -1,21 +1,21 @@
 """Lan et al. (2017) Tables 1 and 2: the Spectral, Cluster, ABMKL and CABMKL baselines, and C.
 
-Protocol of :mod:`psdlearn.experiments.nystrom_table1` and ``nystrom_table2`` (100
+Protocol of :mod:`reproductions.experiments.nystrom_table1` and ``nystrom_table2`` (100
 labelled points evenly over the classes, a linear SVM on the kernel's features, error on
 the unlabelled points, the same labelled draws seeded ``0 .. reps - 1``). Beside
 generalized Nystrom ("ours") and standard Nystrom, on the same draws:
 
 - Table 1: the order-constrained spectral kernel (Zhu et al. 2005) and the cluster kernel
   (Chapelle et al. 2002, poly-step transfer), rank ``r = m`` (the Nystrom landmark count)
-  on a 10-NN graph (:mod:`psdlearn.baselines.spectral`);
-- Table 2: ABMKL and CABMKL weights (Cortes et al. 2012; :mod:`psdlearn.baselines.alignment`)
+  on a 10-NN graph (:mod:`reproductions.baselines.spectral`);
+- Table 2: ABMKL and CABMKL weights (Cortes et al. 2012; :mod:`reproductions.baselines.alignment`)
   of the nine Gaussian kernels of ``nystrom_table2``, computed from the exact kernels on
   the labelled points, applied to the standard Nystrom features of each kernel on the
   shared landmarks, ``G = [sqrt(mu_1) G_1, ..., sqrt(mu_9) G_9]``.
 
 The SVM's ``C``: every column is scored with ``C = 1`` (our earlier tables) and with ``C``
 chosen on the 100 labelled points only by LIBLINEAR's ``-C`` search
-(:func:`psdlearn.baselines.linear_svm.liblinear_c`: ``C`` doubling from the data-dependent
+(:func:`reproductions.baselines.linear_svm.liblinear_c`: ``C`` doubling from the data-dependent
 ``2^floor(log2(1 / (2 l max ||x||^2)))`` up to 1024, 5-fold stratified cross-validation, the
 smallest best ``C``), which the paper's "heuristic implemented in LIBLINEAR" most plausibly
 is, the same way for every column. The features do not depend on ``C``, so both are
@@ -47,15 +47,17 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import LinearSVC
 
-from psdlearn.baselines import (
+from psdlearn.nystroem import GeneralizedNystroem
+from reproductions import RESULTS_DIR
+from reproductions.baselines import (
     alignment_weights,
     cluster_kernel_features,
     graph_spectrum,
     spectral_kernel_features,
 )
-from psdlearn.baselines.linear_svm import liblinear_c
-from psdlearn.experiments._partial import add_run, locked, merge_saved, runs_note
-from psdlearn.experiments.nystrom_table1 import (
+from reproductions.baselines.linear_svm import liblinear_c
+from reproductions.experiments._partial import add_run, locked, merge_saved, runs_note
+from reproductions.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
     PAPER_TABLE1,
@@ -65,9 +67,8 @@ from psdlearn.experiments.nystrom_table1 import (
     n_landmarks_for,
     timed_fit,
 )
-from psdlearn.experiments.nystrom_table2 import KERNEL_GAMMAS, PAPER_TABLE2, TAU
-from psdlearn.experiments.report import write_results
-from psdlearn.nystroem import GeneralizedNystroem
+from reproductions.experiments.nystrom_table2 import KERNEL_GAMMAS, PAPER_TABLE2, TAU
+from reproductions.experiments.report import write_results
 
 __all__ = ["C_RULE", "DEFAULT_ROUNDS", "lambda_cv_cells", "nystroem_blocks", "run", "svm_errors",
            "table1_baselines", "table2_baselines"]
@@ -94,7 +95,7 @@ def _svm(C):
 def svm_errors(Q, y, yp, seed):
     """Errors (%) on the unlabelled points with ``C = 1`` and with ``C`` by CV, and that ``C``.
 
-    ``C`` by CV: :func:`psdlearn.baselines.linear_svm.liblinear_c` on the labelled points,
+    ``C`` by CV: :func:`reproductions.baselines.linear_svm.liblinear_c` on the labelled points,
     folds seeded by ``seed``.
     """
     lab = yp != -1
@@ -457,7 +458,7 @@ def _write_locked(out_dir, table, raw, caps, runs):
            if any(k in done for k in caps) else "")
         + (f"Not reached (or no data file): {', '.join(missing)}." if missing else ""),
         "C=1: LinearSVC(C=1) as our earlier tables. C=CV: LIBLINEAR's -C search on the 100 "
-        "labelled points (psdlearn.baselines.linear_svm.liblinear_c: C doubling from "
+        "labelled points (reproductions.baselines.linear_svm.liblinear_c: C doubling from "
         "2^floor(log2(1/(2 l max||x||^2))) up to 1024, 5-fold stratified CV, smallest best "
         "C), the same for every column; the SVM with that C is LinearSVC again.",
         "draw CPU s: median process time of one whole draw (every column, both C).",
@@ -506,7 +507,7 @@ def _write_locked(out_dir, table, raw, caps, runs):
 
 
 def main(argv=None):
-    """``python -m psdlearn.experiments.nystrom_baselines --table 1 --reps 30 --sets a,b``:
+    """``python -m reproductions.experiments.nystrom_baselines --table 1 --reps 30 --sets a,b``:
     one piece of a long run (see :func:`run`), resumed from and merged into ``--out``."""
     import argparse
 
@@ -514,7 +515,7 @@ def main(argv=None):
     parser.add_argument("--table", type=int, choices=(1, 2), required=True)
     parser.add_argument("--reps", type=int, required=True)
     parser.add_argument("--sets", default=None, help="comma-separated; default: all")
-    parser.add_argument("--out", default="reproductions")
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     parser.add_argument("--lambda-cv", type=int, default=0,
                         help="Table 1: draws (seeds below it) with the lambda-by-CV column")
     args = parser.parse_args(argv)

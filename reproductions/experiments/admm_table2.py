@@ -1,6 +1,6 @@
 """Hu & Kwok 2013 Table 2 and Figs. 1-2: NPKL by ADMM on the pcp objective.
 
-Protocol of Hu & Kwok 2013 section 4 (see :mod:`psdlearn.experiments.protocol`): 0.6n must-link
+Protocol of Hu & Kwok 2013 section 4 (see :mod:`reproductions.experiments.protocol`): 0.6n must-link
 and 0.6n cannot-link pairs plus the n diagonal pairs of the pcp loss; rank: the largest r
 with r(r+1)/2 <= |T| = 2.4n + n (Table 1 counts the ordered pairs); kNN graph k = 5 (50 on
 adult); kernel k-means with 20 restarts, Rand index; 20 repetitions. ADMM: random start,
@@ -22,10 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._partial import locked, read_table, replace_rows, table_extra
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.admm_mfpc import MFPC_SETS, mfpc_cells
-from psdlearn.experiments.protocol import (
+from psdlearn.npkl.estimator import NPKL
+from reproductions import RESULTS_DIR
+from reproductions.experiments._partial import locked, read_table, replace_rows, table_extra
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.admm_mfpc import MFPC_SETS, mfpc_cells
+from reproductions.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     certified_gap_cell,
@@ -35,9 +37,7 @@ from psdlearn.experiments.protocol import (
     sdp_records,
     summarize,
 )
-from psdlearn.experiments.report import write_results
-from psdlearn.graph import knn_laplacian
-from psdlearn.npkl.estimator import NPKL
+from reproductions.experiments.report import write_results
 
 __all__ = ["PAPER_RANK", "PAPER_TABLE2", "mfpc_from_saved", "rerun_rows", "run"]
 
@@ -81,19 +81,12 @@ def _paper(value, std=None):
 
 
 def _warm_up():
-    """Load (or compile) both ADMM kernels so that no repetition is timed with the JIT."""
+    """Load (or compile) ADMM's kernels so that no repetition is timed with the JIT."""
     from psdlearn.datasets import make_two_gaussians
-    from psdlearn.npkl import _admm_kernels
-    from psdlearn.npkl.problem import NPKLProblem
 
     X, y = make_two_gaussians(60, random_state=0)
     C = PairwiseConstraints.from_labels(y, random_state=0)
-    L = knn_laplacian(X)
-    Tp, Ti, Tt = NPKLProblem(L, C.pairs, C.signs, "pcp", 1.0).ordered_targets()
-    V = np.ones((60, 3))
-    for step in (_admm_kernels.half_step, _admm_kernels.half_step_serial):
-        step(L.indptr.astype(np.int64), L.indices.astype(np.int64), L.data, Tp, Ti, Tt, V, V,
-             np.zeros_like(V), 1.0, 1.0, 1.0, V.copy(), True)
+    NPKL(solver="admm", loss="pcp", max_iter=5, random_state=0).fit(X, C)
 
 
 def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
@@ -101,12 +94,12 @@ def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
     """Run Table 2, the init study and Figs. 1-2; write ``admm_table2.*`` in ``out_dir``.
 
     ``cv_reps``: constraint draws of the "gamma by constraint CV" column (default 5, 3 on
-    adult; 1 with ``quick``), see :mod:`psdlearn.experiments.gamma_cv`; ``adult_cv_reps``
+    adult; 1 with ``quick``), see :mod:`reproductions.experiments.gamma_cv`; ``adult_cv_reps``
     (an int, or a mapping set -> int; 0 skips the cell) overrides it on the adult sets
     only. Counts below the defaults are named a reduced run in the notes. ``mfpc_sets``:
-    the sets of the MFPC columns (default :data:`~psdlearn.experiments.admm_mfpc.MFPC_SETS`).
+    the sets of the MFPC columns (default :data:`~reproductions.experiments.admm_mfpc.MFPC_SETS`).
     """
-    from psdlearn.experiments.gamma_cv import cv_count, cv_reduced_note
+    from reproductions.experiments.gamma_cv import cv_count, cv_reduced_note
 
     _warm_up()
     have_sdp = cvxpy_available()
@@ -173,7 +166,7 @@ def _set_row(name, reps, sdp_reps, n_cv, have_sdp, mfpc):
     draws of the gamma-by-CV cell (0: not run), SimpleNPKL on :data:`SIMPLENPKL_SETS`, MFPC
     when ``mfpc``.
     """
-    from psdlearn.experiments.gamma_cv import cv_cell, cv_records
+    from reproductions.experiments.gamma_cv import cv_cell, cv_records
 
     X, y, k, L = load_set_with_graph(name)
     adult = name in ADULT_SETS
@@ -235,7 +228,7 @@ def rerun_rows(out_dir, sets, why, log=print):
     adult, MFPC on :data:`MFPC_SETS`) and put them in place of the rows in
     ``out_dir/admm_table2.*``, keeping the other rows and the notes; ``why`` names the
     reason in the note added."""
-    from psdlearn.experiments.gamma_cv import CV_SCORING, CV_SELECTION, cv_count
+    from reproductions.experiments.gamma_cv import CV_SCORING, CV_SELECTION, cv_count
 
     _warm_up()
     have_sdp = cvxpy_available()
@@ -267,7 +260,7 @@ MFPC_SAVED_NOTE = "MFPC cells with a draw count"
 
 def mfpc_from_saved(out_dir, sets, log=print):
     """Fill the MFPC cells of ``sets`` in ``out_dir/admm_table2.*`` from the draws saved in
-    ``out_dir/admm_mfpc.json`` (:mod:`psdlearn.experiments.admm_mfpc`: the same protocol,
+    ``out_dir/admm_mfpc.json`` (:mod:`reproductions.experiments.admm_mfpc`: the same protocol,
     MFPC at the same seeds as this table's draws, run one draw per process where a fit
     takes minutes). The cells read ``mean ± std (N draws)``; nothing is rerun.
     """
@@ -303,7 +296,7 @@ def mfpc_from_saved(out_dir, sets, log=print):
 
 
 def main(argv=None):
-    """``python -m psdlearn.experiments.admm_table2 --rerun chessboard --why "..."`` reruns
+    """``python -m reproductions.experiments.admm_table2 --rerun chessboard --why "..."`` reruns
     rows in place (:func:`rerun_rows`); ``--mfpc-from-saved a1a,a2a`` fills MFPC cells
     from ``admm_mfpc.json`` (:func:`mfpc_from_saved`)."""
     import argparse
@@ -312,7 +305,7 @@ def main(argv=None):
     parser.add_argument("--rerun", default=None, help="comma-separated sets")
     parser.add_argument("--why", default="rerun", help="the reason, for the note")
     parser.add_argument("--mfpc-from-saved", default=None, help="comma-separated sets")
-    parser.add_argument("--out", default="reproductions")
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     if args.rerun:
         rerun_rows(args.out, args.rerun.split(","), args.why)

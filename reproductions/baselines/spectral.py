@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from psdlearn.baselines.alignment import cone_fit, target_kernel
 from psdlearn.graph import DEFAULT_DELTA, knn_laplacian
 from psdlearn.npkl.mfpc import trailing_eigenvectors
+from reproductions.baselines.alignment import cone_fit, target_kernel
 
 __all__ = ["TRANSFERS", "cluster_kernel_features", "graph_spectrum",
            "order_constrained_weights", "spectral_kernel_features"]
@@ -117,7 +117,7 @@ def order_constrained_weights(Phi_l, y_l):
     Maximizes ``rho(Phi_l diag(mu) Phi_l^T, y y^T)`` over the order cone. With ``mu = P w``,
     ``P`` upper triangular of ones (``mu_i = sum_{j >= i} w_j``), the cone is ``w >= 0``, and
     the alignment maximizer is the nonnegative least-squares fit of ``y y^T`` by the
-    columns ``sum_{j <= i} vec(phi_j phi_j^T)`` (see :mod:`psdlearn.baselines.alignment`).
+    columns ``sum_{j <= i} vec(phi_j phi_j^T)`` (see :mod:`reproductions.baselines.alignment`).
 
     Parameters
     ----------

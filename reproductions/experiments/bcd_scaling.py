@@ -22,13 +22,13 @@ import numpy as np
 
 from psdlearn import datasets
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.report import scaling_exponent, write_results
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL, auto_rank
 from psdlearn.npkl.problem import NPKLProblem
 from psdlearn.npkl.simplenpkl import solve_simplenpkl
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.report import scaling_exponent, write_results
 
 __all__ = ["SIMPLENPKL_BUDGET_S", "SIMPLENPKL_REPS", "run", "time_simplenpkl"]
 

@@ -1,7 +1,7 @@
 """gamma chosen by constraint cross-validation, beside gamma = 1 and the papers' numbers.
 
 Neither Hu & Kwok 2013 nor Hu & Kwok 2015 gives ``gamma``. On each constraint draw of the
-protocol (:mod:`psdlearn.experiments.protocol`: 0.6n must-link + 0.6n cannot-link pairs
+protocol (:mod:`reproductions.experiments.protocol`: 0.6n must-link + 0.6n cannot-link pairs
 from the labels, seed = repetition), :class:`psdlearn.model_selection.NPKLCV` chooses
 ``gamma`` from those training constraints alone (3 folds of
 :class:`~psdlearn.model_selection.ConstraintKFold`, shuffled with the draw's seed; the
@@ -38,15 +38,15 @@ import warnings
 import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments.protocol import (
+from psdlearn.model_selection import NPKLCV, ClusteringScorer, ConstraintKFold, select_gamma
+from reproductions.experiments.protocol import (
     ADULT_SETS,
     SMALL_SETS,
     load_set_with_graph,
     run_repetitions,
     summarize,
 )
-from psdlearn.experiments.report import write_results
-from psdlearn.model_selection import NPKLCV, ClusteringScorer, ConstraintKFold, select_gamma
+from reproductions.experiments.report import write_results
 
 __all__ = ["BCD_TABLES", "CV_REQUIRE_CONVERGENCE", "CV_SCORING", "CV_SELECTION", "RULES",
            "cv_cell", "cv_count", "cv_records", "cv_reduced_note", "rerun_rows", "run"]
@@ -277,7 +277,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
     draw).
     ``tables``: which of "admm", "bcd" to run. Each table is rewritten after every set.
     """
-    from psdlearn.experiments.admm_table2 import PAPER_TABLE2
+    from reproductions.experiments.admm_table2 import PAPER_TABLE2
 
     reps = (2 if quick else 5) if reps is None else int(reps)
     if not isinstance(adult_reps, dict):
@@ -348,7 +348,7 @@ def run(out_dir, quick=False, log=print, *, reps=None, adult_reps=None, admm_set
 
 
 def _bcd_paper(data, loss):
-    from psdlearn.experiments.bcd_tables import JMLR_TABLE2
+    from reproductions.experiments.bcd_tables import JMLR_TABLE2
 
     col = {"hinge": 2, "linear": 1, "squared_hinge": 4}.get(loss)
     ref = JMLR_TABLE2.get(data)
@@ -371,8 +371,8 @@ def rerun_rows(out_dir, table, sets, why, log=print):
     """Rerun the rows of ``sets`` in the BCD table ``table`` (a key of :data:`BCD_TABLES`,
     with the draws, losses, split and rule it was run with) and put them in place of
     theirs, keeping the other rows and the notes; ``why`` names the reason in the note."""
-    from psdlearn.experiments._partial import replace_rows
-    from psdlearn.experiments.bcd_tables import _warm_up
+    from reproductions.experiments._partial import replace_rows
+    from reproductions.experiments.bcd_tables import _warm_up
 
     reps, losses, groups, compare, scoring, selection = BCD_TABLES[table]
     _warm_up()

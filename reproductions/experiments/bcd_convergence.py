@@ -7,11 +7,11 @@ from a random start; on soybean the SDP optimum (cvxpy) is drawn as a dashed lin
 from __future__ import annotations
 
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.protocol import load_set_with_graph
-from psdlearn.experiments.report import write_results
 from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.protocol import load_set_with_graph
+from reproductions.experiments.report import write_results
 
 __all__ = ["run"]
 

@@ -1,6 +1,6 @@
 """Shen, Welsh & Wang (2008) Pendigits: the paper's possible readings against its 1.3%.
 
-Protocol of :mod:`psdlearn.experiments.psdboost_pendigits` (digits 1, 5, 7, 9; 80 training
+Protocol of :mod:`reproductions.experiments.psdboost_pendigits` (digits 1, 5, 7, 9; 80 training
 and 500 test samples per digit; PSDBoost on label triplets; 1-NN test error; the same
 draws), with one reading changed at a time:
 
@@ -24,9 +24,9 @@ from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 
 from psdlearn import datasets
 from psdlearn.constraints import Triplets, triplets_from_labels
-from psdlearn.experiments.psdboost_pendigits import DIGITS, N_TEST, N_TRAIN, PAPER_ERROR
-from psdlearn.experiments.report import write_results
 from psdlearn.psdboost import PSDBoost
+from reproductions.experiments.psdboost_pendigits import DIGITS, N_TEST, N_TRAIN, PAPER_ERROR
+from reproductions.experiments.report import write_results
 
 __all__ = ["knn_triplets", "run"]
 

@@ -18,7 +18,7 @@ extensions there are about a point). Beside the means, the paired differences to
 extension (same split, constraints and fit) with their standard errors, and a verdict per
 set against the target of issue 22 ("no worse than the joint version").
 
-``python -m psdlearn.experiments.bcd_out_of_sample --set wine`` runs one set and merges it
+``python -m reproductions.experiments.bcd_out_of_sample --set wine`` runs one set and merges it
 into the table already in ``--out`` (the sets are independent), so a long run can be split.
 
 Reference: Hu, E.-L. & Kwok, J. T. (2015). Scalable nonparametric low-rank kernel learning
@@ -36,12 +36,12 @@ import numpy as np
 from psdlearn import datasets
 from psdlearn.cluster import kernel_kmeans
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.report import write_results
 from psdlearn.metrics import pairwise_accuracy
-from psdlearn.npkl._out_of_sample import normalized_rows
 from psdlearn.npkl.bcd import BCD_LOSSES as LOSSES
 from psdlearn.npkl.estimator import NPKL
+from reproductions import RESULTS_DIR
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.report import write_results
 
 __all__ = ["run"]
 
@@ -62,9 +62,19 @@ def _embed(model, ext, X_new):
         return model.transform_joint(X_new)
     if ext == "normalized_k":
         dist, ind = model.neighbor_index_.kneighbors(X_new, n_neighbors=model.n_neighbors_)
-        return normalized_rows(dist, ind, model.embedding_, model.degrees_, model.sigma_,
-                               model.delta)
+        return _normalized_rows(dist, ind, model.embedding_, model.degrees_, model.sigma_,
+                                model.delta)
     return model.set_params(out_of_sample=ext).transform(X_new)
+
+
+def _normalized_rows(dist, ind, embedding, degrees, sigma, delta):
+    """The normalized extension on given neighbours (Hu & Kwok 2015, section III-E):
+    ``e = sum_j s_j e_j / ((1 + delta) sqrt(d_x (D_jj + s_j)))``, ``s_j`` the Gaussian
+    weight of neighbour ``j`` and ``d_x`` their sum."""
+    s = np.exp(-(dist**2) / (2.0 * sigma**2))
+    denom = np.sqrt(s.sum(axis=1, keepdims=True) * (degrees[ind] + s))
+    coef = np.divide(s, (1.0 + delta) * denom, out=np.zeros_like(s), where=denom > 0)
+    return np.einsum("bk,bkr->br", coef, embedding[ind])
 
 
 def _accuracies(name, losses, reps, log):
@@ -221,6 +231,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", choices=[c[0] for c in CASES],
                         help="run only this set (repeatable), merged into --out")
-    parser.add_argument("--out", default="reproductions")
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args()
     run(args.out, sets=args.set)

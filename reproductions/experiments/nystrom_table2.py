@@ -1,6 +1,6 @@
 """Lan et al. (2017) Table 2: multiple-kernel generalized Nystrom (§4, §6.2).
 
-Protocol of Table 1 (:mod:`psdlearn.experiments.nystrom_table1`: 100 labelled points
+Protocol of Table 1 (:mod:`reproductions.experiments.nystrom_table1`: 100 labelled points
 evenly over the classes, error of a linear SVM with ``C = 1`` on the unlabelled ones),
 with ``M = 9`` Gaussian kernels of widths ``2^-4 b0, ..., 2^4 b0`` (``b0`` the mean
 pairwise squared distance), shared k-means landmarks ``m_bar = m tau / M`` with
@@ -8,8 +8,8 @@ pairwise squared distance), shared k-means landmarks ``m_bar = m tau / M`` with
 
 Baseline computed here on the same draws and landmarks: the standard Nystrom features of
 the nine kernels with equal weights, ``sum_j E^(j) W_j^+ E^(j)T / M`` (no labels), with
-the same linear SVM; ABMKL and CABMKL (:mod:`psdlearn.baselines.alignment`, see
-:mod:`psdlearn.experiments.nystrom_baselines`). The paper's other MKL baselines (SKM,
+the same linear SVM; ABMKL and CABMKL (:mod:`reproductions.baselines.alignment`, see
+:mod:`reproductions.experiments.nystrom_baselines`). The paper's other MKL baselines (SKM,
 SimpleMKL, GLMKL) are not implemented; their numbers are printed for reference.
 """
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from psdlearn.experiments.nystrom_table1 import (
+from psdlearn.nystroem import GeneralizedNystroem
+from reproductions.experiments.nystrom_table1 import (
     N_LABELLED,
     N_REPS,
     PAPER_SETTINGS,
@@ -28,8 +29,7 @@ from psdlearn.experiments.nystrom_table1 import (
     svm_error,
     timed_fit,
 )
-from psdlearn.experiments.report import write_results
-from psdlearn.nystroem import GeneralizedNystroem
+from reproductions.experiments.report import write_results
 
 __all__ = ["KERNEL_GAMMAS", "PAPER_TABLE2", "run"]
 
@@ -100,8 +100,8 @@ def _repetition(X, y, name, seed):
     Q, rec["nystrom_s"], _ = timed_fit(base, X, None)
     rec["nystrom"] = svm_error(Q, y, yp)
     rec["m_bar"] = int(ours.landmarks_.shape[0])
-    # ABMKL and CABMKL baselines on the same draw and landmarks (psdlearn.baselines)
-    from psdlearn.experiments.nystrom_baselines import table2_baselines
+    # ABMKL and CABMKL baselines on the same draw and landmarks (reproductions.baselines)
+    from reproductions.experiments.nystrom_baselines import table2_baselines
 
     rec.update(table2_baselines(X, y, yp, ours.kernel_gammas_, ours.landmarks_, seed))
     return rec

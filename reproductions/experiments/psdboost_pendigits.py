@@ -26,10 +26,10 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from psdlearn import datasets
 from psdlearn.constraints import triplets_from_labels
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.report import write_results
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.report import write_results
 
 __all__ = ["run", "write_run"]
 
@@ -167,7 +167,7 @@ def run(out_dir, quick=False, log=print):
 
 
 def write_run(out_dir, name, rows, notes, load_start, log, *, title, extra):
-    """Write ``name.{md,json}`` (:func:`~psdlearn.experiments.report.write_results`) with
+    """Write ``name.{md,json}`` (:func:`~reproductions.experiments.report.write_results`) with
     the machine's load as the last note, log the text and return ``rows``."""
     notes = [*notes,
              "Times are wall-clock; 1-minute load average at the start / end of the run: "

@@ -11,7 +11,7 @@ ADMM (random start, rho0 = 100, at most 500 iterations, tol 1e-5) beside, in the
 BCD on the square loss (the Hu & Kwok 2015 solver; a different loss, shown for its speed), and
 SimpleNPKL on the pcp loss (Hu & Kwok 2013's "SimpleNPKL extended for the quadratic loss":
 ``B = 100 n``, footnote 3, same rank, at most 500 steps), once per cell; a SimpleNPKL fit
-over :data:`~psdlearn.experiments.bcd_scaling.SIMPLENPKL_BUDGET_S` CPU seconds is stopped
+over :data:`~reproductions.experiments.bcd_scaling.SIMPLENPKL_BUDGET_S` CPU seconds is stopped
 and reported as "n/a (time)", and the larger sizes are not run. CPU time of the fit (graph
 excluded), median of the repetitions; the exponent is the least-squares slope in log-log.
 """
@@ -26,16 +26,16 @@ from sklearn.exceptions import ConvergenceWarning
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_two_gaussians
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.bcd_scaling import (
+from psdlearn.graph import knn_laplacian
+from psdlearn.npkl.estimator import NPKL, auto_rank
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.bcd_scaling import (
     NA_TIME,
     SIMPLENPKL_BUDGET_S,
     SIMPLENPKL_REPS,
     time_simplenpkl,
 )
-from psdlearn.experiments.report import scaling_exponent, write_results
-from psdlearn.graph import knn_laplacian
-from psdlearn.npkl.estimator import NPKL, auto_rank
+from reproductions.experiments.report import scaling_exponent, write_results
 
 __all__ = ["run"]
 

@@ -17,8 +17,10 @@ import time
 import numpy as np
 from scipy.stats import spearmanr
 
-from psdlearn.experiments._plot import plot_lines
-from psdlearn.experiments.nystrom_table1 import (
+from psdlearn.nystroem import GeneralizedNystroem
+from psdlearn.nystroem.estimator import DEFAULT_LAMBDAS
+from reproductions.experiments._plot import plot_lines
+from reproductions.experiments.nystrom_table1 import (
     N_LABELLED,
     PAPER_SETTINGS,
     labelled_split,
@@ -27,10 +29,8 @@ from psdlearn.experiments.nystrom_table1 import (
     svm_error,
     timed_fit,
 )
-from psdlearn.experiments.nystrom_table2 import KERNEL_GAMMAS, TAU
-from psdlearn.experiments.report import write_results
-from psdlearn.nystroem import GeneralizedNystroem
-from psdlearn.nystroem.estimator import DEFAULT_LAMBDAS
+from reproductions.experiments.nystrom_table2 import KERNEL_GAMMAS, TAU
+from reproductions.experiments.report import write_results
 
 __all__ = ["FIG2_LABELS", "run"]
 

@@ -25,7 +25,7 @@ problem over the ``M`` columns ``vec(K_k)``, solved exactly by ``scipy.optimize.
 ``||B v - t||`` satisfies ``<B v*, B v* - t> = 0`` (optimal scaling), so its value is
 ``||t||^2 (1 - rho(B v*, t)^2)``: the least-squares projection onto the cone is the
 direction of largest alignment (when ``<B v*, t> > 0``). The ordered spectral weights of
-:func:`psdlearn.baselines.spectral.order_constrained_weights` use the same reduction.
+:func:`reproductions.baselines.spectral.order_constrained_weights` use the same reduction.
 
 The scale of ``mu`` is not fixed by the alignment; here ``sum_k mu_k = 1``, so a combination
 of unit-diagonal kernels (Gaussian) keeps a unit diagonal.
@@ -50,10 +50,25 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import nnls
 
-from psdlearn._linalg import center_kernel
-
 __all__ = ["AlignmentResult", "alignment", "alignment_weights", "center_kernel", "cone_fit",
            "target_kernel"]
+
+
+def center_kernel(K):
+    """``H K H`` with ``H = I - 1 1^T / n``, without forming ``H``; returns a new array.
+
+    Parameters
+    ----------
+    K : array-like of shape (n, n)
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        Every row and column sums to zero.
+    """
+    K = np.asarray(K, dtype=np.float64)
+    K = K - K.mean(axis=0, keepdims=True)
+    return K - K.mean(axis=1, keepdims=True)
 
 
 def target_kernel(y):

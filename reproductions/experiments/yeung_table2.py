@@ -17,11 +17,11 @@ import numpy as np
 
 from psdlearn import datasets
 from psdlearn.constraints import PairwiseConstraints
-from psdlearn.experiments.report import write_results
-from psdlearn.experiments.yeung_xor import N_ITER, rbf_class_separation
 from psdlearn.kml import RCA, KernelMetricLearner
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma
 from psdlearn.metrics import class_separation
+from reproductions.experiments.report import write_results
+from reproductions.experiments.yeung_xor import N_ITER, rbf_class_separation
 
 __all__ = ["run"]
 

@@ -32,8 +32,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC, LinearSVC
 
 from psdlearn import datasets
-from psdlearn.experiments.report import write_results
 from psdlearn.nystroem import GeneralizedNystroem
+from reproductions.experiments.report import write_results
 
 __all__ = ["PAPER_SETTINGS", "PAPER_TABLE1", "PAPER_TABLEA1", "SETS", "labelled_split",
            "load_protocol_set", "run", "svm_error"]
@@ -186,8 +186,8 @@ def _repetition(X, y, name, seed, iterative):
     svc = SVC(C=C_SVM, kernel="rbf", gamma=ours.kernel_gamma_).fit(X[lab], y[lab])
     rec["svm"] = 100.0 * float(np.mean(svc.predict(X[~lab]) != y[~lab]))
     rec["svm_s"] = time.perf_counter() - t0
-    # Spectral and Cluster baselines on the same draw (psdlearn.baselines)
-    from psdlearn.experiments.nystrom_baselines import table1_baselines
+    # Spectral and Cluster baselines on the same draw (reproductions.baselines)
+    from reproductions.experiments.nystrom_baselines import table1_baselines
 
     rec.update(table1_baselines(name, y, yp, m, seed))
     if iterative:

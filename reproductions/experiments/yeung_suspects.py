@@ -1,7 +1,7 @@
 """Yeung, Chang & Dai (2007) Table 1: J against m for the suspects of our gap at large m.
 
 XOR, n = 8,000, ``|S| = 50`` similar pairs, m = 100, 200, ..., 800 landmarks (the m of
-Table 1), 3 iterations of the extension (:mod:`psdlearn.experiments.yeung_xor`); at m = 800
+Table 1), 3 iterations of the extension (:mod:`reproductions.experiments.yeung_xor`); at m = 800
 our Table 1 gives J = 3.52 against the paper's 4.75. One suspect at a time is moved away
 from the default of that reproduction (every eigenvalue above ``1e-10 lambda_max``, the
 median-heuristic width, ``K = 10`` neighbours):
@@ -26,7 +26,7 @@ and the choice a user with one S makes (each draw takes the setting of its own l
 criterion; J of those choices, averaged).
 
 Draws are merged by seed into the saved JSON under a file lock, so the run can be split
-into pieces (``python -m psdlearn.experiments.yeung_suspects --seeds 3``) that add up to
+into pieces (``python -m reproductions.experiments.yeung_suspects --seeds 3``) that add up to
 one table.
 """
 
@@ -44,12 +44,13 @@ import numpy as np
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_xor
-from psdlearn.experiments._partial import add_run, locked, merge_by_seed, runs_note
-from psdlearn.experiments.report import write_results
-from psdlearn.experiments.yeung_xor import N_ITER, PAPER_TABLE1
 from psdlearn.kml import KernelMetricLearner, beta
 from psdlearn.kml.estimator import median_heuristic_kernel_gamma
 from psdlearn.metrics import class_separation
+from reproductions import RESULTS_DIR
+from reproductions.experiments._partial import add_run, locked, merge_by_seed, runs_note
+from reproductions.experiments.report import write_results
+from reproductions.experiments.yeung_xor import N_ITER, PAPER_TABLE1
 
 __all__ = ["LANDMARKS", "M_SETTINGS", "SETTINGS", "choices", "heldout_ratio", "run"]
 
@@ -283,7 +284,7 @@ def _saved(path):
 
 
 def main(argv=None):
-    """``python -m psdlearn.experiments.yeung_suspects --seeds 0,1``: the draws of S given,
+    """``python -m reproductions.experiments.yeung_suspects --seeds 0,1``: the draws of S given,
     every m and setting of the J-against-m run, merged into ``--out/yeung_suspects.*``."""
     import argparse
 
@@ -293,7 +294,7 @@ def main(argv=None):
                         "100,...,800)")
     parser.add_argument("--settings", default=None, help="comma-separated names of SETTINGS "
                         "(default: M_SETTINGS)")
-    parser.add_argument("--out", default="reproductions")
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     run(args.out, seeds=[int(s) for s in args.seeds.split(",")], resume=True,
         landmarks=None if args.m is None else [int(m) for m in args.m.split(",")],

@@ -1,0 +1,137 @@
+"""ConstrainedClustering: scikit-learn's checks, side information, predict on new points."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score, rand_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import psdlearn as pl
+from psdlearn.constraints import as_constraints
+
+
+@parametrize_with_checks([pl.ConstrainedClustering(3, estimator=pl.NPKL(max_iter=50)),
+                          pl.ConstrainedClustering(3, estimator=pl.RCA(), n_init=3)])
+def test_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(estimator)
+
+
+def _decoy(n=120, seed=0):
+    """Two classes split along feature 0; feature 1 holds two far larger blobs that are
+    not the classes, so that k-means on X finds the wrong partition."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    decoy = rng.integers(0, 2, n)
+    X = np.column_stack([3.0 * y + rng.normal(scale=0.5, size=n),
+                         12.0 * decoy + rng.normal(size=n)])
+    return X, y
+
+
+_LEARNERS = [pl.NPKL(random_state=0), pl.RCA(), pl.PSDBoost(),
+             pl.KernelMetricLearner(random_state=0), pl.GeneralizedNystroem(random_state=0)]
+
+
+@pytest.mark.parametrize("learner", _LEARNERS, ids=lambda e: type(e).__name__)
+def test_pairs_recover_the_partition_that_kmeans_on_X_misses(learner):
+    X, y = _decoy()
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    assert rand_score(y, KMeans(2, n_init=10, random_state=0).fit_predict(X)) < 0.6
+    cl = pl.ConstrainedClustering(2, estimator=learner, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        labels = cl.fit_predict(X, C)
+    assert rand_score(y, labels) > 0.95
+    assert np.array_equal(labels, cl.labels_)
+    assert cl.cluster_centers_.shape == (2, cl.embedding_.shape[1])
+    assert type(cl.estimator_) is type(learner)
+    assert not hasattr(learner, "n_features_in_")  # the given learner is cloned, not fitted
+
+
+@pytest.mark.parametrize("learner", [pl.RCA(), pl.PSDBoost(),
+                                     pl.KernelMetricLearner(random_state=0)],
+                         ids=lambda e: type(e).__name__)
+def test_predict_of_the_training_points_is_labels(learner):
+    X, y = pl.datasets.load("iris")
+    C = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cl = pl.ConstrainedClustering(3, estimator=learner, random_state=0).fit(X, C)
+    assert np.array_equal(cl.predict(X), cl.labels_)
+
+
+@pytest.mark.xfail(strict=True, reason="needs NPKL.transform(X_fit) == embedding_ (npkl branch)")
+def test_predict_of_the_training_points_is_labels_npkl():
+    X, y = pl.datasets.load("iris")
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    cl = pl.ConstrainedClustering(3, random_state=0).fit(X, C)
+    assert np.array_equal(cl.predict(X), cl.labels_)
+
+
+def test_predict_is_the_nearest_centre_of_the_out_of_sample_embedding():
+    X, y = _decoy(160, seed=1)
+    C = pl.PairwiseConstraints.from_labels(y[:120], 0.6, 0.6, random_state=0)
+    cl = pl.ConstrainedClustering(2, estimator=pl.RCA(), random_state=0).fit(X[:120], C)
+    E_new = cl.estimator_.transform(X[120:])
+    d = ((E_new[:, None, :] - cl.cluster_centers_[None]) ** 2).sum(-1)
+    pred = cl.predict(X[120:])
+    assert np.array_equal(pred, d.argmin(1))
+    assert adjusted_rand_score(y[120:], pred) > 0.9  # new points follow the constraints
+
+
+def test_every_form_of_side_information_gives_the_same_fit():
+    X, y = _decoy(60)
+    partial = np.where(np.arange(60) < 20, y, -1)
+    C = as_constraints(partial, 60)  # every pair of the 20 labelled points
+    fits = [pl.ConstrainedClustering(2, estimator=pl.NPKL(random_state=0),
+                                     random_state=0).fit(X, side)
+            for side in (C, C.to_array(), partial)]
+    for other in fits[1:]:
+        assert np.array_equal(other.labels_, fits[0].labels_)
+        np.testing.assert_allclose(other.embedding_, fits[0].embedding_)
+
+
+def test_same_random_state_same_partition_with_an_unseeded_learner():
+    X, y = _decoy(90)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    a = pl.ConstrainedClustering(2, random_state=3).fit(X, C)  # NPKL(random_state=None)
+    b = pl.ConstrainedClustering(2, random_state=3).fit(X, C)
+    np.testing.assert_array_equal(a.embedding_, b.embedding_)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.predict(X[:10]), a.predict(X[:10]))
+
+
+def test_without_side_information():
+    X, y = _decoy(90)
+    km = KMeans(2, n_init=10, random_state=0).fit_predict(X)
+    cl = pl.ConstrainedClustering(2, random_state=0)
+    with pytest.warns(UserWarning, match="X itself is clustered"):
+        cl.fit(X)
+    assert cl.estimator_ is None
+    assert adjusted_rand_score(km, cl.labels_) == 1.0  # plain k-means on X
+    np.testing.assert_array_equal(cl.predict(X), cl.labels_)
+    # a learner that works without side information is fitted without it, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", message=".*side information.*")
+        nys = pl.ConstrainedClustering(
+            2, estimator=pl.GeneralizedNystroem(random_state=0), random_state=0).fit(X)
+    assert isinstance(nys.estimator_, pl.GeneralizedNystroem)
+
+
+def test_bad_input():
+    X, y = _decoy(30)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    with pytest.raises(ValueError, match="n_clusters=31 exceeds"):
+        pl.ConstrainedClustering(31, estimator=pl.RCA()).fit(X, C)
+    with pytest.raises(ValueError, match="n_clusters"):
+        pl.ConstrainedClustering(0).fit(X, C)
+    with pytest.raises(ValueError, match="refers to"):
+        pl.ConstrainedClustering(2).fit(X[:10], C)
+    assert clone(pl.ConstrainedClustering(4, estimator=pl.RCA())).get_params()["n_clusters"] == 4
