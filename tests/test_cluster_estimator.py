@@ -65,7 +65,6 @@ def test_predict_of_the_training_points_is_labels(learner):
     assert np.array_equal(cl.predict(X), cl.labels_)
 
 
-@pytest.mark.xfail(strict=True, reason="needs NPKL.transform(X_fit) == embedding_ (npkl branch)")
 def test_predict_of_the_training_points_is_labels_npkl():
     X, y = pl.datasets.load("iris")
     C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
