@@ -34,6 +34,9 @@ Requests (JSON objects; arrays as nested lists):
     ``decision_function`` and ``predict`` on the test pairs. Answer per method:
     ``scores``, ``predictions``, ``time`` (fit only), ``error``.
 
+Every fit is stopped after ``time_limit`` seconds (default ``TIME_LIMIT``), which is
+then reported as the method's error (``TimeoutError``).
+
 The clustering peers draw from NumPy's global random state, which is seeded with ``seed``
 before each fit. PCKMeans and COPKMeans raise ``EmptyClustersException`` (and COPKMeans
 ``ClusteringNotFoundException``) when a random start goes wrong; as a user would, the fit
@@ -45,8 +48,10 @@ as the method's error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
+import signal
 import sys
 import time
 from importlib import metadata
@@ -71,6 +76,7 @@ from sklearn.cluster import KMeans  # noqa: E402
 np.seterr(**_DEFAULT_ERR)
 
 MAX_ATTEMPTS = 3
+TIME_LIMIT = 30.0
 _RETRY = (EmptyClustersException, ClusteringNotFoundException)
 _ASSC = {"pckmeans": PCKMeans, "mpckmeans": MPCKMeans, "copkmeans": COPKMeans}
 _PAIRS = {"itml": ITML, "mmc": MMC}
@@ -86,6 +92,23 @@ def versions():
         except metadata.PackageNotFoundError:
             out[dist] = None
     return out
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    """Raise ``TimeoutError`` in the block after ``seconds`` of wall time (the peers are
+    pure Python/NumPy loops, which a signal interrupts)."""
+
+    def _expired(signum, frame):
+        raise TimeoutError(f"fit stopped after the time limit of {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _fit_assc(name, X, k, ml, cl, seed):
@@ -116,14 +139,16 @@ def cluster(req):
     seed = int(req["seed"])
     ml = [tuple(map(int, p)) for p in pairs[signs > 0]]
     cl = [tuple(map(int, p)) for p in pairs[signs < 0]]
+    limit = float(req.get("time_limit", TIME_LIMIT))
     out = {}
     for name in req["methods"]:
         t0 = time.perf_counter()
         try:
-            if name == "itml_kmeans":
-                labels, attempts = _fit_itml_kmeans(X, k, pairs, signs, seed)
-            else:
-                labels, attempts = _fit_assc(name, X, k, ml, cl, seed)
+            with _time_limit(limit):
+                if name == "itml_kmeans":
+                    labels, attempts = _fit_itml_kmeans(X, k, pairs, signs, seed)
+                else:
+                    labels, attempts = _fit_assc(name, X, k, ml, cl, seed)
             res = {"labels": np.asarray(labels).tolist(), "attempts": attempts, "error": None}
         except Exception as exc:  # a peer's failure is a result to report, not a crash
             res = {"labels": None, "attempts": None, "error": f"{type(exc).__name__}: {exc}"}
@@ -141,11 +166,13 @@ def pairs(req):
     val_y = np.asarray(req["val_y"], dtype=int)
     test = np.asarray(req["test_points"], dtype=float)
     seed = int(req["seed"])
+    limit = float(req.get("time_limit", TIME_LIMIT))
     out = {}
     for name in req["methods"]:
+        t0 = time.perf_counter()
         try:
-            t0 = time.perf_counter()
-            model = _PAIRS[name](preprocessor=X, random_state=seed).fit(fit_pairs, fit_y)
+            with _time_limit(limit):
+                model = _PAIRS[name](preprocessor=X, random_state=seed).fit(fit_pairs, fit_y)
             elapsed = time.perf_counter() - t0
             model.calibrate_threshold(val_pairs, val_y, strategy="accuracy")
             res = {"scores": model.decision_function(test).tolist(),
