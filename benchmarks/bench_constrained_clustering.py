@@ -172,6 +172,38 @@ def summarize(runs, peers_available):
     return rows
 
 
+def write_tables(runs, run_notes, extra, no_write):
+    """Summarize the per-seed records and write (or, with ``no_write``, print) the tables;
+    ``extra`` holds the run's metadata and goes into the JSON."""
+    rows = summarize(runs, extra.get("peers_versions") is not None)
+    columns = ["set", "pairs", "flipped", *(LABELS[m] for m in METHODS), "best peer",
+               "Rand gap", "time ratio", "verdict", *(f"t {LABELS[m]}" for m in METHODS)]
+    notes = [
+        "Rand index in percent, mean ± sd over seeds 0-9; `t ...` = median wall seconds of "
+        "one fit (learning + clustering); Rand gap = psdlearn minus the best peer that "
+        "ran on every seed; time ratio = psdlearn's median time over that peer's.",
+        "Goal (issue 36): gap >= -1 point and time ratio <= 1. k-means on X uses no side "
+        "information and is context, not a peer.",
+        "Pairs drawn uniformly among all pairs of points (same pairs for every method); "
+        "flipped: 10% of their signs negated. psdlearn: ConstrainedClustering(n_clusters=k, "
+        "random_state=seed) with its defaults (NPKL).",
+        "Peers' failures are their own exceptions (InconsistentConstraintsException: a "
+        "cannot-link inside a must-link component; ClusteringNotFoundException: COPKMeans "
+        "found no assignment satisfying every constraint in 3 tries) or TimeoutError (a "
+        "fit stopped at the limit of 30 s); the per-seed errors are in the JSON.",
+        f"psdlearn {extra['psdlearn_version']}; whole run {extra['wall_seconds'] / 60:.0f} "
+        "min.",
+        *run_notes,
+    ]
+    if no_write:
+        print(json.dumps(rows, indent=1, default=float))
+        return
+    write_with_runs(write_results, RESULTS, NAME, columns, rows, notes,
+                    {key: extra[key] for key in ("runs", "run_notes", "psdlearn_version",
+                                                 "peers_versions", "peers_python", "seeds",
+                                                 "sets_this_run", "wall_seconds")})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
@@ -180,7 +212,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1,
                     help="thread pools of every method (BLAS, OpenMP, numba)")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--tables-only", action="store_true",
+                    help="rebuild the tables from the per-seed records of the JSON, no fit")
     args = ap.parse_args()
+    if args.tables_only:
+        old = json.loads((RESULTS / f"{NAME}.json").read_text())
+        write_tables(old["runs"], old["run_notes"], old, args.no_write)
+        return
     sets = args.sets.split(",")
     start_load = os.getloadavg()[0]
     _limits = limit_threads(args.threads)  # noqa: F841 (kept for the whole run)
@@ -212,21 +250,7 @@ def main():
     if set(sets) != set(SETS) and path.exists() and not args.no_write:
         old = json.loads(path.read_text())
         runs = [r for r in old.get("runs", []) if r["set"] not in sets] + runs
-    rows = summarize(runs, peer_versions is not None)
-    columns = ["set", "pairs", "flipped", *(LABELS[m] for m in METHODS), "best peer",
-               "Rand gap", "time ratio", "verdict", *(f"t {LABELS[m]}" for m in METHODS)]
-    notes = [
-        "Rand index in percent, mean ± sd over seeds 0-9; `t ...` = median wall seconds of "
-        "one fit (learning + clustering); Rand gap = psdlearn minus the best peer that "
-        "ran on every seed; time ratio = psdlearn's median time over that peer's.",
-        "Goal (issue 36): gap >= -1 point and time ratio <= 1. k-means on X uses no side "
-        "information and is context, not a peer.",
-        "Pairs drawn uniformly among all pairs of points (same pairs for every method); "
-        "flipped: 10% of their signs negated. psdlearn: ConstrainedClustering(n_clusters=k, "
-        "random_state=seed) with its defaults (NPKL).",
-        "Peers' failures are their own exceptions (InconsistentConstraintsException: a "
-        "cannot-link inside a must-link component; ClusteringNotFoundException: COPKMeans "
-        "found no assignment satisfying every constraint in 3 tries).",
+    run_notes = [
         "Peers ran in " + (f"their own interpreter ({args.peers_python}): " + ", ".join(
             f"{k} {v}" for k, v in peer_versions.items()) if peer_versions else
             f"no interpreter: skipped ({peer_reason})") + ".",
@@ -236,14 +260,11 @@ def main():
         "beside this one, so times are inflated alike for all methods (they are "
         "interleaved per seed) and the ratios are the figures to read.",
     ]
-    if args.no_write:
-        print(json.dumps(rows, indent=1, default=float))
-        return
-    write_with_runs(write_results, RESULTS, NAME, columns, rows, notes,
-                    {"runs": runs, "psdlearn_version": pl.__version__,
-                     "peers_versions": peer_versions, "peers_python": args.peers_python,
-                     "seeds": args.seeds, "sets_this_run": sets,
-                     "wall_seconds": time.perf_counter() - t_start})
+    extra = {"runs": runs, "run_notes": run_notes, "psdlearn_version": pl.__version__,
+             "peers_versions": peer_versions, "peers_python": args.peers_python,
+             "seeds": args.seeds, "sets_this_run": sets,
+             "wall_seconds": time.perf_counter() - t_start}
+    write_tables(runs, run_notes, extra, args.no_write)
 
 
 if __name__ == "__main__":

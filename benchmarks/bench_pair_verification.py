@@ -189,6 +189,40 @@ def summarize(runs, peers_available):
     return rows
 
 
+def write_tables(runs, run_notes, extra, no_write):
+    """Summarize the per-seed records and write (or, with ``no_write``, print) the tables;
+    ``extra`` holds the run's metadata and goes into the JSON."""
+    rows = summarize(runs, extra.get("peers_versions") is not None)
+    columns = ["set", "pairs", "test pairs",
+               *(f"AUC {LABELS[m]}" for m in METHODS), *(f"acc {LABELS[m]}" for m in METHODS),
+               "AUC gap", "acc gap", "time vs", "time ratio", "verdict",
+               *(f"t {LABELS[m]}" for m in METHODS[:-1])]
+    notes = [
+        "ROC AUC and accuracy at the calibrated threshold on pairs of test points (30% of "
+        "the points, never seen in training), in percent, mean ± sd over seeds 0-9; "
+        "`t ...` = median wall seconds of fit.",
+        "pairs = training pairs among the 70% training points, a quarter of them held out "
+        "to calibrate the threshold (strategy='accuracy'), the same for every method.",
+        "AUC gap / acc gap = psdlearn minus the best method (Euclidean included); time "
+        "ratio = psdlearn's median fit time over that of the best learning peer by AUC "
+        "(`time vs`). Goal (issue 36): both gaps >= -1 point and time ratio <= 1.",
+        "psdlearn: PairsClassifier(NPKL(random_state=seed), preprocessor=X_train), the "
+        "defaults of both; ITML, MMC: metric-learn's classes with their defaults.",
+        "A failure is a peer's exception or TimeoutError (a fit stopped at the limit of "
+        "30 s: MMC's failures in this run); the per-seed errors are in the JSON.",
+        f"psdlearn {extra['psdlearn_version']}; whole run {extra['wall_seconds'] / 60:.0f} "
+        "min.",
+        *run_notes,
+    ]
+    if no_write:
+        print(json.dumps(rows, indent=1, default=float))
+        return
+    write_with_runs(write_results, RESULTS, NAME, columns, rows, notes,
+                    {key: extra[key] for key in ("runs", "run_notes", "psdlearn_version",
+                                                 "peers_versions", "peers_python", "seeds",
+                                                 "sets_this_run", "wall_seconds")})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
@@ -197,7 +231,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1,
                     help="thread pools of every method (BLAS, OpenMP, numba)")
     ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--tables-only", action="store_true",
+                    help="rebuild the tables from the per-seed records of the JSON, no fit")
     args = ap.parse_args()
+    if args.tables_only:
+        old = json.loads((RESULTS / f"{NAME}.json").read_text())
+        write_tables(old["runs"], old["run_notes"], old, args.no_write)
+        return
     sets = args.sets.split(",")
     start_load = os.getloadavg()[0]
     _limits = limit_threads(args.threads)  # noqa: F841 (kept for the whole run)
@@ -226,22 +266,7 @@ def main():
     if set(sets) != set(SETS) and path.exists() and not args.no_write:
         old = json.loads(path.read_text())
         runs = [r for r in old.get("runs", []) if r["set"] not in sets] + runs
-    rows = summarize(runs, peer_versions is not None)
-    columns = ["set", "pairs", "test pairs",
-               *(f"AUC {LABELS[m]}" for m in METHODS), *(f"acc {LABELS[m]}" for m in METHODS),
-               "AUC gap", "acc gap", "time vs", "time ratio", "verdict",
-               *(f"t {LABELS[m]}" for m in METHODS[:-1])]
-    notes = [
-        "ROC AUC and accuracy at the calibrated threshold on pairs of test points (30% of "
-        "the points, never seen in training), in percent, mean ± sd over seeds 0-9; "
-        "`t ...` = median wall seconds of fit.",
-        "pairs = training pairs among the 70% training points, a quarter of them held out "
-        "to calibrate the threshold (strategy='accuracy'), the same for every method.",
-        "AUC gap / acc gap = psdlearn minus the best method (Euclidean included); time "
-        "ratio = psdlearn's median fit time over that of the best learning peer by AUC "
-        "(`time vs`). Goal (issue 36): both gaps >= -1 point and time ratio <= 1.",
-        "psdlearn: PairsClassifier(NPKL(random_state=seed), preprocessor=X_train), the "
-        "defaults of both; ITML, MMC: metric-learn's classes with their defaults.",
+    run_notes = [
         "Peers ran in " + (f"their own interpreter ({args.peers_python}): " + ", ".join(
             f"{k} {v}" for k, v in peer_versions.items()) if peer_versions else
             f"no interpreter: skipped ({peer_reason})") + ".",
@@ -251,14 +276,11 @@ def main():
         "beside this one, so times are inflated alike for all methods (they are "
         "interleaved per seed) and the ratios are the figures to read.",
     ]
-    if args.no_write:
-        print(json.dumps(rows, indent=1, default=float))
-        return
-    write_with_runs(write_results, RESULTS, NAME, columns, rows, notes,
-                    {"runs": runs, "psdlearn_version": pl.__version__,
-                     "peers_versions": peer_versions, "peers_python": args.peers_python,
-                     "seeds": args.seeds, "sets_this_run": sets,
-                     "wall_seconds": time.perf_counter() - t_start})
+    extra = {"runs": runs, "run_notes": run_notes, "psdlearn_version": pl.__version__,
+             "peers_versions": peer_versions, "peers_python": args.peers_python,
+             "seeds": args.seeds, "sets_this_run": sets,
+             "wall_seconds": time.perf_counter() - t_start}
+    write_tables(runs, run_notes, extra, args.no_write)
 
 
 if __name__ == "__main__":
