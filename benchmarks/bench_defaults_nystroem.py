@@ -6,7 +6,7 @@ Run: ``python benchmarks/bench_defaults_nystroem.py [--quick] [--sets SET ...]``
 ``--quick``; with ``--sets`` the rows of those sets replace theirs in the full table).
 
 Protocol (issue 22, item 8). In each set 10% of the points are labelled, drawn evenly over
-the classes (as in ``psdlearn reproduce nystrom-table1``, which draws 100); the others are
+the classes (as in ``python -m reproductions nystrom-table1``, which draws 100); the others are
 unlabelled (``-1``). Every method maps all points to features with ``m = round(0.1 n)``
 landmarks; ``LinearSVC(C=1)`` is trained on the features of the labelled points and scored
 (accuracy, %) on the unlabelled ones. The unlabelled points' labels are only used for the

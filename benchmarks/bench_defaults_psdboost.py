@@ -20,7 +20,7 @@ Sets. Standard sklearn sets (iris, wine and breast_cancer as loaded; digits proj
 its 20 leading principal components, fitted on the training split without labels, for
 both metrics: at 64-d one fit takes minutes, see ``results/psdboost.md``); the two
 protocol sets of the PSDBoost reproductions (Pendigits digits 1/5/7/9 with 80 training and
-500 test points per digit, as in ``psdlearn reproduce psdboost-pendigits``, and the
+500 test points per digit, as in ``python -m reproductions psdboost-pendigits``, and the
 600 x 24 synthetic set of the paper's Fig. 1); and the bundled UCI sets of the other
 estimators' protocols (glass, heart, sonar, soybean) and segment, with psdlearn's
 documented scaling (``psdlearn.datasets.load``).
@@ -124,8 +124,8 @@ def run_set(name, seeds, oracle):
         eig = np.linalg.eigvalsh(model.metric_)
         per_seed.append({
             "seed": seed, "n_train": len(Xtr), "D": Xtr.shape[1],
-            "triplets": len(model.triplets_),
-            "violated": violated(Xtr, model.triplets_),
+            "triplets": len(model.side_info_.triplets),
+            "violated": violated(Xtr, model.side_info_.triplets),
             "euclidean": knn_accuracy(Xtr, ytr, Xte, yte),
             "psdboost": learned_accuracy(model, Xtr, ytr, Xte, yte),
             "former": learned_accuracy(former, Xtr, ytr, Xte, yte),

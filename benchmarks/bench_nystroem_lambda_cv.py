@@ -3,7 +3,7 @@
 Run: ``python benchmarks/bench_nystroem_lambda_cv.py [--reps R] [--sets a,b]``. Writes
 ``benchmarks/results/nystroem_lambda_cv.{md,json}``.
 
-The protocol of ``psdlearn reproduce nystrom-table1`` (Lan et al. 2017 §6.1: 100 labelled
+The protocol of ``python -m reproductions nystrom-table1`` (Lan et al. 2017 §6.1: 100 labelled
 points evenly over the classes, m = 10% of n landmarks, the paper's beta (8), the lambda
 grid 1e-5 .. 1e5, a linear SVM with C = 1 on the features of the labelled points, error on
 the unlabelled ones), on the same labelled draws with ``lambda_selection="alignment"``

@@ -30,7 +30,7 @@ Every fit is capped by ``max_iter`` (``--max-iter`` scales the caps) so that the
 ends in about 15 minutes on a quiet 2-core machine; ``converged=False`` rows stopped at
 the cap and report the master value reached and the certified gap.
 
-Times are wall-clock seconds of one fit (``fit_triplets``; the triplet search is excluded).
+Times are wall-clock seconds of one fit (``fit(X, Triplets(T))``; the triplet search is excluded).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def fit(X, T, **kw):
         # (benchmarks/bench_psdboost_solvers.py compares the solvers).
         # C of the committed tables: the former C="auto", nu = 0.1
         kw = {"C": 1.0 / (LPBOOST_NU * len(T)), **kw}
-        m = pl.PSDBoost(random_state=0, solver="column-generation", **kw).fit_triplets(X, T)
+        m = pl.PSDBoost(random_state=0, solver="column-generation", **kw).fit(X, pl.Triplets(T))
         elapsed = time.perf_counter() - t0
     converged = not any("max_iter" in str(w.message) for w in caught)
     return m, elapsed, converged

@@ -81,7 +81,7 @@ def fit(X, T, nu=LPBOOST_NU, **kw):
         warnings.simplefilter("ignore")
         load = os.getloadavg()[0]
         t0, c0 = time.perf_counter(), time.process_time()
-        m = pl.PSDBoost(random_state=0, C=1.0 / (nu * len(T)), **kw).fit_triplets(X, T)
+        m = pl.PSDBoost(random_state=0, C=1.0 / (nu * len(T)), **kw).fit(X, pl.Triplets(T))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     m.bench_nu_, m.bench_load_ = nu, f"{load:.1f}/{os.getloadavg()[0]:.1f}"
     return m, wall, cpu

@@ -87,7 +87,8 @@ def test_every_form_of_side_information_gives_the_same_fit():
     X, y = _decoy(60)
     partial = np.where(np.arange(60) < 20, y, -1)
     C = as_constraints(partial, 60)  # every pair of the 20 labelled points
-    fits = [pl.ConstrainedClustering(2, estimator=pl.NPKL(random_state=0),
+    # a fixed rank: rank="auto" counts labels by the smallest pair set implying them
+    fits = [pl.ConstrainedClustering(2, estimator=pl.NPKL(rank=10, random_state=0),
                                      random_state=0).fit(X, side)
             for side in (C, C.to_array(), partial)]
     for other in fits[1:]:
@@ -134,3 +135,23 @@ def test_bad_input():
     with pytest.raises(ValueError, match="refers to"):
         pl.ConstrainedClustering(2).fit(X[:10], C)
     assert clone(pl.ConstrainedClustering(4, estimator=pl.RCA())).get_params()["n_clusters"] == 4
+
+
+def test_triplets_reach_a_learner_that_takes_them():
+    X, y = _decoy(90)
+    T = pl.Triplets(pl.triplets_from_labels(X, y, n_triplets=200, random_state=0))
+    cl = pl.ConstrainedClustering(2, estimator=pl.PSDBoost(), random_state=0)
+    cl.fit(X, T)
+    assert rand_score(y, cl.labels_) > 0.95
+    with pytest.raises(ValueError, match="Triplets"):
+        pl.ConstrainedClustering(2, estimator=pl.RCA()).fit(X, T)
+
+
+def test_a_learner_that_cannot_embed_is_refused():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _decoy(30)
+    with pytest.raises(TypeError, match="needs a learner with fit and transform"):
+        pl.ConstrainedClustering(2, estimator=LogisticRegression()).fit(X, y)
+    with pytest.raises(TypeError, match="PairsClassifier needs a learner"):
+        pl.PairsClassifier(LogisticRegression()).fit(X[[[0, 1], [2, 3]]], [1, -1])

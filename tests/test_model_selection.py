@@ -86,6 +86,58 @@ def test_split_of_an_array_indexes_its_rows():
         list(ConstraintKFold(4).split(arr))
 
 
+def test_constraint_kfold_is_a_scikit_learn_splitter_over_every_form_of_pairs():
+    from sklearn.model_selection import BaseCrossValidator, check_cv
+
+    X, y = _blobs(60)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    for groups in ("pairs", "components"):
+        cv = ConstraintKFold(3, groups=groups)
+        assert isinstance(cv, BaseCrossValidator) and check_cv(cv) is cv
+        assert cv.get_n_splits() == 3 and "groups=" in repr(cv)
+        ref = list(cv.split(C))
+        for form, (pairs, signs) in {"indices": (C.pairs, C.signs),
+                                     "rows": (C.to_array(), None)}.items():
+            got = list(cv.split(pairs, signs))
+            for (tr, te), (tr0, te0) in zip(got, ref, strict=True):
+                np.testing.assert_array_equal(te, te0, err_msg=form)
+                np.testing.assert_array_equal(tr, tr0, err_msg=form)
+        # pairs of points: the points are numbered by value, so the folds differ from
+        # those of the indices, but they are folds of the same kind
+        tests = [te for _, te in cv.split(X[C.pairs], C.signs)]
+        assert np.array_equal(np.sort(np.concatenate(tests)), np.arange(C.n_pairs))
+        assert all((C.signs[te] > 0).any() and (C.signs[te] < 0).any() for te in tests)
+        if groups == "components":
+            g = must_link_groups(C)
+            assert all(np.intersect1d(g[te], np.delete(g, te)).size == 0 for te in tests)
+        # the folds are a property of the set of pairs, not of the order of the rows
+        perm = np.random.default_rng(0).permutation(C.n_pairs)
+        flipped = C.pairs[perm][:, ::-1]
+        for (_, te), (_, te0) in zip(cv.split(flipped, C.signs[perm]), ref, strict=True):
+            np.testing.assert_array_equal(np.sort(perm[te]), te0)
+
+
+def test_constraint_kfold_input_errors_and_the_renamed_argument():
+    _, y = _blobs(30)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    cv = ConstraintKFold(3)
+    with pytest.raises(ValueError, match="y .* is required"):
+        list(cv.split(C.pairs))
+    with pytest.raises(ValueError, match=r"\+1 .* or -1"):
+        list(cv.split(C.pairs, (C.signs > 0).astype(int)))
+    with pytest.raises(ValueError, match="entries but X holds"):
+        list(cv.split(C.pairs, C.signs[:-1]))
+    with pytest.raises(ValueError, match="X must be"):
+        list(cv.split(np.zeros((4, 5))))
+    with pytest.warns(FutureWarning, match="renamed 'X'"):
+        old = list(cv.split(constraints=C))
+    for (tr, te), (tr0, te0) in zip(old, cv.split(C), strict=True):
+        np.testing.assert_array_equal(te, te0)
+        np.testing.assert_array_equal(tr, tr0)
+    with pytest.warns(FutureWarning, match="renamed 'X'"):
+        assert cv.get_n_splits(constraints=C) == 3
+
+
 # ------------------------------------------------------------------------- score
 def test_score_properties():
     X, y = _blobs(90)
@@ -251,7 +303,7 @@ def test_npklcv_picks_the_gamma_that_learns_something():
     # the refit is NPKL on every constraint with the chosen gamma
     ref = _fit_quiet(pl.NPKL(graph="precomputed", gamma=cv.gamma_, random_state=0), L, C)
     assert cv.objective() == pytest.approx(ref.objective(), rel=1e-3)
-    assert cv.constraints_.n_pairs == C.n_pairs and cv.embedding_.shape == (90, cv.rank_)
+    assert cv.side_info_.n_pairs == C.n_pairs and cv.embedding_.shape == (90, cv.rank_)
 
 
 def test_npklcv_default_grid_and_transform():
@@ -281,7 +333,7 @@ def test_gridsearch_over_kernel_metric_learner_pipeline():
     X, y = _blobs(60, d=4, scale=1.5)
     pipe = Pipeline([("kml", pl.KernelMetricLearner(random_state=0)),
                      ("knn", KNeighborsClassifier(3))])
-    grid = {"kml__kernel_gamma": [0.05, 0.5], "kml__n_components": [2, 5]}
+    grid = {"kml__kernel_gamma": [0.05, 0.5], "kml__rank": [2, 5]}
     search = _fit_quiet(GridSearchCV(pipe, grid, cv=3), X, y)
     assert search.cv_results_["mean_test_score"].shape == (4,)
     assert search.score(X, y) > 0.5

@@ -253,6 +253,47 @@ def test_rank_auto_never_above_n_with_labels():
     assert model.rank_ <= 60
 
 
+@pytest.mark.parametrize("loss, solver", [("hinge", "bcd"), ("pcp", "admm")])
+def test_rank_auto_from_labels_counts_the_smallest_equivalent_pairs(loss, solver):
+    """From labels, rank="auto" counts (l - c) + c (c - 1) / 2 pairs (2 m + n for pcp), not
+    the l (l - 1) / 2 implied ones: 90 labelled points in 3 classes give m = 90, r = 12
+    (pcp: 2 * 90 + 90 = 270, r = 22); a third of them, m = 30, r = 7 (pcp: 150, r = 16).
+    The same pairs given as PairwiseConstraints are counted as given."""
+    from psdlearn.npkl.problem import auto_rank, label_pairs
+
+    X, y = _blobs(90)
+    kw = dict(loss=loss, solver=solver, max_iter=5, certificate_tol=None)
+    extra = 90 if loss == "pcp" else 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = pl.NPKL(**kw).fit(X, y)
+        partial_y = np.where(np.arange(90) % 3 == 0, y, -1)
+        partial = pl.NPKL(**kw).fit(X, partial_y)
+        pairs = pl.NPKL(**kw).fit(X, pl.PairwiseConstraints.from_labels(y, n_must=60,
+                                                                        n_cannot=60,
+                                                                        random_state=0))
+    assert full.rank_ == auto_rank(2 * 90 + extra if extra else 90)
+    assert full.rank_ == (22 if loss == "pcp" else 12)
+    assert partial.rank_ == (16 if loss == "pcp" else 7)
+    assert full.side_info_.n_pairs == 90 * 89 // 2  # the fit still uses every pair
+    assert pairs.rank_ == auto_rank(2 * 120 + extra if extra else 120)
+    P, S = label_pairs(partial_y)
+    assert len(P) == 30 - 3 + 3 and (S > 0).sum() == 27
+    assert np.all(partial_y[P[S > 0, 0]] == partial_y[P[S > 0, 1]])
+    assert len(np.unique(partial_y[P[S < 0]], axis=0)) == 3
+
+
+def test_rank_auto_on_iris_labels_and_npklcv_agree():
+    from psdlearn.model_selection import NPKLCV
+
+    X, y = pl.datasets.load("iris")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pl.NPKL(max_iter=5, certificate_tol=None).fit(X, y)
+        cv = NPKLCV(gammas=[1.0], cv=2, max_iter=5, certificate_tol=None).fit(X, y)
+    assert model.rank_ == cv.rank_ == 16
+
+
 def test_requires_y_and_edges():
     X, y = _blobs(30)
     with pytest.raises(ValueError, match="requires y to be passed"):

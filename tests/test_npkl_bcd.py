@@ -446,7 +446,7 @@ def test_invalid_arguments():
     prob = _blob_problem(60, 2, 0, "hinge")
     E0 = initial_embedding(prob.n_samples, 3, 0)
     with pytest.raises(ValueError, match="unconstrained"):
-        _fit_through_npkl(prob, unconstrained="jacobi")
+        _fit_through_npkl(prob, solver_options={"unconstrained": "jacobi"})
     with pytest.raises(ValueError, match="E0"):
         solve_bcd(prob, E0[:-1])
     with pytest.raises(ValueError, match="block_iter"):
@@ -539,7 +539,7 @@ def test_over_relaxation_keeps_objective_monotone_and_same_optimum(loss, frac):
         f0, f1 = plain.objective_history[-1], sor.objective_history[-1]
         assert f1 == pytest.approx(f0, rel=1e-5, abs=1e-8)
     with pytest.raises(ValueError, match="omega"):
-        _fit_through_npkl(prob, loss=loss, omega=2.0)
+        _fit_through_npkl(prob, loss=loss, solver_options={"omega": 2.0})
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -330,3 +330,34 @@ def test_block_without_fallback_is_all_or_nothing():
     assert np.all(values <= true[: len(values)] + 1e-12)
     warm, _ = smallest_eigenpairs(S, 1, v0=vectors[:, 0])
     assert warm[0] <= true[0] + 1e-12 and warm[0] == pytest.approx(true[0], abs=1e-6)
+
+
+def test_uncertified_fit_warns_what_to_change():
+    """A default fit whose certificate fails says which value to change, and the advice
+    works: iris with the pairs of the design example is certified at the suggested tol."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = pl.datasets.load("iris")
+    C = pl.PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"not certified: relative duality gap "
+                      r"0\.001\d* > certificate_tol=0\.0001 .* too loose for that gap: "
+                      r"refit with tol=1e-07"):
+        loose = pl.NPKL(random_state=0).fit(X, C)
+    assert loose.converged_ and not loose.certificate_.certified
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        tight = pl.NPKL(tol=1e-7, random_state=0).fit(X, C)
+    assert tight.certificate_.certified
+    rng = np.random.default_rng(0)
+    yb = np.repeat(np.arange(3), 20)
+    Xb = rng.normal(size=(60, 4)) * 0.6 + 3.0 * np.eye(3, 4)[yb]
+    Cb = pl.PairwiseConstraints.from_labels(yb, n_must=15, n_cannot=15, random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"negative eigenvalue .* rank=1 is too "
+                      r"small; refit with rank=9 or rank='adaptive'"):
+        pl.NPKL(rank=1, random_state=0).fit(Xb, Cb)
+    with pytest.warns(ConvergenceWarning, match=r"stopped at max_iter=5 before tol=1e-05: "
+                      r"refit with max_iter=20"):
+        pl.NPKL(max_iter=5, random_state=0).fit(Xb, Cb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        pl.NPKL(rank=1, certificate_tol=None, random_state=0).fit(Xb, Cb)

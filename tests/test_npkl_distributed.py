@@ -125,12 +125,13 @@ def test_bcd_hinge_exact_stage_is_monotone_and_reports_the_exact_objective(clien
 
     X, C, Xd = hinge_data
     monkeypatch.setattr(dbcd._bcd, "REFRESH", 1)
-    dist = pl.NPKL(hinge_smoothing=None, max_iter=40, tol=0.0, random_state=0,
+    dist = pl.NPKL(solver_options={"hinge_smoothing": None}, max_iter=40, tol=0.0, random_state=0,
                    **HINGE).fit(Xd, C)
     h = np.asarray(dist.objective_history_)
     assert len(h) == 41 and dist.smoothing_stages_ == [(0.0, 40)]
     assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
-    single = pl.NPKL(hinge_smoothing=None, max_iter=1, random_state=0, **HINGE).fit(X, C)
+    single = pl.NPKL(solver_options={"hinge_smoothing": None}, max_iter=1,
+                     random_state=0, **HINGE).fit(X, C)
     E = dist.embedding_.compute()
     assert _relative(single.objective(E), h[-1]) < 1e-12
     # K = 0 scores gamma per pair: the fit is well below it
@@ -143,7 +144,8 @@ def test_bcd_hinge_objective_equals_single_machine(client, hinge_data):
     single-machine hinge BCD reach the same optimum to 1e-6 relative (measured: about 850
     sweeps; Algorithm 1 alone stops at order-dependent points 1e-3 to 1e-1 apart)."""
     X, C, Xd = hinge_data
-    kw = dict(hinge_smoothing="auto", tol=1e-7, max_iter=5000, random_state=0, **HINGE)
+    kw = dict(solver_options={"hinge_smoothing": "auto"},
+              tol=1e-7, max_iter=5000, random_state=0, **HINGE)
     single = pl.NPKL(**kw).fit(X, C)
     dist = pl.NPKL(**kw).fit(Xd, C)
     assert single.converged_ and dist.converged_

@@ -87,7 +87,11 @@ def test_side_info_forms_agree():
     assert np.array_equal(C.signs == 1, y[C.pairs[:, 0]] == y[C.pairs[:, 1]])
     a = pl.NPKL(loss="square", random_state=0, max_iter=30).fit(X, C)
     b = pl.NPKL(loss="square", random_state=0, max_iter=30).fit(X, C.to_array())
+    # labels count fewer pairs in rank="auto" (the smallest set implying them): same
+    # problem at the same rank
     c = pl.NPKL(loss="square", random_state=0, max_iter=30).fit(X, y_partial)
+    assert c.rank_ < a.rank_
+    c.set_params(rank=a.rank_).fit(X, y_partial)
     assert np.array_equal(a.embedding_, b.embedding_)
     assert np.array_equal(a.embedding_, c.embedding_)
 
@@ -110,8 +114,8 @@ def test_fit_attributes_monotone_and_deterministic(loss):
     X, y = _blobs(seed=2)
     C = pl.PairwiseConstraints.from_labels(y, random_state=2)
     # Theorem 1 is about Algorithm 1 itself: no smoothing stages for the hinge here
-    m1 = pl.NPKL(loss=loss, random_state=4, hinge_smoothing=None).fit(X, C)
-    m2 = pl.NPKL(loss=loss, random_state=4, hinge_smoothing=None).fit(X, C)
+    m1 = pl.NPKL(loss=loss, random_state=4, solver_options={"hinge_smoothing": None}).fit(X, C)
+    m2 = pl.NPKL(loss=loss, random_state=4, solver_options={"hinge_smoothing": None}).fit(X, C)
     assert m1.embedding_.shape == (len(X), auto_rank(C.n_pairs)) == (len(X), m1.rank_)
     assert np.array_equal(m1.embedding_, m2.embedding_)
     hist = np.asarray(m1.objective_history_)
@@ -200,7 +204,8 @@ def test_bcd_within_one_percent_of_sdp(loss):
 def test_hinge_smoothing_stages_and_final_exact_stage_monotone():
     X, y = _blobs(seed=2)
     C = pl.PairwiseConstraints.from_labels(y, random_state=2)
-    plain = pl.NPKL(loss="hinge", random_state=4, hinge_smoothing=None).fit(X, C)
+    plain = pl.NPKL(loss="hinge", random_state=4,
+                    solver_options={"hinge_smoothing": None}).fit(X, C)
     smooth = pl.NPKL(loss="hinge", random_state=4).fit(X, C)
     mus = [mu for mu, _ in smooth.smoothing_stages_]
     assert mus == [0.1, 0.01, 0.001, 0.0001, 0.0]
@@ -227,4 +232,5 @@ def test_omega_auto_rule():
     A = (np.diag(D) - L.toarray()) / np.sqrt(np.outer(D, D))
     rho2 = np.abs(np.linalg.eigvalsh(A)).max()
     assert m2.omega_ == pytest.approx(2 / (1 + np.sqrt(1 - rho2**2)), rel=1e-3)
-    assert pl.NPKL(loss="square", omega=1.0, random_state=0).fit(X, C).omega_ == 1.0
+    fixed = pl.NPKL(loss="square", solver_options={"omega": 1.0}, random_state=0).fit(X, C)
+    assert fixed.omega_ == 1.0

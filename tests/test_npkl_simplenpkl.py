@@ -232,12 +232,13 @@ def test_estimator_warns_at_max_iter_and_validates():
     problem = make_problem(n=40, loss="hinge")
     C = np.column_stack([problem.pairs, problem.signs])
     with pytest.warns(ConvergenceWarning, match="simplenpkl"):
-        pl.NPKL(solver="simplenpkl", graph="precomputed", B=1e4, max_iter=1,
+        pl.NPKL(solver="simplenpkl", graph="precomputed", solver_options={"B": 1e4}, max_iter=1,
                 random_state=0).fit(problem.laplacian, C)
     with pytest.raises(TypeError, match="'p'"):  # only the papers' p = 2 exists
         pl.NPKL(solver="simplenpkl", p=3)
     with pytest.raises(ValueError):
-        pl.NPKL(solver="simplenpkl", B=-1.0).fit(np.eye(5), np.array([[0, 1, 1]]))
+        pl.NPKL(solver="simplenpkl", solver_options={"B": -1.0}).fit(
+            np.eye(5), np.array([[0, 1, 1]]))
 
 
 def test_m_plus_zero_gives_zero_kernel():

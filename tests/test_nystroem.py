@@ -150,7 +150,7 @@ def test_y_none_is_standard_nystroem():
     E = rbf_kernel(X, g.landmarks_, gamma=g.kernel_gamma_)
     K = E @ pinvh(rbf_kernel(g.landmarks_, gamma=g.kernel_gamma_), rtol=1e-10) @ E.T
     assert np.allclose(Q @ Q.T, K, atol=1e-8 * np.abs(K).max())
-    assert g.lambda_ is None and g.side_info_ == "none" and g.converged_ and g.n_iter_ == 0
+    assert g.lambda_ is None and g.side_info_ is None and g.converged_ and g.n_iter_ == 0
     assert g.kernel_gamma_ == pytest.approx(1.0 / mean_squared_distance(X))
 
 
@@ -165,7 +165,7 @@ def test_no_side_information_falls_back_to_nystroem_with_a_warning(y, what):
         warnings.simplefilter("ignore", UserWarning)  # the cannot-link one, tested below
         with pytest.warns(UserWarning, match=f"{what}.*standard Nystrom kernel.*y=None"):
             g = GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, y)
-    assert g.lambda_ is None and g.side_info_ == "none"
+    assert g.lambda_ is None and g.side_info_ is None
     assert np.array_equal(g.transform(X), plain.transform(X))
 
 
@@ -405,7 +405,7 @@ def test_must_links_are_groups_fitted_on_within_group_pairs():
     groups[6:10] = 1
     C = chain_must_links(groups, len(y))
     g = GeneralizedNystroem(n_landmarks=15, lambdas=[1e-2], random_state=0).fit(X, C)
-    assert g.side_info_ == "must-link groups"
+    assert isinstance(g.side_info_, pl.PairwiseConstraints) and g.side_info_.n_cannot == 0
     # the groups are the connected components: the closure (every within-group pair) and
     # the same pairs as an (m, 3) array give the same fit
     for other in (C.closure(), C.to_array()):
@@ -496,3 +496,57 @@ def test_eigenbasis_iterations_report_the_objective_of_the_returned_s():
     generic = solve_dictionary(prior, lam, half, max_iter=50, tol=0.0, accelerated=False)
     assert np.allclose(generic.objective_history, res.objective_history, rtol=1e-8)
     assert np.allclose(generic.S, res.S, atol=1e-8 * np.abs(res.S).max())
+
+
+# ------------------------------------------------------------ side_info_, output API
+def test_side_info_is_what_the_fit_used_and_refits_the_same():
+    X, y = two_blobs(n=80)
+    partial = np.full(len(y), -1)
+    partial[::5] = y[::5]
+    g = GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2, 1.0], random_state=0).fit(X, partial)
+    assert np.array_equal(g.side_info_, partial) and g.side_info_ is not partial
+    h = GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2, 1.0], random_state=0).fit(
+        X, g.side_info_)
+    assert np.array_equal(h.dictionary_, g.dictionary_)
+    # pairs: the must-links are kept, the ignored cannot-links are not
+    C = pl.PairwiseConstraints([[0, 1], [1, 2], [3, 4], [0, 3]], [1, 1, 1, -1], n_samples=80)
+    with pytest.warns(UserWarning, match="ignores the 1 cannot-link"):
+        g = GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2], max_iter=500,
+                                random_state=0).fit(X, C)
+    assert g.side_info_.n_cannot == 0
+    assert np.array_equal(g.side_info_.pairs, C.must_link)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        h = GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2], max_iter=500,
+                                random_state=0).fit(X, g.side_info_)
+    assert not [w for w in caught if "cannot-link" in str(w.message)]
+    assert np.array_equal(h.dictionary_, g.dictionary_)
+
+
+def test_kernel_gamma_defaults_to_auto():
+    assert GeneralizedNystroem().get_params()["kernel_gamma"] == "auto"
+
+
+def test_feature_names_and_pandas_output():
+    pd = pytest.importorskip("pandas")
+    X, y = two_blobs(n=60)
+    g = GeneralizedNystroem(n_landmarks=10, random_state=0).fit(X, y)
+    names = [f"generalizednystroem{i}" for i in range(g.rank_)]
+    assert list(g.get_feature_names_out()) == names
+    out = GeneralizedNystroem(n_landmarks=10, random_state=0).set_output(
+        transform="pandas").fit(X, y).transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == names
+    assert np.allclose(out.to_numpy(), g.transform(X))
+
+
+def test_transform_of_the_training_points_is_the_learned_kernel_per_row():
+    # No embedding_ is kept: transform(X_fit) is the fitted kernel E S E^T itself, and
+    # each row depends on its own point only
+    X, y = two_blobs(n=60)
+    g = GeneralizedNystroem(n_landmarks=10, random_state=0).fit(X, y)
+    assert not hasattr(g, "embedding_")
+    Q = g.transform(X)
+    E = rbf_kernel(X, g.landmarks_, gamma=g.kernel_gamma_)
+    assert np.allclose(Q @ Q.T, E @ g.dictionary_ @ E.T, atol=1e-10)
+    assert np.allclose(g.transform(X[[7]]), Q[[7]], rtol=1e-12, atol=1e-14)
+    assert np.allclose(g.transform(X[::-1]), Q[::-1], rtol=1e-12, atol=1e-14)

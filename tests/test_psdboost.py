@@ -51,36 +51,36 @@ def test_params_roundtrip_and_clone():
 def test_invalid_parameters_raise(kwargs, match):
     X, T = _problem()
     with pytest.raises(ValueError, match=match):
-        pl.PSDBoost(**kwargs).fit_triplets(X, T)
+        pl.PSDBoost(**kwargs).fit(X, pl.Triplets(T))
 
 
 def test_bad_triplets_raise_and_duplicates_warn():
     X, T = _problem(n=10, t=5)
     model = pl.PSDBoost()
     with pytest.raises(ValueError, match=r"out of range \[0, 10\) in row 5"):
-        model.fit_triplets(X, np.vstack([T, [0, 1, 10]]))
+        model.fit(X, pl.Triplets(np.vstack([T, [0, 1, 10]]), n_samples=len(X)))
     with pytest.raises(ValueError, match="negative"):
-        model.fit_triplets(X, np.vstack([T, [-1, 1, 2]]))
+        model.fit(X, pl.Triplets(np.vstack([T, [-1, 1, 2]])))
     with pytest.raises(ValueError, match="repeats an index"):
-        model.fit_triplets(X, np.vstack([T, [3, 3, 4]]))
+        model.fit(X, pl.Triplets(np.vstack([T, [3, 3, 4]])))
     with pytest.raises(ValueError, match="shape"):
-        model.fit_triplets(X, T[:, :2])
+        model.fit(X, pl.Triplets(T[:, :2]))
     with pytest.raises(ValueError, match="no triplet"):
-        model.fit_triplets(X, np.empty((0, 3), dtype=int))
+        model.fit(X, pl.Triplets(np.empty((0, 3), dtype=int)))
     with pytest.raises(ValueError, match="integer"):
-        model.fit_triplets(X, T + 0.5)
+        model.fit(X, pl.Triplets(T + 0.5))
     with pytest.raises(ValueError, match="refers to 11 samples but X has 10"):
         model.fit(X, pl.Triplets(np.vstack([T, [0, 1, 10]])))
     with pytest.raises(ValueError, match="C="):
-        pl.PSDBoost(C=0.1).fit_triplets(X, T)  # C t = 0.5 < 1: (3) unbounded
+        pl.PSDBoost(C=0.1).fit(X, pl.Triplets(T))  # C t = 0.5 < 1: (3) unbounded
     X_nan = X.copy()
     X_nan[0, 0] = np.nan
     with pytest.raises(ValueError):
-        model.fit_triplets(X_nan, T)
+        model.fit(X_nan, pl.Triplets(T))
     T_before = T.copy()
     with pytest.warns(UserWarning, match="duplicate"):
-        model.fit_triplets(X, np.vstack([T, T[:2]]))
-    assert len(model.triplets_) == len(T)
+        model.fit(X, pl.Triplets(np.vstack([T, T[:2]])))
+    assert len(model.side_info_.triplets) == len(T)
     assert np.array_equal(T, T_before)
 
 
@@ -90,7 +90,7 @@ def test_degenerate_triplets_warn():
     X = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])
     T = np.array([[0, 1, 2], [0, 1, 3], [1, 2, 3]])
     with pytest.warns(UserWarning, match="satisfied by every metric"):
-        pl.PSDBoost().fit_triplets(X, T)
+        pl.PSDBoost().fit(X, pl.Triplets(T))
 
 
 def test_matrix_free_operator_matches_dense():
@@ -114,7 +114,7 @@ def test_single_triplet_closed_form():
     # t = 1 forces C >= 1, so xi = 0 and the optimum is max_{tr X = 1} <A, X> =
     # lambda_max(A), attained by the top eigenvector of A.
     X, T = _problem(n=5, d=4, t=1, seed=3)
-    m = pl.PSDBoost(tol=1e-10).fit_triplets(X, T)
+    m = pl.PSDBoost(tol=1e-10).fit(X, pl.Triplets(T))
     lam = np.linalg.eigvalsh(_dense_A(X, T)[0])[-1]
     assert m.objective_ == pytest.approx(lam, rel=1e-8)
     assert np.allclose(m.slacks_, 0.0)
@@ -123,7 +123,7 @@ def test_single_triplet_closed_form():
 def test_hard_margin_when_C_at_least_one():
     # With C >= 1 no slack pays off: rho equals the smallest margin of metric_.
     X, T = _problem(t=15, seed=4)
-    m = pl.PSDBoost(C=1.0, tol=1e-6).fit_triplets(X, T)
+    m = pl.PSDBoost(C=1.0, tol=1e-6).fit(X, pl.Triplets(T))
     assert np.allclose(m.slacks_, 0.0, atol=1e-9)
     assert _margins(X, T, m.metric_).min() == pytest.approx(m.rho_, abs=1e-7)
 
@@ -131,7 +131,7 @@ def test_hard_margin_when_C_at_least_one():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_metric_invariants_and_transform(seed):
     X, T = _problem(seed=seed)
-    m = pl.PSDBoost(tol=1e-7, random_state=0).fit_triplets(X, T)
+    m = pl.PSDBoost(tol=1e-7, random_state=0).fit(X, pl.Triplets(T))
     assert m.converged_
     M = m.get_mahalanobis_matrix()
     assert np.allclose(M, M.T)
@@ -147,7 +147,7 @@ def test_metric_invariants_and_transform(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_lp_duality_and_complementary_slackness(seed):
     X, T = _problem(seed=seed)
-    m = pl.PSDBoost(solver="column-generation", tol=1e-7).fit_triplets(X, T)
+    m = pl.PSDBoost(solver="column-generation", tol=1e-7).fit(X, pl.Triplets(T))
     w, C, pi = m.dual_weights_, m.C_, m.objective_history_[-1]
     # Dual feasibility of (D1) and equal primal / dual values.
     assert w.sum() == pytest.approx(1.0, abs=1e-9)
@@ -169,7 +169,7 @@ def test_lp_duality_and_complementary_slackness(seed):
 
 def test_certificate_at_termination():
     X, T = _problem(seed=5)
-    m = pl.PSDBoost(solver="column-generation", tol=1e-6).fit_triplets(X, T)
+    m = pl.PSDBoost(solver="column-generation", tol=1e-6).fit(X, pl.Triplets(T))
     w = m.best_dual_weights_
     assert w.sum() == pytest.approx(1.0) and w.min() >= 0 and w.max() <= m.C_ * (1 + 1e-9)
     lam = np.linalg.eigvalsh(np.einsum("r,rij->ij", w, _dense_A(X, T)))[-1]
@@ -186,7 +186,7 @@ def test_objective_history_never_decreases(kwargs):
     # Every added column can only raise the restricted master value (aggregation keeps
     # the current X feasible); allowance: HiGHS's 1e-7 feasibility tolerance.
     X, T = _problem(d=6, seed=6)
-    m = pl.PSDBoost(solver="column-generation", tol=1e-7, **kwargs).fit_triplets(X, T)
+    m = pl.PSDBoost(solver="column-generation", tol=1e-7, **kwargs).fit(X, pl.Triplets(T))
     h = np.array(m.objective_history_)
     assert np.all(np.diff(h) >= -1e-7 * max(1.0, np.abs(h).max()))
     assert h[-1] <= min(m.lambda_max_history_) + 1e-12
@@ -204,7 +204,7 @@ def test_master_recovers_when_highs_reports_unknown():
     X, _, y, _ = train_test_split(X, y, test_size=0.3, stratify=y, random_state=1)
     T = pl.triplets_from_labels(X, y)
     m = pl.PSDBoost(C=1 / (0.2 * len(T)), solver="column-generation",
-                    random_state=1).fit_triplets(X, T)
+                    random_state=1).fit(X, pl.Triplets(T))
     ref = solve_ipm(X, T, m.C_)
     assert m.converged_
     assert abs(m.objective_ - ref.objective) <= m.eps_
@@ -213,13 +213,13 @@ def test_master_recovers_when_highs_reports_unknown():
 def test_convergence_warning_at_max_iter():
     X, T = _problem(d=8, t=60, seed=7)
     with pytest.warns(ConvergenceWarning, match="max_iter"):
-        pl.PSDBoost(max_iter=1, tol=0.0).fit_triplets(X, T)
+        pl.PSDBoost(max_iter=1, tol=0.0).fit(X, pl.Triplets(T))
 
 
 def test_fit_from_labels_uses_nearest_neighbour_triplets():
     X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
     m = pl.PSDBoost(n_neighbors=1, n_triplets=50, random_state=0).fit(X, y)
-    T = m.triplets_
+    T = m.side_info_.triplets
     assert T.shape == (50, 3)
     D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
     np.fill_diagonal(D2, np.inf)
@@ -228,7 +228,7 @@ def test_fit_from_labels_uses_nearest_neighbour_triplets():
         assert D2[i, j] == D2[i, y == y[i]].min()
         assert D2[i, k] == D2[i, y != y[i]].min()
     m2 = pl.PSDBoost(n_neighbors=1, n_triplets=50, random_state=0).fit(X, y)
-    assert np.array_equal(m2.triplets_, T) and np.allclose(m2.metric_, m.metric_)
+    assert np.array_equal(m2.side_info_.triplets, T) and np.allclose(m2.metric_, m.metric_)
 
 
 def test_default_triplets_are_three_target_neighbours_with_nu_0_3():
@@ -237,11 +237,11 @@ def test_default_triplets_are_three_target_neighbours_with_nu_0_3():
     X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
     m = pl.PSDBoost(random_state=0).fit(X, y)
     assert m.get_params()["n_neighbors"] == 3 and m.get_params()["C"] == "auto"
-    assert np.array_equal(m.triplets_, pl.triplets_from_labels(X, y, n_neighbors=3))
-    assert len(m.triplets_) == 3 * len(X)  # every class has more than 3 points
-    assert m.C_ == pytest.approx(1.0 / (0.3 * len(m.triplets_)))
+    assert np.array_equal(m.side_info_.triplets, pl.triplets_from_labels(X, y, n_neighbors=3))
+    assert len(m.side_info_.triplets) == 3 * len(X)  # every class has more than 3 points
+    assert m.C_ == pytest.approx(1.0 / (0.3 * len(m.side_info_.triplets)))
     paper = pl.PSDBoost(n_neighbors=1, random_state=0).fit(X, y)
-    assert np.array_equal(paper.triplets_, pl.triplets_from_labels(X, y))
+    assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))
 
 
 def test_default_3nn_beats_euclidean_3nn_on_the_synthetic_set():
@@ -267,7 +267,7 @@ def test_objective_equals_sdp_optimum(seed, C):
     from psdlearn.psdboost.sdp import solve_sdp
 
     X, T = _problem(d=5 + seed, seed=seed)
-    m = pl.PSDBoost(C=C, tol=1e-7, solver="column-generation").fit_triplets(X, T)
+    m = pl.PSDBoost(C=C, tol=1e-7, solver="column-generation").fit(X, pl.Triplets(T))
     ref = solve_sdp(X, T, m.C_)
     assert ref.status == "optimal"
     assert m.upper_bound_ - m.objective_ <= m.eps_
@@ -291,7 +291,7 @@ def test_paper_algorithm_matches_sdp():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         m = pl.PSDBoost(n_columns=1, smoothing=0.0, tol=1e-7, max_iter=5000,
-                        solver="column-generation").fit_triplets(X, T)
+                        solver="column-generation").fit(X, pl.Triplets(T))
     ref = solve_sdp(X, T, m.C_)
     assert m.objective_ == pytest.approx(ref.objective, rel=1e-4, abs=1e-6)
 
@@ -343,8 +343,8 @@ def test_row_generation_master_equals_full_lp(seed, t, C):
 
 def test_verbose_reports_progress_without_changing_the_fit(capsys):
     X, T = _problem(seed=3)
-    quiet = pl.PSDBoost(random_state=0).fit_triplets(X, T)
-    loud = pl.PSDBoost(random_state=0, verbose=1).fit_triplets(X, T)
+    quiet = pl.PSDBoost(random_state=0).fit(X, pl.Triplets(T))
+    loud = pl.PSDBoost(random_state=0, verbose=1).fit(X, pl.Triplets(T))
     captured = capsys.readouterr()
     assert "PSDBoost" in captured.err and "gap=" in captured.err
     assert captured.out == ""
@@ -370,13 +370,13 @@ def test_fit_transform_matches_fit_then_transform():
 
 def test_converged_and_iteration_count():
     X, T = _problem(seed=2)
-    m = pl.PSDBoost(tol=1e-6).fit_triplets(X, T)
+    m = pl.PSDBoost(tol=1e-6).fit(X, pl.Triplets(T))
     assert m.converged_ is True
     assert m.n_iter_ == len(m.objective_history_) == len(m.time_history_)
     assert m.upper_bound_ - m.objective_ <= m.eps_
     assert m.fit_time_ >= m.time_history_[-1] > 0
     with pytest.warns(ConvergenceWarning):
-        capped = pl.PSDBoost(max_iter=2, tol=0.0).fit_triplets(X, T)
+        capped = pl.PSDBoost(max_iter=2, tol=0.0).fit(X, pl.Triplets(T))
     assert capped.converged_ is False and capped.n_iter_ == 2
 
 
@@ -388,12 +388,12 @@ def test_labels_with_unlabelled_points_and_any_label_type():
     partial = y.copy()
     partial[::3] = -1
     m = pl.PSDBoost(random_state=0).fit(X, partial)
-    assert np.all(partial[m.triplets_] != -1)  # unlabelled points are never used
+    assert np.all(partial[m.side_info_.triplets] != -1)  # unlabelled points are never used
     # String labels: only equality of labels matters, "-1" still means unlabelled.
     names = np.array(["a", "b", "c"])[y].astype(object)
     names[::3] = "-1"
     m2 = pl.PSDBoost(random_state=0).fit(X, names)
-    assert np.array_equal(m2.triplets_, m.triplets_)
+    assert np.array_equal(m2.side_info_.triplets, m.side_info_.triplets)
     assert np.allclose(m2.metric_, m.metric_)
 
 
@@ -403,21 +403,22 @@ def test_pairs_give_the_triplets_of_their_shared_points():
     m = pl.PSDBoost(random_state=0).fit(X, C)
     must = {tuple(sorted(p)) for p in C.must_link.tolist()}
     cannot = {tuple(sorted(p)) for p in C.cannot_link.tolist()}
-    assert len(m.triplets_) > 0
-    for i, j, k in m.triplets_:
+    assert len(m.side_info_.triplets) > 0
+    for i, j, k in m.side_info_.triplets:
         assert tuple(sorted((i, j))) in must and tuple(sorted((i, k))) in cannot
     # The same pairs as an (m, 3) array of [i, j, +1/-1] rows give the same fit.
     m2 = pl.PSDBoost(random_state=0).fit(X, C.to_array())
-    assert np.array_equal(m2.triplets_, m.triplets_) and np.allclose(m2.metric_, m.metric_)
+    assert np.array_equal(m2.side_info_.triplets, m.side_info_.triplets)
+    assert np.allclose(m2.metric_, m.metric_)
     sub = pl.PSDBoost(n_triplets=10, random_state=0).fit(X, C)
-    assert len(sub.triplets_) == 10
+    assert len(sub.side_info_.triplets) == 10
 
 
 def test_triplets_are_used_as_given():
     X, T = _problem(seed=1)
     m = pl.PSDBoost(n_triplets=5, random_state=0).fit(X, pl.Triplets(T, n_samples=len(X)))
-    assert np.array_equal(m.triplets_, T)  # n_triplets subsamples derived triplets only
-    m2 = pl.PSDBoost(n_triplets=5, random_state=0).fit_triplets(X, T)
+    assert np.array_equal(m.side_info_.triplets, T)  # n_triplets subsamples derived triplets only
+    m2 = pl.PSDBoost(n_triplets=5, random_state=0).fit(X, pl.Triplets(T))
     assert np.allclose(m2.metric_, m.metric_)
 
 
@@ -506,7 +507,7 @@ def test_sigint_from_a_timer_keeps_the_last_complete_master_solve(monkeypatch):
     monkeypatch.setattr(RestrictedMaster, "solve", solve_then_arm)
     try:
         with pytest.warns(FitInterruptedWarning, match="interrupted"):
-            model.fit_triplets(X, T)
+            model.fit(X, pl.Triplets(T))
         stopped = time.perf_counter()
     except KeyboardInterrupt:
         pytest.fail("the interrupt escaped fit instead of stopping the column generation")
@@ -524,7 +525,7 @@ def test_interrupt_keeps_the_solve_before_it_and_reraises_without_one(monkeypatc
     X, T, model = _slow_problem()
     reference = clone(model).set_params(max_iter=3)
     with pytest.warns(ConvergenceWarning):
-        reference.fit_triplets(X, T)
+        reference.fit(X, pl.Triplets(T))
     solve, calls = RestrictedMaster.solve, []
 
     def interrupted_solve(self):
@@ -535,7 +536,7 @@ def test_interrupt_keeps_the_solve_before_it_and_reraises_without_one(monkeypatc
 
     monkeypatch.setattr(RestrictedMaster, "solve", interrupted_solve)
     with pytest.warns(FitInterruptedWarning, match="after 3 complete master solves"):
-        model.fit_triplets(X, T)
+        model.fit(X, pl.Triplets(T))
     assert model.n_iter_ == 3
     assert model.objective_history_ == reference.objective_history_
     assert np.array_equal(model.metric_, reference.metric_)
@@ -544,4 +545,64 @@ def test_interrupt_keeps_the_solve_before_it_and_reraises_without_one(monkeypatc
     calls.clear()
     calls.extend([1, 1, 1])
     with pytest.raises(KeyboardInterrupt):
-        clone(model).fit_triplets(X, T)
+        clone(model).fit(X, pl.Triplets(T))
+
+
+# ------------------------------------------------------------ renamed names, output API
+def test_fit_triplets_is_a_deprecated_alias_of_fit_with_triplets():
+    X, T = _problem(seed=3)
+    with pytest.warns(FutureWarning, match=r"fit_triplets.*deprecated.*fit\(X, psdlearn"):
+        old = pl.PSDBoost(random_state=0).fit_triplets(X, T)
+    new = pl.PSDBoost(random_state=0).fit(X, pl.Triplets(T))
+    assert np.array_equal(old.metric_, new.metric_)
+    assert old.objective_ == new.objective_ and old.solver_ == new.solver_
+
+
+def test_side_info_holds_the_triplets_and_triplets_is_deprecated():
+    X, y = pl.datasets.make_triplet_synthetic(60, 4, random_state=0)
+    m = pl.PSDBoost(n_neighbors=2, random_state=0).fit(X, y)
+    assert isinstance(m.side_info_, pl.Triplets) and m.side_info_.n_samples == len(X)
+    assert np.array_equal(m.side_info_.triplets, pl.triplets_from_labels(X, y, n_neighbors=2))
+    with pytest.warns(FutureWarning, match="triplets_ is deprecated.*side_info_.triplets"):
+        assert np.array_equal(m.triplets_, m.side_info_.triplets)
+    # the triplets kept give the same fit again
+    again = pl.PSDBoost(random_state=0).fit(X, m.side_info_)
+    assert np.allclose(again.metric_, m.metric_, atol=1e-10)
+    with pytest.warns(FutureWarning):
+        assert not hasattr(pl.PSDBoost(), "triplets_")
+
+
+def test_mahalanobis_matrix_and_metric_in_nearest_neighbors():
+    from sklearn.neighbors import NearestNeighbors
+
+    X, y = pl.datasets.make_triplet_synthetic(60, 4, random_state=1)
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    M = m.get_mahalanobis_matrix()
+    assert np.allclose(M, M.T, atol=1e-12)
+    assert np.linalg.eigvalsh((M + M.T) / 2).min() >= -1e-10
+    assert np.trace(M) == pytest.approx(1.0)
+    assert np.allclose(M, m.components_.T @ m.components_, atol=1e-10)
+    metric = m.get_metric()
+    u, v = X[2], X[40]
+    assert metric(u, v) == pytest.approx(np.sqrt((u - v) @ M @ (u - v)), rel=1e-8)
+    Z = m.transform(X)
+    dist, ind = NearestNeighbors(n_neighbors=4, metric=metric).fit(X).kneighbors(X[:12])
+    dist_z, ind_z = NearestNeighbors(n_neighbors=4).fit(Z).kneighbors(Z[:12])
+    assert np.array_equal(ind, ind_z)
+    assert np.allclose(dist, dist_z, rtol=1e-8, atol=1e-12)
+
+
+def test_set_output_pandas_and_per_row_transform():
+    pd = pytest.importorskip("pandas")
+    X, y = pl.datasets.make_triplet_synthetic(60, 4, random_state=2)
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    names = [f"psdboost{i}" for i in range(m.rank_)]
+    assert list(m.get_feature_names_out()) == names
+    out = m.set_output(transform="pandas").transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == names
+    m.set_output(transform="default")
+    # no embedding_: transform is a linear map, each row from its own point
+    assert not hasattr(m, "embedding_")
+    Z = m.transform(X)
+    assert np.allclose(out.to_numpy(), Z)
+    assert np.allclose(m.transform(X[5:6]), Z[5:6], rtol=1e-12, atol=0)

@@ -56,7 +56,7 @@ def test_agrees_with_column_generation():
     # Two different algorithms for the same problem: LP column generation with its own
     # certificate, and the interior-point method.
     X, T = _problem(d=6, t=80, seed=5)
-    m = pl.PSDBoost(tol=1e-7).fit_triplets(X, T)
+    m = pl.PSDBoost(tol=1e-7).fit(X, pl.Triplets(T))
     res = solve_ipm(X, T, m.C_)
     assert res.objective == pytest.approx(m.objective_, rel=1e-5)
     assert res.upper_bound >= m.objective_ - 1e-9 and m.upper_bound_ >= res.objective - 1e-9
@@ -76,7 +76,7 @@ def test_unbounded_c_and_iteration_cap():
     X, T = _problem()
     # The solver trusts C; the estimator refuses a C for which (3) is unbounded.
     with pytest.raises(ValueError, match="unbounded"):
-        pl.PSDBoost(C=0.5 / len(T), solver="interior-point").fit_triplets(X, T)
+        pl.PSDBoost(C=0.5 / len(T), solver="interior-point").fit(X, pl.Triplets(T))
     res = solve_ipm(X, T, 0.1, max_iter=3)
     assert res.status == "max_iter" and res.n_iter == 3
     with pytest.raises(ValueError, match="max_triplets"):

@@ -29,7 +29,7 @@ def _problem(**kwargs):
 SOLVERS = ["column-generation", "interior-point", "subspace", "working-set"]
 COMMON = ["metric_", "components_", "rank_", "objective_", "upper_bound_", "rho_", "slacks_",
           "dual_weights_", "objective_history_", "upper_bound_history_", "time_history_",
-          "n_iter_", "converged_", "n_matvec_", "C_", "eps_", "triplets_", "solver_"]
+          "n_iter_", "converged_", "n_matvec_", "C_", "eps_", "side_info_", "solver_"]
 
 
 def _scale(X, T):
@@ -68,7 +68,7 @@ def test_every_solver_reaches_the_cvxpy_optimum(solver, seed, d, t, C):
     from psdlearn.psdboost.sdp import solve_sdp
 
     X, T = _problem(n=60, d=d, t=t, seed=seed)
-    m = pl.PSDBoost(solver=solver, C=C, tol=1e-6, random_state=0).fit_triplets(X, T)
+    m = pl.PSDBoost(solver=solver, C=C, tol=1e-6, random_state=0).fit(X, pl.Triplets(T))
     ref = solve_sdp(X, T, m.C_)
     assert ref.status == "optimal" and m.solver_ == solver and m.converged_
     scale = max(abs(ref.objective), _scale(X, T))
@@ -109,7 +109,7 @@ def test_bounds_bracket_the_optimum_at_every_stop(solver, stop):
     assert opt.upper_bound - opt.objective <= 1e-8 * s
     match = "max_time" if "max_time" in stop else "max_iter"
     with pytest.warns(ConvergenceWarning, match=match):
-        m = pl.PSDBoost(solver=solver, C=C, tol=0.0, random_state=0, **stop).fit_triplets(X, T)
+        m = pl.PSDBoost(solver=solver, C=C, tol=0.0, random_state=0, **stop).fit(X, pl.Triplets(T))
     assert m.converged_ is False
     assert m.objective_ <= opt.objective + 1e-8 * s
     assert m.upper_bound_ >= opt.objective - 1e-8 * s
@@ -152,7 +152,7 @@ def test_a_callback_returning_true_stops_the_solver_at_its_last_iterate(solve):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_the_same_fitted_attributes_for_every_solver(solver):
     X, T = _problem(seed=1)
-    m = pl.PSDBoost(solver=solver, random_state=0).fit_triplets(X, T)
+    m = pl.PSDBoost(solver=solver, random_state=0).fit(X, pl.Triplets(T))
     for name in COMMON:
         assert hasattr(m, name), name
     t, D = T.shape[0], X.shape[1]
@@ -172,11 +172,11 @@ def test_auto_picks_as_documented(monkeypatch):
     X, T = _problem(n=30, d=5, t=41, seed=2)
     # Both bounds must hold for the interior-point method; either one exceeded picks the
     # working set.
-    assert pl.PSDBoost().fit_triplets(X[:, :4], T[:40]).solver_ == "interior-point"
-    assert pl.PSDBoost().fit_triplets(X[:, :4], T).solver_ == "working-set"
-    assert pl.PSDBoost().fit_triplets(X, T[:40]).solver_ == "working-set"
+    assert pl.PSDBoost().fit(X[:, :4], pl.Triplets(T[:40])).solver_ == "interior-point"
+    assert pl.PSDBoost().fit(X[:, :4], pl.Triplets(T)).solver_ == "working-set"
+    assert pl.PSDBoost().fit(X, pl.Triplets(T[:40])).solver_ == "working-set"
     for solver in SOLVERS:
-        assert pl.PSDBoost(solver=solver).fit_triplets(X, T).solver_ == solver
+        assert pl.PSDBoost(solver=solver).fit(X, pl.Triplets(T)).solver_ == solver
 
 
 def test_solver_choices_are_the_registry():
@@ -185,7 +185,7 @@ def test_solver_choices_are_the_registry():
     assert REGISTRY.names() == tuple(SOLVERS)
     X, T = _problem(seed=2)
     with pytest.raises(ValueError, match="'solver' parameter"):
-        pl.PSDBoost(solver="newton").fit_triplets(X, T)
+        pl.PSDBoost(solver="newton").fit(X, pl.Triplets(T))
 
 
 @pytest.mark.parametrize("seed,t,C", [(0, 10, 0.25), (1, 37, 0.1), (2, 20, 0.05),

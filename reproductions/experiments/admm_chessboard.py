@@ -123,7 +123,8 @@ def _jmlr(y, L, draws):
         C = component_constraints(y, random_state=seed)
         for loss in ("linear", "squared_hinge"):
             for c in JMLR_C:
-                model = NPKL(solver="simplenpkl", loss=loss, gamma=c / 2, B=1.0,
+                model = NPKL(solver="simplenpkl", loss=loss, gamma=c / 2,
+                             solver_options={"B": 1.0},
                              graph="precomputed", random_state=seed).fit(L, C)
                 labels = kernel_kmeans(model.embedding_, 2, n_init=20, random_state=seed)
                 out.setdefault(f"simplenpkl_{loss}", {}).setdefault(c, []).append(

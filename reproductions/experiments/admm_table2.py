@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.npkl.estimator import NPKL
@@ -86,7 +88,9 @@ def _warm_up():
 
     X, y = make_two_gaussians(60, random_state=0)
     C = PairwiseConstraints.from_labels(y, random_state=0)
-    NPKL(solver="admm", loss="pcp", max_iter=5, random_state=0).fit(X, C)
+    with warnings.catch_warnings():  # 5 iterations: neither converged nor certified
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        NPKL(solver="admm", loss="pcp", max_iter=5, random_state=0).fit(X, C)
 
 
 def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
@@ -327,7 +331,8 @@ def _init_study(out_dir, quick, log):
         row = {"dataset": name, "max_iter": max_iter}
         for init in ("random", "bcd"):
             recs = run_repetitions(X, y, n_neighbors=k, reps=reps, laplacian=L, loss="pcp",
-                                   solver="admm", max_iter=max_iter, init=init)
+                                   solver="admm", max_iter=max_iter,
+                                   solver_options={"init": init})
             s = summarize(recs)
             row[f"{init}: objective"] = f"{np.mean([r['objective'] for r in recs]):.6g}"
             row[f"{init}: rand %"] = _fmt(s["rand_mean"], s["rand_std"])
@@ -360,7 +365,8 @@ def _figures(out_dir, quick, log, have_sdp):
                "SDP optimum": "not run"}
         hlines = {}
         if have_sdp:
-            sdp = NPKL(loss="pcp", solver="sdp", graph="precomputed", sdp_force=True,
+            sdp = NPKL(loss="pcp", solver="sdp", graph="precomputed",
+                       solver_options={"force": True},
                        gamma=1.0).fit(L, C)
             opt = sdp.objective_history_[-1]
             hlines = {"SDP optimum (cvxpy)": opt}

@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
 
 from psdlearn import datasets
-from psdlearn.constraints import triplets_from_labels
+from psdlearn.constraints import Triplets, triplets_from_labels
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
 from reproductions.experiments._plot import plot_lines
@@ -80,7 +80,7 @@ def run(out_dir, quick=False, log=print):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()
-            m = PSDBoost(C=C, random_state=rep).fit_triplets(X[tr], T)
+            m = PSDBoost(C=C, random_state=rep).fit(X[tr], Triplets(T))
             boost_s = time.perf_counter() - t0
         errors["PSDBoost"].append(_error(m.transform(X[tr]), y[tr], m.transform(X[te]), y[te]))
         errors["Euclidean"].append(_error(X[tr], y[tr], X[te], y[te]))
@@ -107,7 +107,7 @@ def run(out_dir, quick=False, log=print):
         for nu in SENSITIVITY_NU:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                alt = PSDBoost(C=1.0 / (nu * len(T)), random_state=rep).fit_triplets(X[tr], T)
+                alt = PSDBoost(C=1.0 / (nu * len(T)), random_state=rep).fit(X[tr], Triplets(T))
             sensitivity[nu].append(_error(alt.transform(X[tr]), y[tr], alt.transform(X[te]),
                                           y[te]))
         record.update({f"error {k}": v[-1] for k, v in errors.items() if v})
@@ -116,8 +116,8 @@ def run(out_dir, quick=False, log=print):
             # Fig. 1 (right) is the dual objective per column-generation iteration.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                h = PSDBoost(C=C, solver="column-generation", random_state=rep).fit_triplets(
-                    X[tr], T).objective_history_
+                h = PSDBoost(C=C, solver="column-generation", random_state=rep).fit(
+                    X[tr], Triplets(T)).objective_history_
             plot_lines(out_dir / "psdboost_pendigits.png",
                        {"PSDBoost": (list(range(1, len(h) + 1)), h)}, xlabel="iterations",
                        ylabel="Opt(D1)", title="Pendigits 1/5/7/9, 320 triplets",

@@ -19,7 +19,7 @@ import warnings
 
 from sklearn.exceptions import ConvergenceWarning
 
-from psdlearn.constraints import triplets_from_labels
+from psdlearn.constraints import Triplets, triplets_from_labels
 from psdlearn.datasets import make_triplet_synthetic
 from psdlearn.psdboost import PSDBoost
 from psdlearn.psdboost.estimator import LPBOOST_NU
@@ -57,7 +57,7 @@ def run(out_dir, quick=False, log=print):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()
-            m = PSDBoost(C=C, random_state=0, **params).fit_triplets(X, T)
+            m = PSDBoost(C=C, random_state=0, **params).fit(X, Triplets(T))
             elapsed = time.perf_counter() - t0
         h = m.objective_history_
         generation = m.solver_ == "column-generation"

@@ -1,6 +1,6 @@
 """Writing results: a markdown table and a JSON file with the run's environment.
 
-Used by the reproductions (``psdlearn reproduce``) and by the scripts in ``benchmarks/``.
+Used by the reproductions (``python -m reproductions``) and by the scripts in ``benchmarks/``.
 """
 
 from __future__ import annotations

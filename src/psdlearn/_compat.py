@@ -6,16 +6,17 @@ module imports them from here, so that a rename upstream is fixed once.
 
 - ``_fit_context``: the decorator of ``fit`` that validates ``_parameter_constraints``.
 - ``Interval``, ``StrOptions``, ``RealNotInt``: the constraint types of
-  ``_parameter_constraints``.
+  ``_parameter_constraints``; ``Hidden`` keeps a constraint (the ``"deprecated"`` default
+  of a renamed parameter) out of the error messages.
 
 Behaviour that differs between supported versions of an optional dependency is settled
 here too: :func:`hnsw_build_threads` (faiss-cpu).
 """
 
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
 
-__all__ = ["Interval", "RealNotInt", "StrOptions", "_fit_context", "hnsw_build_threads"]
+__all__ = ["Hidden", "Interval", "RealNotInt", "StrOptions", "_fit_context", "hnsw_build_threads"]
 
 #: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on
 #: nearly every run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion

@@ -54,6 +54,14 @@ def _default_learner():
     return NPKL()
 
 
+def check_learner(learner, owner):
+    """Raise a TypeError unless ``learner`` can be fitted and embed points."""
+    if not (hasattr(learner, "fit") and hasattr(learner, "transform")):
+        raise TypeError(f"{owner} needs a learner with fit and transform (a psdlearn "
+                        f"estimator such as NPKL or RCA); got {type(learner).__name__}.")
+    return learner
+
+
 def _seed_learner(learner, rng):
     """Give a clone whose ``random_state`` is None a seed drawn from ``rng``, so that the
     meta-estimator's ``random_state`` makes the whole fit reproducible."""
@@ -93,8 +101,8 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     ``predict(X_train)`` equals ``labels_``.
 
     The constraints shape the kernel, not the assignment: a must-link pair can end in two
-    clusters when the learned kernel still separates it. Side information is given as in
-    every psdlearn estimator (``docs/glossary.md``).
+    clusters when the learned kernel still separates it. Side information is given as to
+    every psdlearn estimator (see the glossary).
 
     Parameters
     ----------
@@ -205,7 +213,7 @@ default=None
         rng = check_random_state(self.random_state)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                           ensure_min_samples=2)
-        learner = _seed_learner(self._learner(), rng)
+        learner = _seed_learner(check_learner(self._learner(), "ConstrainedClustering"), rng)
         if y is None and get_tags(learner).target_tags.required:
             warnings.warn(f"y=None: {type(learner).__name__} learns from side information "
                           "and none was given, so X itself is clustered (plain k-means); "

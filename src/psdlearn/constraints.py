@@ -573,7 +573,7 @@ class Triplets(_SampleIndexRows):
     """Relative constraints ``d(x_i, x_j) < d(x_i, x_k)`` over ``n_samples`` points.
 
     The side information of :class:`psdlearn.PSDBoost`, passed as ``y`` of ``fit`` (see
-    the glossary, ``docs/glossary.md``). A bare ``(t, 3)`` array would be ambiguous with
+    the glossary of the documentation). A bare ``(t, 3)`` array would be ambiguous with
     the ``[i, j, +1/-1]`` rows of pairwise constraints, hence this wrapper.
 
     Parameters
@@ -657,8 +657,8 @@ _KIND_WORDS = {
 def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
     """Validate ``y`` of ``fit(X, y)`` and say which kind of side information it is.
 
-    The one convention of every psdlearn estimator (``docs/glossary.md``), and the one
-    reading of each form as pairs:
+    The one convention of every psdlearn estimator (the glossary of the documentation),
+    and the one reading of each form as pairs:
 
     - a :class:`PairwiseConstraints`, or an ``(m, 3)`` array of ``[i, j, +1/-1]`` rows:
       those pairs (``kind="pairs"``);
@@ -693,7 +693,7 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
     if y is None:
         if required:
             raise ValueError(f"this estimator requires y to be passed, but the target y is "
-                             f"None: pass {wanted} (see docs/glossary.md).")
+                             f"None: pass {wanted} (see the glossary of the documentation).")
         return SideInfo("none")
     if isinstance(y, PairwiseConstraints | Triplets):
         kind = "pairs" if isinstance(y, PairwiseConstraints) else "triplets"

@@ -19,14 +19,10 @@ All neighbour searches of the library go through :class:`NeighborIndex`:
   dimensions (queries in Z-order, :mod:`psdlearn._order`), else its brute force
   (squared distances by BLAS products, in chunks of queries, on all cores; dense or CSR
   input, sparse input is never densified);
-- ``"approximate"``: an HNSW graph (faiss-cpu's ``IndexHNSWFlat``, optional extra
-  ``ann``), chosen by measurement (``benchmarks/results/ann_libraries.md``): as fast as
-  hnswlib, deterministic for a given seed on one thread (``n_jobs=1``) and nearly always
-  on several (hnswlib is not; faiss before 1.15.1 builds on one thread for it,
-  :func:`psdlearn._compat.hnsw_build_threads`), binary
-  wheels, and no per-process compilation (pynndescent compiles for 2 minutes per process).
-  On integer-valued data it indexes the distinct rows and searches by (distance, index),
-  the exact search's order among tied points (:mod:`psdlearn._hnsw`);
+- ``"approximate"``: a hierarchical navigable small world (HNSW) graph (faiss-cpu's
+  ``IndexHNSWFlat``, optional extra ``ann``; Malkov & Yashunin 2020), deterministic for a
+  given seed on one thread (``n_jobs=1``). On integer-valued data it indexes the distinct
+  rows and searches by (distance, index), the exact search's order among tied points;
 - ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` points (or in at most
   :data:`AUTO_TREE_MAX_FEATURES` dimensions, where the kd-tree stays fast), approximate
   above when faiss is installed.
@@ -83,51 +79,38 @@ SIGMA_NEIGHBORS = 10
 
 KNN_METHODS = ("auto", "exact", "approximate")
 
-#: The exact search uses the kd-tree up to this many dense features and brute force above.
-#: Measured (10-d Gaussians, k = 10, all points queried, 2 cores): the tree is 6-20x faster
-#: in 2-4 dimensions, even at 6 (n = 1e5: 44 s against 103 s), and 1.7-4.6x slower from 8
-#: on (n = 2e4, d = 10: 7.2 s against 1.6 s).
+#: The exact search uses the kd-tree up to this many dense features and brute force above,
+#: where the tree stops paying for itself.
 KD_TREE_MAX_FEATURES = 6
 
 #: ``knn_method="auto"`` searches exactly up to this many points. The exact all-points
-#: search costs O(n^2 d) by brute force; at n = 2e4 it takes about 2 s in 10-d, about what
-#: the approximate search costs there, and grows quadratically beyond.
+#: search costs O(n^2 d) by brute force: about what the approximate search costs at this n,
+#: and it grows quadratically beyond.
 AUTO_EXACT_MAX_SAMPLES = 20_000
 
 #: ... and at any n in at most this many dense features, where the kd-tree search stays
-#: near n log n (n = 1e5, d = 2: 0.8 s).
+#: near n log n.
 AUTO_TREE_MAX_FEATURES = 3
 
 #: HNSW graph degree, construction and search breadth (faiss). The search breadth is
-#: ``max(ceil(HNSW_EF_FACTOR * k), HNSW_EF_MIN)`` for ``k`` neighbours. Measured at n = 1e5,
-#: 10-d, k = 10 (ann_libraries.md): M = 8 reaches recall 0.95-0.97 at ef = 15-20 and
-#: M = 16 0.98-0.99; 12 keeps a margin for larger n, where the recall of a fixed setting
-#: falls. On a9a (k = 50) the factor 1.5 keeps a tie-aware recall of 0.998 (2: 0.9995).
-#: At n = 1e6, 10-d, the graph's query (k = 10 + self) with ef = 17 makes 226 distance
-#: computations per point at recall@10 0.969; ef = 24 makes 310 for 0.981.
+#: ``max(ceil(HNSW_EF_FACTOR * k), HNSW_EF_MIN)`` for ``k`` neighbours; the degree keeps a
+#: margin of recall for large n, where the recall of a fixed setting falls.
 HNSW_M = 12
 HNSW_EF_CONSTRUCTION = 40
 HNSW_EF_FACTOR = 1.5
 HNSW_EF_MIN = 16
 #: The HNSW search returns ``ceil(HNSW_TIE_FACTOR * k)`` candidates and keeps the ``k``
-#: first in (distance, index) order. On binary data many points tie at the k-th distance
-#: (a9a, k = 50: a median of 108 points at the 50th distance); the exact search keeps the
-#: low indices among them, a global order, while HNSW would keep those its traversal met
-#: first, a local one. That makes the approximate graph more mutual and its degrees flatter
-#: (a9a: 51% of kNN edges mutual against 46% exact, degree std 24.6 against 34.7) and
-#: moved the NPKL objective by -3.0%; with 1.5 k candidates sorted by index: 47%, 31.3 and
-#: -2.1% (benchmarks/results/knn_graph_quality.md).
+#: first in (distance, index) order. On binary data many points tie at the k-th distance;
+#: the exact search keeps the low indices among them, a global order, while HNSW would keep
+#: those its traversal met first, a local one, which makes the graph more mutual and its
+#: degrees flatter than the exact graph's.
 HNSW_TIE_FACTOR = 1.5
 #: On integer-valued data the HNSW graph indexes the distinct rows and searches by
 #: (distance, index), the exact search's order (``psdlearn._hnsw``): each distinct row gets
 #: one more coordinate ``sqrt(eps m)``, ``m`` its lowest index, ``eps = HNSW_INDEX_BIAS / n``
 #: (below the gap of 1 between distinct squared distances of integer data), and the search
-#: takes ``HNSW_INTEGER_TIE_FACTOR * k`` candidates. On a9a (k = 50) the ball up to the
-#: 50th distance holds a median of 129 points (253 at the 90th percentile); the neighbours
-#: agree with a full (distance, index) sort at 0.970 (0 bias, 1.5 k: 0.830), 0.980 once
-#: the rows are deduplicated, 0.987 / 0.994 with 2 k / 3 k candidates, and with 3 k the
-#: NPKL objective moves by -0.22% against the exact graph (-2.1% before). Deduplication
-#: pays for the breadth: 5.6 CPU s for the graph against 6.4 s for 1.5 k without it.
+#: takes ``HNSW_INTEGER_TIE_FACTOR * k`` candidates, enough for the balls of tied points of
+#: binary data.
 HNSW_INDEX_BIAS = 0.5
 HNSW_INTEGER_TIE_FACTOR = 3.0
 #: Seed of faiss's level draws when ``random_state`` is None (faiss's own default).
@@ -136,10 +119,9 @@ _FAISS_DEFAULT_SEED = 12345
 #: Rows of each query block: it bounds the memory of a block and lets Ctrl-C and the
 #: progress bar act between blocks. Brute force: ``_QUERY_WORK`` distance terms per block.
 _QUERY_WORK = 2e8
-#: kd-tree: a block holds only its lists, so its size is set by time: about 1 s at
-#: n = 3e5 in 6-d, while each call's fixed cost (about 1 ms) stays small (blocks sized
-#: like brute-force ones, 64 rows at n = 1e6, made the 3-d search 3 times slower;
-#: benchmarks/results/knn_query_order.md).
+#: kd-tree: a block holds only its lists, so its size is set by time (about a second),
+#: while each call's fixed cost (about 1 ms) stays small; much smaller blocks slow the
+#: search down several times.
 _KD_TREE_BLOCK = 8192
 
 
@@ -195,11 +177,9 @@ class NeighborIndex:
     random_state : int, RandomState instance or None, default=None
         Seeds the HNSW construction (its level draws) and the queries of
         :meth:`estimate_recall`. With ``n_jobs=1`` the same seed gives the same
-        neighbours. On several threads faiss 1.15.1 nearly always builds the same graph
-        (``benchmarks/results/ann_libraries.md``; 300 of 300 builds of the test problem
-        alike), but its insertion order is not guaranteed: one full test run under a load
-        of about 4 on 2 cores built a different graph. Use ``n_jobs=1`` where the
-        neighbours must repeat bit for bit.
+        neighbours. On several threads faiss nearly always builds the same graph, but its
+        insertion order is not guaranteed: use ``n_jobs=1`` where the neighbours must
+        repeat bit for bit.
     verbose : int, default=0
         Progress bar of long searches on stderr.
 
@@ -330,9 +310,8 @@ class NeighborIndex:
                 dist[rows], ind[rows] = _drop_self(d_nodes[node], i_nodes[node], rows)
             return dist, ind
         # The kd-tree answers the queries in spatial order: consecutive queries then walk
-        # the same leaves. The lists do not depend on the order of the queries; for the
-        # indexed points, fit + search take 1.1-2.2 times less time than in input order at
-        # n = 1e5-1e6 in 2-6 dimensions (benchmarks/results/knn_query_order.md).
+        # the same leaves. The lists do not depend on the order of the queries, only the
+        # time does.
         if self.backend_ == "kd_tree" and sp.issparse(Q):
             Q = Q.toarray()   # at most KD_TREE_MAX_FEATURES columns; the tree wants dense
         order = spatial_order(Q) if self.backend_ == "kd_tree" and n_q > 1 else None

@@ -1,6 +1,6 @@
 """Evaluation measures used by the papers.
 
-- :func:`pairwise_accuracy`: the Rand index (seeds 000, 001), the fraction of the
+- :func:`pairwise_accuracy`: the Rand index (Hu & Kwok 2015, 2013), the fraction of the
   ``n (n - 1) / 2`` pairs on which a clustering and the true classes agree.
 - :func:`centered_alignment`: kernel alignment of centered kernels (Lan et al. 2017 eq. 14).
 - :func:`class_separation`: ``J`` of Yeung et al. 2007 eq. (17), mean between-class over mean

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,7 +33,6 @@ from psdlearn._progress import progress_bar
 from psdlearn.constraints import PairwiseConstraints, as_constraints
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl.estimator import NPKL
-from psdlearn.npkl.problem import auto_rank, rank_rule_count
 
 __all__ = ["ClusteringScorer", "ConstraintKFold", "NPKLCV", "select_gamma"]
 
@@ -105,6 +105,18 @@ def _pair_rows(X, y):
     return pairs, signs.astype(np.int64)
 
 
+def _renamed_x(X, constraints):
+    """``X``, or the value of its former name ``constraints`` with a FutureWarning."""
+    if constraints is None:
+        return X
+    warnings.warn("the argument 'constraints' of ConstraintKFold.split / get_n_splits is "
+                  "renamed 'X' (scikit-learn's splitter API); 'constraints' will be removed "
+                  "in the next release.", FutureWarning, stacklevel=3)
+    if X is not None:
+        raise TypeError("pass the pairs as X or as constraints, not both.")
+    return constraints
+
+
 class ConstraintKFold(BaseCrossValidator):
     """K-fold cross-validation over pairs, stratified by sign.
 
@@ -125,8 +137,9 @@ class ConstraintKFold(BaseCrossValidator):
     held out instead (all the must-links of a component, all the cannot-links between two
     components), so that no held-out pair follows from the training ones; the folds are
     then only approximately balanced (a large component is one group). The leak inflates
-    the held-out score but shifts every value of a hyperparameter alike; see the method
-    notes (``docs/notes/model_selection.md``) for the measured effect on the choice.
+    the held-out score but shifts every value of a hyperparameter alike (the method notes
+    on model selection, in the documentation, give its measured effect on the choice).
+    Use ``"components"`` where the held-out score itself is reported.
 
     Parameters
     ----------
@@ -161,21 +174,24 @@ class ConstraintKFold(BaseCrossValidator):
         self.random_state = random_state
         self.groups = groups
 
-    def get_n_splits(self, X=None, y=None, groups=None):
+    def get_n_splits(self, X=None, y=None, groups=None, *, constraints=None):
         """Number of folds.
 
         Parameters
         ----------
         X, y, groups : object
             Ignored; present for the scikit-learn splitter API.
+        constraints : object
+            Deprecated name of ``X``; ignored.
 
         Returns
         -------
         int
         """
+        _renamed_x(X, constraints)
         return self.n_splits
 
-    def split(self, X, y=None, groups=None):
+    def split(self, X=None, y=None, groups=None, *, constraints=None):
         """Yield ``(train_idx, test_idx)`` index arrays over the rows of the pairs.
 
         Parameters
@@ -189,11 +205,14 @@ class ConstraintKFold(BaseCrossValidator):
             pairs, read from the constraints otherwise.
         groups : None
             Ignored (the grouping is the ``groups`` parameter); for the splitter API.
+        constraints : object
+            Deprecated name of ``X`` (a ``FutureWarning``); removed in the next release.
 
         Yields
         ------
         train_idx, test_idx : ndarray of int64
         """
+        X = _renamed_x(X, constraints)
         pairs, signs = _pair_rows(X, y)
         for s, name in ((1, "must-links"), (-1, "cannot-links")):
             if np.sum(signs == s) < self.n_splits:
@@ -500,7 +519,7 @@ class NPKLCV(NPKL):
             raise ValueError("y holds no constraint: NPKLCV needs pairs (or labels).")
         rank = self.rank
         if rank == "auto":
-            rank = min(auto_rank(rank_rule_count(self.loss, C.pairs, C.signs, n)), n)
+            rank = self._auto_rank(y, C, n)
         self.gamma0_ = None
         if self.gammas is None or isinstance(self.gammas, numbers.Integral):
             centre, self.gamma0_ = auto_gamma(L, C.pairs, C.signs, self.loss)
@@ -524,8 +543,12 @@ class NPKLCV(NPKL):
             for f, (train, test) in enumerate(splits):
                 C_tr = PairwiseConstraints(C.pairs[train], C.signs[train], n)
                 C_te = PairwiseConstraints(C.pairs[test], C.signs[test], n)
+                # no certificate on the loose fold fits (it would fail and warn), unless
+                # rank="adaptive" grows the rank by it
                 model = self._npkl(graph="precomputed", rank=rank, warm_start=True,
-                                   tol=max(self.tol, self.cv_tol), verbose=0)
+                                   tol=max(self.tol, self.cv_tol), verbose=0,
+                                   certificate_tol=(self.certificate_tol
+                                                    if rank == "adaptive" else None))
                 # small gamma first: K grows along the path, and a stiff large-gamma
                 # problem starts from a near solution (a cold start there is the slowest)
                 for g in range(len(grid)):

@@ -1,8 +1,8 @@
 """Benchmark sets read from a data directory (never downloaded).
 
-The directory is :func:`data_home`; its layout is that of ``shared/data`` (see its
-``MANIFEST.md``): ``adult/``, ``libsvm/`` and ``ssl/`` sub-folders. A file is also accepted
-directly in the data directory, without the sub-folder.
+The directory is :func:`data_home`, with ``adult/`` (the adult sets a1a-a9a), ``libsvm/``
+(the other LIBSVM-format sets) and ``ssl/`` (the Chapelle SSL-book sets) sub-folders. A
+file is also accepted directly in the data directory, without the sub-folder.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def _find(relpath, data_dir=None):
     raise FileNotFoundError(
         f"data file {str(rel)!r} not found in the data directory {str(root)!r} "
         f"(also looked for {rel.name!r} directly in it). Set the {ENV_VAR} environment "
-        "variable to the folder that holds the psdlearn benchmark data (the layout of "
-        "shared/data: adult/, libsvm/, ssl/). Nothing is downloaded."
+        "variable to the folder that holds the data files (sub-folders adult/, libsvm/, "
+        "ssl/). Nothing is downloaded."
     )
 
 

@@ -143,12 +143,9 @@ def make_chessboard(n_samples=100, n_squares=3, random_state=None, *, shuffle=Tr
     points per square, and plain k-means scores at chance level (about 50% Rand index, as
     in the papers) while constraint-guided kernels do well.
 
-    The default board is 3 x 3: of the 2 x 2 to 5 x 5 boards and a one-point-per-square
-    10 x 10 lattice, it is the design on which the papers' other chessboard numbers are
-    reproduced best, all four within about 5 points (``psdlearn reproduce
-    admm-chessboard``: ADMM 86.1 vs 91.3 and MFPC 76.4 vs 71.1 under Hu & Kwok 2013's
-    protocol, SimpleNPKL 55.6 / 56.3 vs 60.2 / 58.8 under the JMLR 2011 protocol; the
-    4 x 4 board used before gives 73.7, 66.4, 51.2 and 51.6).
+    The default board is 3 x 3: of the boards from 2 x 2 to 5 x 5 and a
+    one-point-per-square 10 x 10 lattice, it is the design on which the papers' chessboard
+    numbers are reproduced best.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Nonparametric low-rank kernel learning (seeds 000 and 001): estimator and solvers.
+"""Nonparametric low-rank kernel learning (Hu & Kwok 2015, 2013): estimator and solvers.
 
 :data:`NPKL_SOLVERS` declares the solvers of :class:`NPKL` (see
 :mod:`psdlearn.npkl.solvers`).

@@ -60,8 +60,8 @@ def solve_rounds(est, spec, problem, rank, rng):
 
     options = SolveOptions(max_iter=est.max_iter, tol=est.tol, random_state=rng,
                            callback=callback, verbose=est.verbose,
-                           params={**est.get_params(deep=False), "rank": rank,
-                                   "gamma": est.gamma_},
+                           params={**est.get_params(deep=False), **est.solver_options_,
+                                   "rank": rank, "gamma": est.gamma_},
                            state=state)
     adaptive = est.rank == "adaptive" and spec.certificate
     if adaptive:

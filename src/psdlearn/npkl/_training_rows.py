@@ -19,6 +19,8 @@ import scipy.sparse as sp
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+#: Entries hashed at a time (dense input): a few MB of temporaries.
+_CHUNK = 1 << 18
 
 
 def _mix(z):
@@ -47,10 +49,14 @@ def row_hashes(X):
         z = _mix(_bits(X.data) ^ salt[X.indices])
         cumulative = np.concatenate([np.zeros(1, np.uint64), np.cumsum(z, dtype=np.uint64)])
         return cumulative[X.indptr[1:]] - cumulative[X.indptr[:-1]]
-    B = np.ascontiguousarray(_bits(X))
-    z = _mix(B ^ salt[None, :])
-    z[B == 0] = 0
-    return z.sum(axis=1, dtype=np.uint64)
+    out = np.empty(X.shape[0], dtype=np.uint64)
+    step = max(1, _CHUNK // max(X.shape[1], 1))  # bounded temporaries on large inputs
+    for start in range(0, X.shape[0], step):
+        B = np.ascontiguousarray(_bits(X[start:start + step]))
+        z = _mix(B ^ salt[None, :])
+        z[B == 0] = 0
+        out[start:start + step] = z.sum(axis=1, dtype=np.uint64)
+    return out
 
 
 def _equal_rows(A, B):

@@ -29,11 +29,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import factorized
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils import check_random_state
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Interval, StrOptions, _fit_context
-from psdlearn.constraints import as_constraints
+from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
     build_laplacian,
@@ -44,274 +45,256 @@ from psdlearn.npkl._fit_graph import (
 from psdlearn.npkl._out_of_sample import harmonic_rows, normalized_rows, select_n_neighbors
 from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl.distributed.fit import is_dask_array
-from psdlearn.npkl.problem import LOSSES, NPKLProblem, auto_rank, rank_rule_count
-from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames
+from psdlearn.npkl.problem import (
+    LOSSES,
+    NPKLProblem,
+    auto_rank,
+    label_pairs,
+    rank_rule_count,
+)
+from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames, resolve_options
 
 __all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
+#: Deprecated top-level parameters of NPKL and their ``solver_options`` keys.
+DEPRECATED_OPTIONS = {"unconstrained": "unconstrained", "omega": "omega",
+                      "hinge_smoothing": "hinge_smoothing", "sdp_max_samples": "max_samples",
+                      "sdp_force": "force", "rho": "rho", "init": "init", "B": "B"}
+
 
 class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """Nonparametric low-rank kernel learning from pairwise constraints (Hu & Kwok 2015).
+    r"""Nonparametric low-rank kernel learning from pairwise constraints.
 
-    Learns ``K = E E^T`` that is smooth on the data manifold (small ``tr(L K)``) and agrees
-    with the must-link / cannot-link pairs (see the module docstring for the objective).
+    Learns a positive semidefinite kernel matrix ``K = E E^T`` over the training points
+    that is smooth on the data manifold (small ``tr(L K)`` for the normalized Laplacian
+    ``L`` of a k-nearest-neighbour graph) and agrees with must-link / cannot-link pairs or
+    partial labels (Hu & Kwok 2015, 2013). The rows of ``E`` are an embedding of the
+    points in which the side information holds; :meth:`transform` extends it to new
+    points.
+
+    The problem (Hu & Kwok 2015, eq. 10), over ``E`` of shape ``(n, r)`` with rows
+    ``e_i``, for the margin losses:
+
+    .. math::
+
+        \min_{E \in \mathbb{R}^{n \times r}} \; \operatorname{tr}(E^T L E)
+            + \gamma \sum_{(i, j) \in \mathcal{T}} \ell\big(T_{ij}\, e_i^T e_j\big),
+
+    with ``T_ij = +1`` for a must-link and ``-1`` for a cannot-link, each constrained pair
+    counted once, and ``l(z) = max(1 - z, 0)`` (hinge), ``max(1 - z, 0)^2`` (squared
+    hinge), ``(1 - z)^2`` (square) or ``-z`` subject to ``||e_i|| <= b`` (linear). The
+    ``pcp`` loss is the pairwise constraint propagation objective of Hu & Kwok (2013,
+    eq. 1),
+
+    .. math::
+
+        \min_{K = E E^T} \; \operatorname{tr}(L K)
+            + \frac{\gamma}{2} \sum_{(i, j) \in \Omega} (K_{ij} - t_{ij})^2,
+
+    over the ordered set ``Omega`` of both orders of every constrained pair and every
+    diagonal entry, with targets ``t = 1`` (must-link, diagonal) and ``0``
+    (cannot-link). Without the rank restriction both problems are convex in ``K``; at
+    rank ``r`` the fit is checked against that convex problem by a duality certificate
+    (``certificate_``).
 
     Parameters
     ----------
     loss : {"hinge", "squared_hinge", "square", "linear", "pcp"}, default="hinge"
-        Loss on the margins ``T_ij K_ij``, or ``"pcp"``: ``gamma / 2 sum (K_ij - t_ij)^2``
-        over both orders of every pair and the diagonal, targets 1 (must-link, diagonal)
-        and 0 (cannot-link) (Hu & Kwok 2013 eq. 1).
+        The loss ``l`` on the pairs (see the problem above).
     solver : {"bcd", "admm", "simplenpkl", "sdp", "mfpc"}, default="bcd"
-        ``"bcd"``: block coordinate descent over the rows of ``E`` (Hu & Kwok 2015 Algorithm 1;
-        hinge, squared hinge, square, linear). ``"admm"``: ADMM on ``K = V^T U``, ``V = U``
-        (Hu & Kwok 2013 Algorithm 1; pcp and square). ``"simplenpkl"``: the SimpleNPKL baseline
-        (JMLR 2011). ``"sdp"``: the convex SDP over ``K >= 0`` by cvxpy (extra ``sdp``);
-        small ``n``. ``"mfpc"``: the baseline ``K = Q U Q^T`` of Hu & Kwok 2013 Table 2
-        (Shang, Jiao & Wang 2012): ``Q`` the ``rank`` trailing Laplacian eigenvectors, ``U``
-        PSD and optimal (pcp and square; :mod:`psdlearn.npkl.mfpc`).
+        ``"bcd"``: block coordinate descent over the rows of ``E`` (Hu & Kwok 2015,
+        Algorithm 1), for every loss but ``pcp``. ``"admm"``: ADMM on ``K = V^T U``
+        with ``V = U`` (Hu & Kwok 2013, Algorithm 1), for ``pcp`` and ``square``.
+        ``"simplenpkl"``: SimpleNPKL (Zhuang et al. 2011), every loss. ``"sdp"``: the
+        convex problem over ``K >= 0`` solved by cvxpy (extra ``sdp``), small ``n``
+        only. ``"mfpc"``: ``K = Q U Q^T`` with ``Q`` the ``rank`` trailing Laplacian
+        eigenvectors (Shang et al. 2012), for ``pcp`` and ``square``.
+        :data:`psdlearn.npkl.NPKL_SOLVERS` lists what each solver supports.
     rank : int, "auto" or "adaptive", default="auto"
-        Rank ``r`` of ``K``; ``"auto"`` is the largest ``r`` with ``r (r + 1) / 2 <= m``,
-        with ``m`` the number of constrained pairs, or for ``loss="pcp"`` the size of its
-        ordered set, ``2 m + n`` (Hu & Kwok 2013 Table 1 counts it so), and never above ``n``
-        (a rank-``n`` factor already spans every PSD ``K``). ``"adaptive"`` (``bcd`` and
-        ``admm``): start at ``rank_init``; while the duality certificate
-        (:mod:`psdlearn.npkl.certificate`) does not hold, append the eigenvectors of the
-        negative eigenvalues of the dual matrix as new columns (scaled by a line search,
-        Burer-Monteiro rank escalation, Journée et al. 2010) and continue from there; stop
-        at the first certified rank, where the new columns buy no decrease, or at the
-        ``"auto"`` rank. The rounds that may still grow the rank stop at ``30 tol``; the
-        last one is continued to ``tol`` and certified. For the hinge the rank is set on
-        its Huber-smoothed problem (``mu = 1e-2``, a stage of ``hinge_smoothing``), where
-        the escalation is a descent step, and its last round's exact BCD stage also stops
-        when 25 sweeps lower the objective by less than ``1e-2 certificate_tol``
-        (relative; :data:`psdlearn.npkl.bcd.FINAL_PLATEAU_FACTOR`). Ignored by
-        ``solver="sdp"`` (the rank of its solution is whatever it is).
+        Number of columns ``r`` of ``E``. ``"auto"``: the largest ``r`` with
+        ``r (r + 1) / 2 <= m``, where ``m`` counts the constraints (Hu & Kwok 2015,
+        section IV-A): the given pairs, or ``2 m + n`` for ``pcp`` (Hu & Kwok 2013 count
+        the ordered set). From a label vector, ``m`` counts the smallest set of pairs that
+        implies the labels, ``(l - c) + c (c - 1) / 2`` for ``l`` labelled points in ``c``
+        classes, not the ``l (l - 1) / 2`` pairs they imply. Never above ``n``.
+        ``"adaptive"`` (``bcd`` and ``admm``): start at ``rank_init`` and, while the
+        certificate does not hold, add the eigenvectors of the negative eigenvalues of
+        the dual matrix as new columns (Burer-Monteiro rank escalation, Journée et al.
+        2010), up to the ``"auto"`` rank. Ignored by ``solver="sdp"``.
     rank_init : int, default=8
-        ``rank="adaptive"`` only: the starting rank, and the most columns added per
-        escalation.
+        With ``rank="adaptive"``: the starting rank and the most columns added per step.
     certificate_tol : float or None, default=1e-4
-        ``certificate_.certified`` is ``relative_gap <= certificate_tol``; with
-        ``rank="adaptive"`` the rank grows until it holds (``certificate_`` is always that
-        of the final fit, solved to ``tol``). ``None`` skips the certificate
-        (``certificate_ = None``): it costs a few Lanczos runs on the sparse dual matrix
-        (products ``O(nnz(L) + m)``; ``benchmarks/results/npkl_certificate.md`` has the
-        fit times with it). Not allowed with ``rank="adaptive"``.
+        ``certificate_.certified`` is ``relative_gap <= certificate_tol``; a fit that is
+        not certified raises a ``ConvergenceWarning`` that says which value to change.
+        ``None`` skips the certificate (``certificate_ = None``; not allowed with
+        ``rank="adaptive"``).
     gamma : float or "auto", default="auto"
-        Weight of the loss. Not given in Hu & Kwok 2013 or 2015. ``"auto"``, margin losses:
-        ``30 gamma_0``, where ``gamma_0 = 1 / lambda_max(G, L)`` is the largest ``gamma`` at
-        which ``K = 0`` is optimal (``G``: minus the gradient of the loss term at ``K = 0``
-        per unit of ``gamma``; see :mod:`psdlearn.npkl.gamma`); it follows ``n``, ``m`` and
-        how well the constraints agree with the graph, and costs one LOBPCG solve (about
-        1 s at ``n = 1e5``). ``"auto"``, ``pcp``: ``100 max_i L_ii``, which bounds the graph
-        term's pull on every target (``K_ii = 1``, ``K_ij = 1`` or 0) by 1-2 %.
-        ``benchmarks/results/npkl_gamma_auto.md`` and ``npkl_gamma_auto_pcp.md`` compare
-        both with ``gamma = 1`` on the protocol sets. ``gamma_`` holds the value used. On
-        ``gamma = 1`` (the default before; the reproductions keep it): with the
-        normalized Laplacian (``L_ii = 1 + delta``, spectrum in ``[delta, 2 + delta]``,
-        independent of ``n``) the
-        per-sample problem (18) balances ``L_ii / 2 ||v||^2`` against ``gamma / 2`` per
-        violated pair, so ``gamma = 1`` weighs one unit of smoothness against one unit of
-        loss for any ``n``; SimpleNPKL (JMLR 2011) also uses ``C = 1`` on the adult sets.
-        But a few pairs among many points each pay the graph term of the rows they move
-        alone: with 1000 pairs among 1e6 points ``gamma_0 > 1`` and ``gamma = 1`` gives
-        ``K = 0``. To choose ``gamma`` from the constraints, see
-        :class:`psdlearn.model_selection.NPKLCV`.
+        Weight ``gamma`` of the loss. ``"auto"``: for the margin losses ``30 gamma_0``,
+        where ``gamma_0`` is the largest ``gamma`` at which ``K = 0`` is optimal (one
+        generalized eigenvalue, :mod:`psdlearn.npkl.gamma`); for ``pcp``
+        ``100 max_i L_ii``, which keeps the graph's pull on every target below about
+        2 %. ``gamma_`` holds the value used. :class:`psdlearn.model_selection.NPKLCV`
+        chooses it by cross-validation over the constraints.
     n_neighbors : int, default=5
-        ``k`` of the kNN graph (the papers: 5, and 50 for the adult sets). At least
-        ``n_samples`` is capped to ``n_samples - 1`` with a warning.
+        ``k`` of the kNN graph; at least ``n_samples`` is capped to ``n_samples - 1``
+        with a warning.
     sigma : float or "auto", default="auto"
-        Gaussian width of the graph weights (see :func:`psdlearn.graph.knn_laplacian`).
+        Width of the Gaussian graph weights ``exp(-||x_i - x_j||^2 / (2 sigma^2))``
+        (see :func:`psdlearn.graph.knn_laplacian`).
     delta : float, default=0.01
-        Ridge of the normalized Laplacian.
+        Ridge of the normalized Laplacian ``(1 + delta) I - D^{-1/2} S D^{-1/2}``.
     graph : {"knn", "precomputed_nearest_neighbors", "precomputed"}, default="knn"
-        What ``X`` of :meth:`fit` is. ``"knn"``: feature vectors (dense or CSR); the kNN
-        graph is built with :class:`psdlearn.graph.NeighborIndex`.
-        ``"precomputed_nearest_neighbors"``: a sparse ``(n, n)`` kNN *distance* graph
-        built elsewhere, e.g. ``sklearn.neighbors.KNeighborsTransformer(mode="distance")``
-        (row ``i`` stores the distances to the neighbours of ``i``; a stored diagonal is
-        ignored); the ``n_neighbors`` nearest of each row are used, with the same Gaussian
-        weights and sigma rule as ``"knn"``. ``"precomputed"``: the ``(n, n)`` sparse
-        Laplacian itself.
+        What ``X`` of :meth:`fit` is: feature vectors (dense or CSR), a sparse
+        ``(n, n)`` kNN distance graph (e.g. from
+        ``sklearn.neighbors.KNeighborsTransformer(mode="distance")``; the
+        ``n_neighbors`` nearest of each row get the Gaussian weights), or the sparse
+        ``(n, n)`` Laplacian itself.
     knn_method : {"auto", "exact", "approximate"}, default="auto"
         Neighbour search of the graph and of :meth:`transform`: exact (kd-tree or brute
         force), approximate (HNSW, extra ``ann``), or exact up to 20,000 points and
-        approximate above (see :class:`psdlearn.graph.NeighborIndex`). ``graph_info_``
-        reports what was used and its estimated recall.
-    n_jobs : int, optional
+        approximate above (:class:`psdlearn.graph.NeighborIndex`).
+    n_jobs : int, default=None
         Threads of the neighbour search; ``None`` uses every core.
     out_of_sample : {"normalized", "weighted_mean"}, default="normalized"
-        Row that :meth:`transform` gives a new point from its ``n_neighbors_transform_``
-        nearest training points ``j`` (weights ``s_j``, training degrees ``D_jj``; see
-        :mod:`psdlearn.npkl._out_of_sample`). ``"normalized"``: Hu & Kwok (2015)
-        section III-E for that one point, the minimizer of the normalized-Laplacian graph
-        term with the point attached to the fixed training graph,
-        ``sum_j s_j e_j / ((1 + delta) sqrt(d_x (D_jj + s_j)))``, ``d_x = sum_j s_j``.
-        ``"weighted_mean"``: ``sum_j s_j e_j / sum_j s_j`` (no density scale). Both are
-        per point; ``reproductions/bcd_out_of_sample.md`` compares them with
-        :meth:`transform_joint`. Read at :meth:`transform` time.
+        The row :meth:`transform` gives a new point: the minimizer of the normalized
+        graph term with the point attached to the training graph (Hu & Kwok 2015,
+        section III-E), or the Gaussian-weighted mean of its neighbours' rows. Read at
+        :meth:`transform` time.
     b : float, default=1.0
-        Radius ``||e_i|| <= b`` for the linear loss (Hu & Kwok 2015 sets ``b = 1``).
+        Radius of the ball ``||e_i|| <= b`` of the linear loss (part of its problem, for
+        every solver).
     max_iter : int, default=1000
-        Maximum BCD sweeps (Hu & Kwok 2015: 1000; 800 on the adult sets) or ADMM iterations
-        (Hu & Kwok 2013: 500; 100 on the adult sets).
+        Most sweeps (BCD), iterations (ADMM) or steps (SimpleNPKL, MFPC).
     tol : float, default=1e-5
-        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol``; ADMM also requires
-        ``||V - U||_F / ||V||_F <= tol``.
-    unconstrained : {"sequential", "block"}, default="sequential"
-        Update of the unconstrained samples: eq. (13) one by one, or the block iteration
-        (17).
-    omega : "auto" or float in (0, 2), default="auto"
-        Over-relaxation of the row updates (not in Hu & Kwok 2015; ``1.0`` is Algorithm 1): a
-        row moves to ``e_i + omega (v* - e_i)`` instead of its exact minimizer ``v*`` when
-        that does not increase its row objective, so the objective still never
-        increases. ``"auto"`` is Young's SOR factor ``2 / (1 + sqrt(1 - rho^2))`` with the
-        Jacobi radius bound ``rho = 1 / (1 + delta)`` of Hu & Kwok 2015 Prop. 1 (1.75 for
-        ``delta = 0.01``; a precomputed Laplacian with a non-constant diagonal gets a
-        Lanczos estimate of ``rho``); it cuts the sweeps 1.5-4x at the same objective.
-    hinge_smoothing : "auto", float or None, default="auto"
-        Hinge loss only. Row-wise BCD on the hinge can stop at a point that is optimal in
-        every row but not stationary (the hinge couples ``e_i`` and ``e_j`` through a kink;
-        Hu & Kwok 2015's Theorem 1 relies on a smooth objective): on small problems this leaves
-        the objective 4-7% above the SDP optimum. ``"auto"`` first runs BCD on the
-        Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3, 1e-4`` (each stage warm-started,
-        each ``C^1``, so it reaches a stationary point; each stops at ``30 tol``,
-        :data:`psdlearn.npkl.bcd.SMOOTHING_TOL_FACTOR`), then the exact hinge BCD of
-        Algorithm 1 from there; this reaches the SDP optimum to about 1e-5. A float runs
-        one smoothed stage with that ``mu`` before the exact stage; ``None`` runs
-        Algorithm 1 alone, as in the paper. The hinge objective (10) is non-increasing
-        within the exact stage, not across the smoothed ones (their surrogate is).
-    sdp_max_samples : int, default=200
-        Size guard of ``solver="sdp"``; larger problems raise unless ``sdp_force=True``
-        (measured with Clarabel: about 25 s at n = 200, 200 s and 4.8 GB at n = 300).
-    sdp_force : bool, default=False
-    rho : float, default=100.0
-        ``solver="admm"`` only: initial penalty of the augmented Lagrangian (Hu & Kwok 2013:
-        100), then adapted by its schedule (15).
-    init : {"random", "bcd"}, default="random"
-        ``solver="admm"`` only: start from a random ``V = U`` (the paper) or from the BCD
-        solution of the square loss (targets ``+-1``, stopped at relative change
-        ``max(tol, 1e-3)``).
-    B : float or "auto", default="auto"
-        ``solver="simplenpkl"`` only: capacity ``tr(K^p) <= B`` of SimpleNPKL (JMLR 2011).
-        ``"auto"``: ``100`` for ``n <= 1000`` and ``100 n`` above (Hu & Kwok 2015 IV-A.2: 100 on
-        its small sets, n <= 270, and 100 n on the adult sets, n >= 1605), ``100 n`` for
-        ``loss="pcp"`` (Hu & Kwok 2013 footnote 3); see :func:`psdlearn.npkl.simplenpkl.default_B`.
+        Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol`` (ADMM: also the relative
+        primal residual ``||V - U||_F / ||V||_F``).
+    solver_options : dict, default=None
+        Settings read by one solver only, with their defaults (a key the chosen solver
+        does not read raises ``ValueError``; ``solver_options_`` holds the values used).
+
+        - ``"bcd"``: ``"omega"`` (``"auto"`` or a float in ``(0, 2)``; over-relaxation of
+          the row updates, ``"auto"`` Young's factor ``2 / (1 + sqrt(1 - rho^2))`` for
+          the Jacobi bound ``rho = 1 / (1 + delta)``; 1.0 is Algorithm 1),
+          ``"unconstrained"`` (``"sequential"``: update (13) of the unconstrained rows
+          one by one, or ``"block"``: the block iteration (17)), ``"hinge_smoothing"``
+          (``"auto"``: solve the Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3,
+          1e-4`` in turn, then the exact hinge from there; a float: one smoothed stage
+          with that ``mu``; ``None``: Algorithm 1 alone).
+        - ``"admm"``: ``"rho"`` (100.0; initial penalty, then adapted), ``"init"``
+          (``"random"`` or ``"bcd"``: start from BCD on the square loss), ``"omega"``
+          (of that BCD start).
+        - ``"simplenpkl"``: ``"B"`` (``"auto"`` or a float; the capacity
+          ``tr(K^2) <= B``, ``"auto"``: 100 for ``n <= 1000``, ``100 n`` above and for
+          ``pcp``).
+        - ``"sdp"``: ``"max_samples"`` (200; larger problems raise) and ``"force"``
+          (False; solve them anyway).
     warm_start : bool, default=False
-        Start from ``embedding_`` of the previous fit when it has the shape of this one and
-        is not zero (``bcd`` and ``admm``); otherwise from a random ``E``. Used by
-        :class:`psdlearn.model_selection.NPKLCV` along its path of ``gamma`` values.
+        Start from the previous ``embedding_`` when it has the shape of this fit
+        (``bcd`` and ``admm``).
     random_state : int, RandomState instance or None, default=None
-        Seeds the random initial ``E`` and the sample order of each sweep.
+        Seeds the initial ``E`` and the order of the rows in each sweep.
     verbose : int, default=0
-        With ``verbose >= 1`` progress bars on stderr: the neighbour search, then the
-        sweeps with the objective.
+        ``verbose >= 1``: progress bars on stderr (neighbour search, then the sweeps).
+    unconstrained, omega, hinge_smoothing, sdp_max_samples, sdp_force, rho, init, B : deprecated
+        Deprecated top-level names of the ``solver_options`` keys (``sdp_max_samples``
+        and ``sdp_force`` are ``"max_samples"`` and ``"force"``); they give a
+        ``FutureWarning`` and will be removed in the next release.
 
     Attributes
     ----------
     embedding_ : ndarray of shape (n_samples, rank_)
-        Learned kernel ``K = embedding_ @ embedding_.T``. For ``solver="admm"`` it is ``V``
-        (the paper's output ``K = V^T V``), not ``(V + U) / 2``: the objective history is
-        that of ``V``, so the embedding scores exactly its last entry, and ``U`` differs
-        from ``V`` by the last primal residual only.
-    objective_history_ : list of float
-        Objective (eq. 10) at the initial point and after every sweep (of every stage).
-    time_history_ : list of float
-        Cumulative solver seconds aligned with ``objective_history_``.
-    omega_ : float
-        Over-relaxation factor used (``bcd`` only).
-    smoothing_stages_ : list of (float, int)
-        ``(mu, sweeps)`` of each BCD stage, ``mu = 0`` for the exact one (``bcd`` only).
+        The learned factor: ``K = embedding_ @ embedding_.T`` (for ``admm``, ``V``).
+    rank_ : int
+        Number of columns of ``embedding_``.
     gamma_ : float
-        Loss weight used (``gamma``, or its value for ``gamma="auto"``).
+        Loss weight used.
+    side_info_ : PairwiseConstraints
+        The pairs used (derived from labels when ``y`` is a label vector).
+    solver_options_ : dict
+        The solver's options used, defaults included.
+    objective_history_ : list of float
+        The objective at the start and after every sweep or iteration.
+    time_history_ : list of float
+        Cumulative solver seconds, aligned with ``objective_history_``.
     n_iter_ : int
-        Sweeps (BCD, all stages), iterations (ADMM) or steps (SimpleNPKL, MFPC) run; 1 for the
-        SDP.
+        Sweeps, iterations or steps run (all stages); 1 for ``sdp``.
     converged_ : bool
         Whether the solver's stopping test held (False at ``max_iter`` or after Ctrl-C).
-    rank_ : int
-    certificate_ : psdlearn.npkl.certificate.Certificate
-        ``bcd`` and ``admm``: a bound on the gap of ``embedding_`` to the optimum of the
-        convex problem over ``K >= 0``, from the smallest eigenvalue of the dual matrix
-        (fields ``lambda_min``, ``gap_bound``, ``relative_gap``, ``certified``; see
-        :mod:`psdlearn.npkl.certificate`); None with ``certificate_tol=None`` or after
-        Ctrl-C.
+    certificate_ : Certificate or None
+        ``bcd`` and ``admm``: a bound on the gap to the optimum of the convex problem
+        over ``K >= 0`` (fields ``lambda_min``, ``gap_bound``, ``relative_gap``,
+        ``certified``; :mod:`psdlearn.npkl.certificate`).
     rank_path_ : list of (int, float)
-        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed (with
-        ``rank="adaptive"`` one per round: the intermediate ones are the cheap bound, and the
-        last rank appears again for its final round).
+        ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed.
     certificate_time_ : float
-        ``bcd`` and ``admm``: seconds spent in the certificates and escalation steps
-        (included in ``fit_time_`` and ``time_history_``).
+        ``bcd`` and ``admm``: seconds spent in certificates and rank escalation.
+    omega_ : float
+        ``bcd``: the over-relaxation factor used.
+    smoothing_stages_ : list of (float, int)
+        ``bcd``: ``(mu, sweeps)`` of each stage, ``mu = 0`` for the exact hinge.
     laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
-    constraints_ : PairwiseConstraints
+        The graph Laplacian ``L``.
     sigma_ : float or None
-        Gaussian width used for the graph (None with ``graph="precomputed"``).
+        Gaussian width used (None with ``graph="precomputed"``).
     n_neighbors_ : int or None
-        ``k`` of the graph, after capping (None with ``graph="precomputed"``).
+        ``k`` of the graph after capping (None with ``graph="precomputed"``).
     degrees_ : ndarray of shape (n_samples,) or None
-        Degrees ``D_ii`` of the kNN similarity graph.
-    neighbor_index_ : psdlearn.graph.NeighborIndex or None
-        The search index over the training points (``graph="knn"``), kept so that
-        :meth:`transform` queries new points only.
+        Degrees of the kNN similarity graph.
+    neighbor_index_ : NeighborIndex or None
+        Search index over the training points (``graph="knn"``).
     n_neighbors_transform_ : int or None
-        Training neighbours ``k'`` of each new point in :meth:`transform` (either
-        ``out_of_sample`` rule): with ``graph="knn"`` the size among ``k, 2k, 3k, 4k`` whose
-        weighted mean best predicts the training rows left out one at a time (from ``X``
-        and ``embedding_`` alone, no label or constraint; see
-        :mod:`psdlearn.npkl._out_of_sample`); ``n_neighbors_`` otherwise (and on Dask).
+        Training neighbours of a new point in :meth:`transform`: among ``k, 2k, 3k,
+        4k``, the one whose weighted mean best predicts the training rows left out one
+        at a time (``graph="knn"``); ``n_neighbors_`` otherwise.
     graph_info_ : dict or None
-        ``method`` ("exact" / "approximate"), ``backend`` ("kd_tree", "brute", "hnsw"),
-        ``n_neighbors`` and ``recall`` (estimated recall@k of the search on 256 sampled
-        points; 1.0 when exact). None with a precomputed graph.
+        The neighbour search used: ``method``, ``backend``, ``n_neighbors`` and
+        estimated ``recall``. None with a precomputed graph.
     X_fit_ : ndarray or sparse matrix of shape (n_samples, n_features)
-        Training points (``graph="knn"``), for :meth:`transform_joint`.
-    graph_time_ : float
-        Seconds spent building the graph.
-    fit_time_ : float
-        Seconds spent in the solver.
-    simplenpkl_objective_history_ : list of float
-        ``solver="simplenpkl"`` only: the saddle-point dual ``J`` it maximizes, per step
-        (``objective_history_`` holds objective (10) of its kernel at the same steps).
-    B_ : float
-        Capacity used by ``solver="simplenpkl"``.
-    mfpc_U_ : ndarray of shape (rank_, rank_)
-        ``solver="mfpc"`` only: the learned ``U`` of ``K = Q U Q^T``.
-    primal_residual_history_, dual_residual_history_ : list of float
-        ``solver="admm"`` only: ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F`` per
-        iteration (Hu & Kwok 2013 eq. 14).
-    rho_history_ : list of float
-        ``solver="admm"`` only: the penalty of every iteration.
-    sdp_status_ : str
-        Solver status (``solver="sdp"`` only).
-    sdp_value_ : float
-        ``solver="sdp"`` only: the optimal value reported by the conic solver (the
-        objective of its K before factorization; ``objective_history_`` holds objective
-        (10) of the factored embedding).
+        Training points (``graph="knn"``).
     n_features_in_ : int
         Number of features (``graph="knn"``) or of samples (precomputed graphs).
+    graph_time_, fit_time_ : float
+        Seconds spent building the graph and in the solver.
+    simplenpkl_objective_history_ : list of float
+        ``simplenpkl``: the saddle-point dual it maximizes, per step.
+    B_ : float
+        ``simplenpkl``: the capacity used.
+    mfpc_U_ : ndarray of shape (rank_, rank_)
+        ``mfpc``: ``U`` of ``K = Q U Q^T``.
+    primal_residual_history_, dual_residual_history_, rho_history_ : list of float
+        ``admm``: ``||V - U||_F``, ``rho ||V_k - V_{k-1}||_F`` and the penalty, per
+        iteration (Hu & Kwok 2013, eq. 14).
+    sdp_status_ : str
+        ``sdp``: the conic solver's status.
+    sdp_value_ : float
+        ``sdp``: the optimal value reported by the conic solver.
     comm_history_, partition_info_ : list of dict, dict
-        Fit on a dask array only: per iteration, bytes and seconds of the halo exchanges
-        and reductions; the row blocks (sizes, edge cut, colours, workers). See
-        ``docs/distributed.md``.
+        Fit on a dask array only: per iteration, bytes and seconds of the exchanges;
+        the row blocks.
 
     See Also
     --------
+    psdlearn.model_selection.NPKLCV : NPKL with ``gamma`` chosen by cross-validation.
     psdlearn.graph.knn_laplacian : The graph term.
-    psdlearn.constraints.as_constraints : The side information ``y`` (convention and names:
-        ``docs/glossary.md``).
+    psdlearn.kernel_kmeans : Clusters of the learned kernel.
 
     References
     ----------
     Hu, E.-L. & Kwok, J. T. (2015). Scalable nonparametric low-rank kernel learning using
-    block coordinate descent. IEEE Transactions on Neural Networks and Learning Systems
+    block coordinate descent. IEEE Transactions on Neural Networks and Learning Systems,
     26(9).
 
     Hu, E.-L. & Kwok, J. T. (2013). Efficient kernel learning from side information using
     ADMM. IJCAI.
 
     Zhuang, J., Tsang, I. W. & Hoi, S. C. H. (2011). A family of simple non-parametric
-    kernel learning algorithms. JMLR 12.
+    kernel learning algorithms. JMLR, 12.
+
+    Shang, F., Jiao, L. C. & Wang, F. (2012). Semi-supervised learning with mixed
+    knowledge information. KDD.
+
+    Journée, M., Bach, F., Absil, P.-A. & Sepulchre, R. (2010). Low-rank optimization on
+    the cone of positive semidefinite matrices. SIAM Journal on Optimization, 20(5).
 
     Examples
     --------
@@ -321,6 +304,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     >>> model = pl.NPKL(loss="square", random_state=0).fit(X, C)
     >>> model.embedding_.shape
     (150, 18)
+    >>> model.transform(X[:2]).shape
+    (2, 18)
+    >>> labels = pl.kernel_kmeans(model.embedding_, n_clusters=3, random_state=0)
     """
 
     _parameter_constraints = {
@@ -341,18 +327,24 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "b": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "unconstrained": [StrOptions({"sequential", "block"})],
-        "omega": [StrOptions({"auto"}), Interval(numbers.Real, 0, 2, closed="neither")],
-        "hinge_smoothing": [StrOptions({"auto"}), Interval(numbers.Real, 0, None,
-                                                           closed="neither"), None],
-        "sdp_max_samples": [Interval(numbers.Integral, 1, None, closed="left")],
-        "sdp_force": ["boolean"],
-        "rho": [Interval(numbers.Real, 0, None, closed="neither")],
-        "init": [StrOptions({"random", "bcd"})],
-        "B": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "solver_options": [dict, None],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        # deprecated top-level names of solver options (FutureWarning in fit)
+        "unconstrained": [Hidden(StrOptions({"deprecated", "sequential", "block"}))],
+        "omega": [Hidden(StrOptions({"deprecated", "auto"})),
+                  Hidden(Interval(numbers.Real, 0, 2, closed="neither"))],
+        "hinge_smoothing": [Hidden(StrOptions({"deprecated", "auto"})),
+                            Hidden(Interval(numbers.Real, 0, None, closed="neither")), None],
+        "sdp_max_samples": [Hidden(StrOptions({"deprecated"})),
+                            Hidden(Interval(numbers.Integral, 1, None, closed="left"))],
+        "sdp_force": [Hidden(StrOptions({"deprecated"})), "boolean"],
+        "rho": [Hidden(StrOptions({"deprecated"})),
+                Hidden(Interval(numbers.Real, 0, None, closed="neither"))],
+        "init": [Hidden(StrOptions({"deprecated", "random", "bcd"}))],
+        "B": [Hidden(StrOptions({"deprecated", "auto"})),
+              Hidden(Interval(numbers.Real, 0, None, closed="neither"))],
     }
 
     def __init__(
@@ -374,17 +366,18 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         b=1.0,
         max_iter=1000,
         tol=1e-5,
-        unconstrained="sequential",
-        omega="auto",
-        hinge_smoothing="auto",
-        sdp_max_samples=200,
-        sdp_force=False,
-        rho=100.0,
-        init="random",
-        B="auto",
+        solver_options=None,
         warm_start=False,
         random_state=None,
         verbose=0,
+        unconstrained="deprecated",
+        omega="deprecated",
+        hinge_smoothing="deprecated",
+        sdp_max_samples="deprecated",
+        sdp_force="deprecated",
+        rho="deprecated",
+        init="deprecated",
+        B="deprecated",
     ):
         self.loss = loss
         self.solver = solver
@@ -402,6 +395,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.b = b
         self.max_iter = max_iter
         self.tol = tol
+        self.solver_options = solver_options
+        self.warm_start = warm_start
+        self.random_state = random_state
         self.unconstrained = unconstrained
         self.omega = omega
         self.hinge_smoothing = hinge_smoothing
@@ -410,8 +406,6 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.rho = rho
         self.init = init
         self.B = B
-        self.warm_start = warm_start
-        self.random_state = random_state
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -419,6 +413,13 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         tags.target_tags.required = True
         tags.input_tags.sparse = True
         return tags
+
+    @deprecated("constraints_ is deprecated and will be removed in the next release; use "
+                "side_info_ (the same PairwiseConstraints).")
+    @property
+    def constraints_(self):
+        """The side information used by :meth:`fit` (deprecated alias of ``side_info_``)."""
+        return self.side_info_
 
     @property
     def _n_features_out(self):
@@ -454,15 +455,16 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             ``dask.distributed`` cluster (``psdlearn.npkl.distributed``; ``embedding_`` is
             then a dask array in the same row chunks).
         y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
-            Side information (see ``docs/glossary.md``): pairwise constraints,
-            ``[i, j, +1/-1]`` rows, or partial labels (``-1`` = unlabelled), from which
-            every pair of labelled points becomes a must-link (same label) or cannot-link
-            constraint.
+            Side information: pairwise constraints, ``[i, j, +1/-1]`` rows, or partial
+            labels (``-1`` = unlabelled), from which every pair of labelled points becomes
+            a must-link (same label) or cannot-link constraint.
 
         Returns
         -------
-        self
+        self : NPKL
+            The fitted estimator.
         """
+        self.solver_options_ = self._resolve_solver_options()
         if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
             from psdlearn.npkl.distributed import fit_dask
 
@@ -479,7 +481,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if self.loss not in spec.losses:
             raise ValueError(f"solver={self.solver!r} handles the losses {spec.losses}, not "
                              f"loss={self.loss!r}.")
-        rule = min(auto_rank(rank_rule_count(self.loss, C.pairs, C.signs, n)), n)
+        rule = self._auto_rank(y, C, n)
         if self.rank == "adaptive":
             if not spec.certificate:
                 certified = [s.name for s in NPKL_SOLVERS if s.certificate]
@@ -499,14 +501,76 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
         self.fit_time_ = time.perf_counter() - start
+        self._warn_uncertified()
         self.n_neighbors_transform_ = self.n_neighbors_
         if self.neighbor_index_ is not None:
             self.n_neighbors_transform_ = select_n_neighbors(
                 self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
                 self.n_neighbors_, self.random_state)
         self.laplacian_ = L
-        self.constraints_ = C
+        self.side_info_ = C
         return self
+
+    def _auto_rank(self, y, C, n):
+        """The rank of ``rank="auto"``: :func:`auto_rank` of the constraint count
+        (:func:`rank_rule_count`) of the pairs ``C``, or, when ``y`` is a label vector,
+        of the smallest pair set that implies its labels (:func:`label_pairs`); at most
+        ``n``."""
+        side = check_side_info(y, n, accept=("labels", "pairs"))
+        pairs, signs = ((C.pairs, C.signs) if side.kind == "pairs"
+                        else label_pairs(side.codes))
+        return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
+
+    def _warn_uncertified(self):
+        """A ConvergenceWarning that says what to change when ``certificate_`` fails.
+
+        The gap bound is ``<S, K> - tau min(lambda_min, 0)`` (:mod:`certificate`): the
+        first term is the stationarity of the iterate, which a smaller ``tol`` reduces
+        (on small sets the gap fell about as ``tol^0.75``, hence the suggested decades);
+        the second is the negative curvature that a larger rank removes.
+        """
+        cert = getattr(self, "certificate_", None)
+        if cert is None or cert.certified:
+            return
+        rank_part = -cert.trace_bound * min(cert.lambda_min, 0.0)
+        head = (f"NPKL(solver={self.solver!r}) is not certified: relative duality gap "
+                f"{cert.relative_gap:.2g} > certificate_tol={self.certificate_tol:g} "
+                "(certificate_). ")
+        if not self.converged_:
+            advice = (f"The solver stopped at max_iter={self.max_iter} before tol="
+                      f"{self.tol:g}: refit with max_iter={4 * self.max_iter}.")
+        elif rank_part >= 0.5 * cert.gap_bound and self.rank != "adaptive":
+            advice = (f"The dual matrix has a negative eigenvalue ({cert.lambda_min:.2g}): "
+                      f"rank={self.rank_} is too small; refit with "
+                      f"rank={self.rank_ + self.rank_init} or rank='adaptive'.")
+        else:
+            decades = max(1, int(np.ceil(4.0 / 3.0 * np.log10(
+                cert.relative_gap / self.certificate_tol))))
+            advice = (f"The solver stopped at tol={self.tol:g}, too loose for that gap: "
+                      f"refit with tol={self.tol * 10.0 ** -decades:g} (and max_iter="
+                      f"{max(self.max_iter, 10 * self.n_iter_)} if it stops there).")
+        warnings.warn(head + advice + " certificate_tol=None skips the certificate.",
+                      ConvergenceWarning, stacklevel=4)
+
+    def _resolve_solver_options(self):
+        """``solver_options`` checked against the solver's keys, with the deprecated
+        top-level names (FutureWarning) and the defaults filled in."""
+        spec = NPKL_SOLVERS[self.solver]
+        given = dict(self.solver_options or {})
+        accepted = getattr(spec, "options", {}) or {}
+        for old, key in DEPRECATED_OPTIONS.items():
+            value = getattr(self, old)
+            if isinstance(value, str) and value == "deprecated":
+                continue
+            warnings.warn(f"NPKL({old}=...) is deprecated and will be removed in the next "
+                          f"release; pass solver_options={{{key!r}: {value!r}}} instead "
+                          "(read by solver="
+                          + " / ".join(repr(s.name) for s in NPKL_SOLVERS
+                                       if key in (getattr(s, "options", {}) or {}))
+                          + ").", FutureWarning, stacklevel=4)
+            if key in accepted and key not in given:  # other solvers ignored it before
+                given[key] = value
+        return resolve_options(spec, given)
 
     def _resolve_gamma(self, L, C):
         if self.gamma != "auto":
@@ -529,7 +593,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X, y
+        X : array-like or sparse matrix of shape (n_samples, n_features), or (n, n) sparse
+            As in :meth:`fit`.
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
             As in :meth:`fit`.
         **fit_params : dict
             Passed to :meth:`fit`.
@@ -537,6 +603,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, rank_)
+            The learned embedding.
         """
         return self.fit(X, y, **fit_params).embedding_
 
@@ -551,10 +618,11 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         float
+            The objective at ``E``.
         """
         check_is_fitted(self, "embedding_")
-        problem = NPKLProblem(self.laplacian_, self.constraints_.pairs,
-                              self.constraints_.signs.astype(np.float64), self.loss,
+        problem = NPKLProblem(self.laplacian_, self.side_info_.pairs,
+                              self.side_info_.signs.astype(np.float64), self.loss,
                               self.gamma_, float(self.b))
         return problem.objective(self.embedding_ if E is None else E)
 
@@ -587,6 +655,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         float in [0, 1]
+            The ROC AUC; higher is better.
         """
         from sklearn.metrics import roc_auc_score
 
@@ -650,11 +719,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        E_new : ndarray of shape (n_new, rank_)
+        ndarray of shape (n_new, rank_)
+            The rows of the points in the learned embedding.
 
         See Also
         --------
-        transform_joint : the extension that links new points to each other.
+        transform_joint : The extension that links new points to each other.
         """
         check_is_fitted(self, "embedding_")
         if self.out_of_sample not in ("normalized", "weighted_mean"):
@@ -705,10 +775,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_new, n_features)
+            New points.
 
         Returns
         -------
-        E_new : ndarray of shape (n_new, rank_)
+        ndarray of shape (n_new, rank_)
+            Their rows, coupled through the joint graph.
         """
         check_is_fitted(self, "embedding_")
         if self.graph != "knn":

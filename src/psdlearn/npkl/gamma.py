@@ -34,17 +34,9 @@ from them. The gradient of ``tr(L K)`` in a target entry is ``L_ij`` (``2 L_ij``
 pair), that of its loss term ``gamma (K_ij - t_ij)``: to first order the graph moves each
 target by ``L_ij / gamma`` or ``2 L_ij / gamma``, and ``|L_ij| <= L_ii`` (``1 + delta``
 for the normalized Laplacian, whatever ``n`` and ``m``). ``gamma="auto"`` is
-``100 max_i L_ii``: a pull of at most 1-2 % on every target. Measured on the Hu & Kwok
-2013 Table 2 protocol (``benchmarks/results/npkl_gamma_auto_pcp.md``): with
-``gamma = 1`` the mean ``K_ij`` is 0.87-0.98 on the training must-links and 0.01-0.14 on
-the cannot-links, with ``"auto"`` at least 0.99 and at most 0.002 (``gamma_0`` of ``pcp``
-is about 0.01: the must-link pairs alone are no measure of the pull). Constraint
-cross-validation (:class:`psdlearn.model_selection.NPKLCV`, training pairs only, grid
-``10 .. 10^4 max L_ii``) agrees that the pull must be small, and no more: the held-out
-scores rise by less than their fold spread above ``100 max L_ii`` and keep creeping up to
-the grid's top, while ADMM at the adult protocol's 100 iterations stops there at its cap.
-Choosing among the ``gamma`` whose fold fits converge (``require_convergence=True``)
-gives 195-523 on a1a and a2a (``reproductions/gamma_cv_admm.md``).
+``100 max_i L_ii``: a pull of at most 1-2 % on every target. The measurements behind
+both factors (the protocols of Hu & Kwok 2015 and 2013, and constraint cross-validation)
+are in the method notes of the documentation.
 """
 
 from __future__ import annotations
@@ -61,8 +53,8 @@ from psdlearn.npkl.losses import get_loss
 __all__ = ["AUTO_GAMMA_FACTOR", "PCP_AUTO_FACTOR", "auto_gamma", "critical_gamma",
            "loss_gradient_matrix"]
 
-#: ``gamma="auto"`` is this multiple of :func:`critical_gamma` for the margin losses (see
-#: ``benchmarks/results/npkl_gamma_auto.md`` for the measurements behind it).
+#: ``gamma="auto"`` is this multiple of :func:`critical_gamma` for the margin losses (the
+#: measurements behind it are in the method notes of the documentation).
 AUTO_GAMMA_FACTOR = 30.0
 #: ``gamma="auto"`` of ``pcp`` is this multiple of ``max_i L_ii``: the graph's first-order
 #: pull on the targets, ``|L_ij| / gamma`` per entry, is then at most 1-2 % (module docstring).

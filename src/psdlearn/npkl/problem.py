@@ -43,8 +43,8 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from psdlearn.npkl.losses import LOSSES, get_loss
 
-__all__ = ["LOSSES", "NPKLProblem", "auto_rank", "loss_values", "npkl_objective",
-           "rank_rule_count"]
+__all__ = ["LOSSES", "NPKLProblem", "auto_rank", "label_pairs", "loss_values",
+           "npkl_objective", "rank_rule_count"]
 
 
 def loss_values(z, loss):
@@ -149,6 +149,37 @@ def rank_rule_count(loss, pairs, signs, n_samples):
         return len(terms) + int(n_samples) * per_sample
     off = int(np.count_nonzero(terms.rows != terms.cols))
     return 2 * off + (len(terms) - off) + int(n_samples) * per_sample
+
+
+def label_pairs(codes):
+    """The smallest set of pairs that implies the partition of partial labels ``codes``.
+
+    A chain of must-links through the labelled points of each class (``l_c - 1`` pairs)
+    and one cannot-link between the first points of every two classes: ``(l - c) +
+    c (c - 1) / 2`` pairs for ``l`` labelled points in ``c`` classes, against the
+    ``l (l - 1) / 2`` pairs the labels imply. The count of ``rank="auto"`` from labels
+    (:func:`rank_rule_count` of these pairs).
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n_samples,)
+        Class codes, ``-1`` for unlabelled points.
+
+    Returns
+    -------
+    pairs : ndarray of shape (m, 2), int64
+    signs : ndarray of shape (m,), int64
+    """
+    codes = np.asarray(codes)
+    members = [np.flatnonzero(codes == c) for c in np.unique(codes[codes >= 0])]
+    must = [np.column_stack([idx[:-1], idx[1:]]) for idx in members if len(idx) > 1]
+    firsts = np.array([idx[0] for idx in members], dtype=np.int64)
+    iu, ju = np.triu_indices(len(firsts), k=1)
+    cannot = np.column_stack([firsts[iu], firsts[ju]])
+    pairs = np.concatenate(must + [cannot]).astype(np.int64).reshape(-1, 2)
+    n_must = len(pairs) - len(cannot)
+    signs = np.concatenate([np.ones(n_must, np.int64), -np.ones(len(cannot), np.int64)])
+    return pairs, signs
 
 
 def pair_terms(table, pairs, signs, gamma):

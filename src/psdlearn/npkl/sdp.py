@@ -314,7 +314,8 @@ def solve_sdp(
         raise ValueError(
             f"The exact SDP has {n} samples > max_samples={max_samples}. Its cost grows "
             f"steeply with n ({_MEASURED}). Use a low-rank solver (e.g. solver='bcd'), or "
-            "pass force=True (or a larger max_samples) to solve it anyway."
+            "pass force=True or a larger max_samples (NPKL: solver_options={'force': True} "
+            "or {'max_samples': ...}) to solve it anyway."
         )
     cp = _import_cvxpy()
     name = _pick_solver(cp, solver)
@@ -374,10 +375,10 @@ def solve_sdp(
 def fit_sdp(problem, E0, options):
     """The ``"sdp"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`.
 
-    :func:`solve_sdp` with ``max_samples = options.params["sdp_max_samples"]`` and
-    ``force = options.params["sdp_force"]`` (no start, no rank: the SDP is solved over
+    :func:`solve_sdp` with ``max_samples = options.params["max_samples"]`` and
+    ``force = options.params["force"]`` (no start, no rank: the SDP is solved over
     every ``K >= 0``), with ``info["sdp_status"]``, the cvxpy status.
     """
-    res = solve_sdp(problem, max_samples=options.params["sdp_max_samples"],
-                    force=options.params["sdp_force"], verbose=bool(options.verbose))
+    res = solve_sdp(problem, max_samples=options.params["max_samples"],
+                    force=options.params["force"], verbose=bool(options.verbose))
     return replace(res, info={**res.info, "sdp_status": res.status})

@@ -1,4 +1,4 @@
-r"""SimpleNPKL (Zhuang, Tsang & Hoi, JMLR 12, 2011): the baseline of seeds 000 and 001.
+r"""SimpleNPKL (Zhuang, Tsang & Hoi, JMLR 12, 2011): the baseline of Hu & Kwok 2015 and 2013.
 
 SimpleNPKL adds the capacity constraint ``tr(K^p) <= B`` (``p = 2``) to the NPKL SDP of
 Hu & Kwok 2015 eq. (3),

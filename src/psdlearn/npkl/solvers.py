@@ -8,8 +8,10 @@ warnings, which of its ``info`` keys become fitted attributes of :class:`~psdlea
 and whether it wants the samples renumbered for memory locality. Its ``solve`` is the
 adaptor ``fit_<name>(problem, E0, options) -> SolverResult`` of the solver's own module,
 which reads the estimator's settings from ``options.params`` (every parameter of
-:class:`~psdlearn.NPKL`, with ``rank`` and ``gamma`` resolved to numbers) and calls the
-keyword function ``solve_<name>``.
+:class:`~psdlearn.NPKL`, with ``rank`` and ``gamma`` resolved to numbers, and the
+solver's own ``solver_options`` with their defaults filled in) and calls the keyword
+function ``solve_<name>``. A solver declares the ``solver_options`` keys it reads, with
+defaults and accepted values, in its spec's ``options`` (:func:`resolve_options`).
 
 ``options.state`` tells a solver where ``E0`` comes from: ``None``, a random start;
 :data:`RESTART`, the previous round's solution with the columns of a rank escalation (a
@@ -24,11 +26,13 @@ gradient solver that way).
 
 from __future__ import annotations
 
-from collections.abc import Set
-from dataclasses import dataclass
+import numbers
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from psdlearn._compat import Interval, StrOptions
 from psdlearn._solver import SolverRegistry, SolverSpec
 from psdlearn.npkl.admm import ADMM_LOSSES, fit_admm
 from psdlearn.npkl.bcd import BCD_LOSSES, fit_bcd
@@ -38,7 +42,7 @@ from psdlearn.npkl.sdp import fit_sdp
 from psdlearn.npkl.simplenpkl import fit_simplenpkl
 
 __all__ = ["NPKL_SOLVERS", "RESTART", "WARM", "NPKLSolverSpec", "RegistryNames", "map_rows",
-           "renumbered"]
+           "renumbered", "resolve_options"]
 
 #: ``options.state`` of the round after a rank escalation.
 RESTART = "restart"
@@ -57,9 +61,73 @@ class NPKLSolverSpec(SolverSpec):
         Cuthill-McKee order (:func:`renumbered`, once per fit; the embedding is mapped
         back): passes over ``L E`` then read rows of ``E`` close in memory (1.6x per BCD
         sweep on a shuffled 1e5-point kNN graph, 1.8x per ADMM iteration on a6a).
+    options : mapping of str to (default, list of constraints)
+        The keys this solver reads from ``NPKL(solver_options=...)``, each with its
+        default and the values it accepts (``Interval``, ``StrOptions``, a type, or
+        ``None``); ``NPKL.fit`` rejects any other key.
     """
 
     renumber: bool = False
+    options: Mapping = field(default_factory=dict)
+
+
+_OMEGA = ("auto", [StrOptions({"auto"}), Interval(numbers.Real, 0, 2, closed="neither")])
+
+#: ``solver_options`` of each built-in solver: ``{key: (default, constraints)}``.
+BCD_OPTIONS = {
+    "omega": _OMEGA,
+    "unconstrained": ("sequential", [StrOptions({"sequential", "block"})]),
+    "hinge_smoothing": ("auto", [StrOptions({"auto"}),
+                                 Interval(numbers.Real, 0, None, closed="neither"), None]),
+}
+ADMM_OPTIONS = {
+    "rho": (100.0, [Interval(numbers.Real, 0, None, closed="neither")]),
+    "init": ("random", [StrOptions({"random", "bcd"})]),
+    "omega": _OMEGA,  # of the BCD start, init="bcd"
+}
+SDP_OPTIONS = {
+    "max_samples": (200, [Interval(numbers.Integral, 1, None, closed="left")]),
+    "force": (False, [bool]),
+}
+SIMPLENPKL_OPTIONS = {
+    "B": ("auto", [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")]),
+}
+
+
+def _satisfies(value, constraint):
+    if constraint is None:
+        return value is None
+    if isinstance(constraint, type):
+        return isinstance(value, (constraint, np.bool_) if constraint is bool else constraint)
+    return constraint.is_satisfied_by(value)
+
+
+def resolve_options(spec, given):
+    """``given`` (a ``solver_options`` dict or None) checked against ``spec.options`` and
+    completed with the defaults.
+
+    Raises
+    ------
+    ValueError
+        On a key the solver does not read (the message names the unknown keys and the
+        accepted ones) or a value outside its constraints.
+    """
+    options = getattr(spec, "options", {}) or {}
+    given = {} if given is None else dict(given)
+    unknown = sorted(set(given) - set(options))
+    if unknown:
+        accepted = ", ".join(repr(k) for k in options) or "none"
+        raise ValueError(f"solver_options has keys {unknown} that solver={spec.name!r} does "
+                         f"not read; it accepts: {accepted}.")
+    resolved = {key: default for key, (default, _) in options.items()}
+    for key, value in given.items():
+        constraints = options[key][1]
+        if not any(_satisfies(value, c) for c in constraints):
+            allowed = " or ".join("None" if c is None else getattr(c, "__name__", str(c))
+                                  for c in constraints)
+            raise ValueError(f"solver_options[{key!r}] must be {allowed}; got {value!r}.")
+        resolved[key] = value
+    return resolved
 
 
 def renumbered(problem, *arrays):
@@ -91,23 +159,23 @@ NPKL_SOLVERS = SolverRegistry("NPKL")
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="bcd", solve=fit_bcd, losses=BCD_LOSSES, warm_start=True, certificate=True,
     distributed=True, unit="sweeps", stop_rule="the relative change of E fell below tol={tol}",
-    attributes=("omega", "smoothing_stages"), renumber=True))
+    attributes=("omega", "smoothing_stages"), renumber=True, options=BCD_OPTIONS))
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="sdp", solve=fit_sdp, losses=LOSSES, rank=False, unit="solves",
     stop_rule="the conic solver reported an optimal status",
     hint="loosen the tolerances or try another cvxpy solver",
-    attributes=("sdp_status", "sdp_value")))
+    attributes=("sdp_status", "sdp_value"), options=SDP_OPTIONS))
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="simplenpkl", solve=fit_simplenpkl, losses=LOSSES, unit="steps",
     stop_rule="the relative change of K fell below tol={tol}",
-    attributes=("simplenpkl_objective_history", "B")))
+    attributes=("simplenpkl_objective_history", "B"), options=SIMPLENPKL_OPTIONS))
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="admm", solve=fit_admm, losses=ADMM_LOSSES, warm_start=True, certificate=True,
     distributed=True, unit="iterations",
     stop_rule="the residuals fell below tol={tol} (relative to ||V||)",
     hint="increase max_iter or tol, or start from init='bcd'",
     attributes=("primal_residual_history", "dual_residual_history", "rho_history"),
-    renumber=True))
+    renumber=True, options=ADMM_OPTIONS))
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="mfpc", solve=fit_mfpc, losses=MFPC_LOSSES, unit="steps",
     stop_rule="the fixed-point residual fell below tol={tol}", attributes=("mfpc_U",)))

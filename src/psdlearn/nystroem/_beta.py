@@ -47,14 +47,14 @@ def least_squares_beta(W_pinv, data):
     - 2 beta <W^+, B> + c``; with labels that is ``||beta E_l W^+ E_l^T - K^*_l||_F^2``,
     with must-link groups its masked form (§3.3). Its minimizer is
     ``max(<W^+, B> / <W^+, sum_k A_k W^+ A_k>, 0)``. For a kernel with ``k(x, x) = 1``
-    (the RBF) it is of order 1 (0.4 to 1.4 in ``benchmarks/results/defaults_nystroem.md``):
-    the standard Nystrom kernel is already on the scale of the ideal kernel.
+    (the RBF) it is of order 1: the standard Nystrom kernel is already on the scale of the
+    ideal kernel.
 
     Why not eq. (8): it matches the Frobenius norms of ``W^+`` and ``E_l^+ K^*_l
     (E_l^T)^+``, two pseudo-inverses dominated by the smallest singular values of ``W`` and
-    ``E_l``. With 10% labels on iris, wine, breast_cancer, german.numer and g241c it gives
-    ``beta`` from 2e3 to 1e8, and since the features scale with ``sqrt(beta)``, a linear
-    SVM with a fixed ``C`` on them is regularized that much less.
+    ``E_l``, so its ``beta`` can be orders of magnitude large; since the features scale
+    with ``sqrt(beta)``, a linear SVM with a fixed ``C`` on them is then regularized that
+    much less (measured values are in the method notes of the documentation).
 
     Parameters
     ----------

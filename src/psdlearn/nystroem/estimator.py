@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import block_diag, pinvh
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels, rbf_kernel
@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._linalg import psd_factor
 from psdlearn._progress import progress_bar, warn_interrupted
-from psdlearn.constraints import check_side_info
+from psdlearn.constraints import PairwiseConstraints, check_side_info
 from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
 from psdlearn.nystroem._multi import solve_multiple
@@ -112,24 +112,54 @@ class _SideInfo:
         self.kind = kind
 
 
-class GeneralizedNystroem(TransformerMixin, BaseEstimator):
+class GeneralizedNystroem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Generalized Nystrom low-rank kernel learning from partial labels or must-links.
 
-    Learns the inverse dictionary kernel ``S`` of problem (7) of Lan et al. (2017) (module
-    docstring) by the closed-form start (12)-(13), projected on the PSD cone, followed by
-    projected gradient with the Armijo rule (10)-(11); ``transform`` returns features ``Q``
-    with ``Q Q^T = E S E^T``: feed them to a linear model. Fitting costs
-    ``O(m^2 l + m^3)`` per iteration after the landmarks (``l`` points with side
-    information); ``transform`` costs ``O(n m d)``. Side information follows the
-    convention of ``docs/glossary.md``; see :meth:`fit`.
+    Standard Nystrom approximates a kernel matrix by ``K ~= E W^+ E^T`` with
+    ``E = k(X, Z)`` (n x m) and ``W = k(Z, Z)`` on ``m`` landmarks ``Z``. The
+    generalized method of Lan et al. (2017) keeps ``E`` and learns the inverse
+    dictionary kernel ``S`` (m x m) from the side information of ``l`` points, with the
+    prior ``S_0 = beta W^+`` (eq. 7):
+
+    .. math::
+
+        \\min_{S \\succeq 0} \\; \\lambda \\|S - S_0\\|_F^2
+            + \\|E_l S E_l^\\top - K^*_l\\|_F^2 ,
+
+    where ``E_l`` holds the rows of ``E`` of the points with side information and
+    ``K^*_l`` is their ideal kernel: 1 for two points of one class (or one must-link
+    group), 0 otherwise. The fit starts from the closed-form solution of (7) without
+    the PSD constraint, ``S + P S P^T = Q`` with ``P = E_l^T E_l / sqrt(lambda)`` and
+    ``Q = S_0 + E_l^T K^*_l E_l / lambda`` (eqs. 12-13), projected on the PSD cone, then
+    runs projected gradient with the Armijo rule (eqs. 10-11). ``lambda`` is chosen
+    among ``lambdas`` by the alignment criterion (eqs. 14-15),
+
+    .. math::
+
+        \\lambda^* = \\arg\\max_\\lambda \\; \\rho[S(\\lambda), S_0] \\cdot
+            \\rho[E_l S(\\lambda) E_l^\\top, K^*_l], \\qquad
+        \\rho[K, K'] = \\frac{\\langle K_c, K'_c \\rangle_F}{\\|K_c\\|_F \\|K'_c\\|_F},
+
+    or by cross-validation on the labelled points (``lambda_selection``). With several
+    rbf kernels (``kernel_gammas``, §4) the kernel is
+    ``sum_j E^(j) T^(j) E^(j)T`` with ``T^(j) = alpha_j S^(j)``, learned by alternating
+    the ``T^(j)`` updates (problem (7) for each in turn) and the weights
+    ``alpha_j = max(tr(S_0^(j) T^(j)) / tr(S_0^(j) S_0^(j)), 0)`` (eq. 19).
+
+    :meth:`transform` returns features ``Q = E(X) U Lambda^{1/2}`` with
+    ``S = U Lambda U^T``, so that ``Q Q^T = E(X) S E(X)^T`` is the learned kernel, for
+    any point, seen or new (§4.2): feed them to a linear model. Fitting costs
+    ``O(n m d)`` for ``E`` plus ``O(m^2 l + m^3)`` per iteration; :meth:`transform`
+    costs ``O(n m d)``.
 
     Parameters
     ----------
     n_landmarks : float in (0, 1] or int >= 1, default=0.1
-        Number of landmarks ``m``: a fraction of ``n`` (the paper: 10%) or a count (the
-        paper: 100 on mnist). With ``kernel_gammas`` the landmarks are shared and their
-        number is ``m_bar = round(m * tau / M)`` (§4.2).
-    landmarks : {"kmeans", "random"} or array-like of shape (m, n_features), default="kmeans"
+        Number of landmarks ``m``: a fraction of ``n_samples`` or a count. With
+        ``kernel_gammas`` the landmarks are shared and their number is
+        ``m_bar = round(m * tau / M)`` (§4.2).
+    landmarks : {"kmeans", "random"} or array-like of shape (m, n_features), \
+default="kmeans"
         k-means centres (MiniBatchKMeans above 10,000 samples, one initialisation), a
         random subset of ``X``, or given points.
     kernel : str or callable, default="rbf"
@@ -138,78 +168,75 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         evaluated by :func:`sklearn.metrics.pairwise.pairwise_kernels` with
         ``kernel_params``.
     kernel_gamma : "auto" or float > 0, default="auto"
-        Coefficient of the rbf kernel. ``"auto"`` is ``1 / b`` with ``b`` the mean pairwise
-        squared distance of ``X`` (computed in ``O(n d)``): the paper's kernel
-        ``exp(-||x - z||^2 / b)``. Ignored by other kernels (use ``kernel_params``).
+        Coefficient of the rbf kernel. ``"auto"`` is ``1 / b`` with ``b`` the mean
+        pairwise squared distance of ``X`` (computed in ``O(n d)``): the kernel
+        ``exp(-||x - z||^2 / b)`` of Lan et al. (2017). Ignored by other kernels (use
+        ``kernel_params``).
     kernel_gammas : array-like of shape (M,), default=None
         Multiple kernels (§4): rbf coefficients ``gamma_j = kernel_gammas[j] *
-        kernel_gamma_``, i.e. factors of the single coefficient (the paper: ``2^-4, ...,
-        2^4``). Requires ``kernel="rbf"``, class labels as ``y`` and a ``beta`` other than
-        ``"iterative"``.
+        kernel_gamma_``, factors of the single coefficient (the paper uses ``2^-4, ...,
+        2^4``). Requires ``kernel="rbf"``, class labels as ``y`` and a ``beta`` other
+        than ``"iterative"``. None: a single kernel.
     kernel_params : dict, default=None
         Extra arguments of a non-rbf kernel.
     lambdas : array-like of positive floats, default=(1e-5, 1e-4, ..., 1e5)
-        Candidates for the trade-off ``lambda`` of (7) (the paper's grid); the one with the
-        best score of ``lambda_selection`` is kept, the larger ``lambda`` (closer to the
-        prior) on a tie.
-    lambda_selection : {"auto", "alignment", "cv"}, default="auto"
-        How ``lambda`` is chosen among ``lambdas``. ``"alignment"``: the paper's criterion
-        (15), ``rho[S, S_0] * rho[E_l S E_l^T, K^*_l]`` (centered alignments, eq. 14), on
-        the points that fit ``S``. ``"cv"``: stratified 3-fold cross-validation on the
-        labelled points, over ``CV_REPEATS = 3`` draws of the folds (seeded by
-        ``random_state``): ``S`` is fit on two folds, a ``LinearSVC(C=1)`` on their
-        features, and the accuracy on the third is averaged over the 9 splits (single
-        kernel and class labels with at least 3 labelled points per class;
-        ``lambda_scores_`` then holds these mean accuracies). ``"auto"``: ``"cv"`` where
-        it applies (and ``lambdas`` offers a choice), ``"alignment"`` otherwise
-        (must-link groups, ``kernel_gammas``, a class with fewer than 3 labelled points);
-        ``lambda_selection_`` says which ran. Why ``"cv"`` is the default: with 10% of the
-        points labelled it is at least as good as scikit-learn's unsupervised ``Nystroem``
-        (same kernel and size, linear SVM) on 12 of 15 sets and within the spread over
-        seeds on the other 3, against 7 of 15 (4 lost beyond the spread) for criterion
-        (15), which fits ``S`` to the labelled points at the expense of the others
-        (``benchmarks/results/defaults_nystroem.md``, Notes). Why 3 draws: with a single
-        draw the chosen ``lambda`` depended on the draw enough to miss digits and iris
-        beyond the spread and wine within it (10 of 15 met); 3 draws meet digits and
-        wine, and iris stays below within its noise (-0.8 +- 0.7 over 10 seeds; one seed
-        picks ``lambda = 1e-4`` and loses 6.7 points). It costs about ten fits of a
-        single ``lambda`` per candidate (nine fold fits), 2.5 times a single draw.
+        Candidates for the trade-off ``lambda`` of (7) (the paper's grid); the one with
+        the best score of ``lambda_selection`` is kept, the larger ``lambda`` (closer to
+        the prior) on a tie.
     beta : {"least_squares", "heuristic", "iterative"} or float, default="least_squares"
-        Scale of the prior ``S_0 = beta W^+``. ``"least_squares"``: the ``beta`` at which
-        the prior kernel ``beta E_l W^+ E_l^T`` fits the ideal kernel best
-        (:func:`psdlearn.nystroem._beta.least_squares_beta`). ``"heuristic"``: the paper's
-        eq. (8), which matches the norms of two pseudo-inverses and gives ``beta`` of 2e3
-        to 1e8 on the benchmark's sets. ``"iterative"``: the joint minimisation of
-        Appendix A, started from (8) (single kernel only). A float: that value.
+        Scale of the prior ``S_0 = beta W^+``. ``"least_squares"``: the ``beta`` at
+        which the prior kernel ``beta E_l W^+ E_l^T`` fits the ideal kernel best in
+        Frobenius norm. ``"heuristic"``: the paper's eq. (8),
+        ``beta = ||E_l^+ K^*_l (E_l^T)^+||_F / ||W^+||_F``, which matches the norms of
+        two pseudo-inverses. ``"iterative"``: the joint minimisation over ``beta`` and
+        ``S`` of the paper's Appendix A, started from (8) (single kernel only). A
+        float: that value.
     tau : float, default=3.0
         Cost multiplier of the multiple-kernel case, ``m_bar = m tau / M`` (§4.2).
     max_iter : int, default=100
-        Projected-gradient iterations of the final fit (single kernel). Multiple kernels:
-        at most ``max_iter // 5`` alternations, each ``T^(j)`` update at most
+        Projected-gradient iterations of the final fit (single kernel). Multiple
+        kernels: at most ``max_iter // 5`` alternations, each ``T^(j)`` update at most
         ``max_iter // 10`` projected-gradient iterations.
     tol : float, default=1e-5
-        Stop when an iteration decreases the objective (7) (multiple kernels: (17)) by at
-        most ``tol`` relatively.
+        Stop when an iteration decreases the objective (7) (multiple kernels: (17)) by
+        at most ``tol`` relatively.
     random_state : int, RandomState instance or None, default=None
-        Seeds the landmark selection.
+        Seeds the landmark selection and the folds of ``lambda_selection="cv"``.
     verbose : int, default=0
         ``>= 1``: a progress bar on stderr over the projected-gradient iterations (or
         alternations) of every ``lambda`` tried.
+    lambda_selection : {"auto", "alignment", "cv"}, default="auto"
+        How ``lambda`` is chosen among ``lambdas``. ``"alignment"``: the paper's
+        criterion (15) above, on the points that fit ``S``. ``"cv"``: stratified 3-fold
+        cross-validation on the labelled points, repeated over 3 draws of the folds:
+        ``S`` is fit on two folds, a ``LinearSVC(C=1)`` on their features, and its
+        accuracy on the third fold is averaged over the 9 splits (single kernel and
+        class labels with at least 3 labelled points per class). ``"auto"``: ``"cv"``
+        where it applies (and ``lambdas`` offers a choice), ``"alignment"`` otherwise
+        (must-link groups, ``kernel_gammas``, a class with fewer than 3 labelled
+        points). Criterion (15) tends to fit the few labelled points at the expense of
+        the others; cross-validation costs about ten fits per candidate.
 
     Attributes
     ----------
-    landmarks_ : ndarray of shape (m, n_features)
+    landmarks_ : ndarray of shape (m, ``n_features_in_``)
+        The landmarks ``Z``.
     kernel_gamma_ : float or None
         Coefficient of the rbf kernel (None for other kernels).
-    kernel_gammas_ : ndarray of shape (M,)
-        Coefficients of the multiple kernels (only with ``kernel_gammas``).
-    side_info_ : {"none", "labels", "must-link groups"}
-        What ``fit`` learned from (``"none"``: the standard Nystrom kernel).
-    dictionary_ : ndarray of shape (m, m) or (M m, M m)
-        Learned ``S`` (multiple kernels: block-diagonal ``T = diag(T^(1), ..., T^(M))``).
-    prior_ : ndarray of shape (m, m) or (M m, M m)
+    kernel_gammas_ : ndarray of shape (M,) or None
+        Coefficients of the multiple kernels (None with a single kernel).
+    side_info_ : ndarray of shape (n_samples,), PairwiseConstraints or None
+        The side information the fit used: the partial labels (``-1`` = unlabelled),
+        the must-link pairs (cannot-links dropped), or None for the standard Nystrom
+        kernel (``y=None``, or ``y`` without a labelled point or must-link pair).
+        ``fit(X, side_info_)`` gives the same model.
+    dictionary_ : ndarray of shape (m, m) or (M m_bar, M m_bar)
+        Learned ``S`` (multiple kernels: block-diagonal ``T = diag(T^(1), ...,
+        T^(M))``).
+    prior_ : ndarray of shape (m, m) or (M m_bar, M m_bar)
         ``S_0 = beta W^+`` (multiple kernels: ``diag(S_0^(j))``).
     beta_ : float or ndarray of shape (M,)
+        Scale of the prior, per kernel with ``kernel_gammas``.
     lambda_ : float or None
         Chosen ``lambda`` (None without side information: then ``S = W^+``).
     lambda_selection_ : {"alignment", "cv"} or None
@@ -217,73 +244,49 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
         resolved); None without side information.
     lambda_scores_ : ndarray of shape (len(lambdas),)
         Score of each candidate: criterion (15) (multiple kernels: its product over the
-        kernels, §6.2) or the cross-validated accuracy (``lambda_selection_ == "cv"``);
-        NaN for candidates not scored (no side information, a single class, or an
-        interrupted fit).
-    kernel_weights_ : ndarray of shape (M,)
-        ``alpha_j`` (only with ``kernel_gammas``).
-    feature_map_ : ndarray of shape (m or M m, rank_)
-        ``U Lambda^{1/2}`` with ``dictionary_ = U Lambda U^T`` (block-diagonal for several
-        kernels): ``transform(X) = k(X, landmarks_) @ feature_map_``. It maps kernel values
-        to features, not ``X`` itself, hence not ``components_``.
+        kernels) or the cross-validated accuracy; NaN for candidates not scored (no side
+        information, a single class, or an interrupted fit).
+    kernel_weights_ : ndarray of shape (M,) or None
+        ``alpha_j`` (None with a single kernel).
+    feature_map_ : ndarray of shape (m or M m_bar, ``rank_``)
+        ``U Lambda^{1/2}`` with ``dictionary_ = U Lambda U^T`` (block-diagonal for
+        several kernels): ``transform(X) = k(X, landmarks_) @ feature_map_``. It maps
+        kernel values to features, not ``X`` itself, hence not ``components_``.
     rank_ : int
         Number of output features, the rank of ``dictionary_``.
     objective_history_ : list of float
-        Objective (7) (multiple kernels: (17)) of the final fit at ``lambda_``: its start,
-        then every iteration.
+        Objective (7) (multiple kernels: (17)) of the final fit at ``lambda_``: its
+        start, then every iteration.
     n_iter_ : int
-        Projected-gradient iterations (multiple kernels: alternations) that the final fit
-        at ``lambda_`` ran; 0 without side information.
+        Projected-gradient iterations (multiple kernels: alternations) of the final fit
+        at ``lambda_``; 0 without side information.
     converged_ : bool
         Whether that fit met ``tol`` (True without side information); False after
         ``max_iter`` or an interrupted fit.
     fit_time_ : float
         Seconds spent in :meth:`fit`.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Only when ``X`` has string column names.
+        Number of features seen during :meth:`fit`.
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
+        Names of the features seen during :meth:`fit`, when ``X`` has string column
+        names.
+
+    See Also
+    --------
+    sklearn.kernel_approximation.Nystroem : The unsupervised Nystrom features.
 
     Notes
     -----
-    Defaults, and where they miss. ``beta="least_squares"`` replaces the paper's eq. (8),
-    which gives ``beta`` of 2e3 to 1e8 and so shrinks the regularization of a linear
-    model on the features by that factor (with it the estimator was below scikit-learn's
-    Nystroem on 12 of the 15 sets below); ``lambda_selection="auto"`` (3-fold
-    cross-validation on the labelled points) replaces the paper's criterion (15);
-    ``kernel_gamma="auto"`` and the landmarks are the paper's. In
-    ``benchmarks/results/defaults_nystroem.md`` (10% labels, ``m = 10%`` of ``n``,
-    ``LinearSVC(C=1)`` on the features, 5 seeds, 10 on the sets below the target),
-    against scikit-learn's unsupervised :class:`~sklearn.kernel_approximation.Nystroem`
-    of the same size and kernel:
-
-    - the defaults are at least as good on 12 of 15 sets (coil2 +6.1 points, coil +5.2,
-      ssl-usps +2.4, g241c +1.8, segment +1.6, dna +1.3, digit1 +0.9, usps49 +0.4,
-      digits +0.35, usps27 +0.2, breast cancer +0.1, wine 0.0) and below on three, none
-      beyond its noise by a paired t-test over 10 seeds: iris -0.8 +- 0.7 (standard
-      error; t = -1.2, p = 0.27), german.numer -0.4 +- 0.7 (p = 0.55) and a1a -0.1 +- 0.3
-      (p = 0.62). On each a single ``lambda`` chosen with the test labels would meet the
-      target (iris ``1e-5`` +0.9, german.numer and a1a ``1`` +0.6 and +0.8): the method
-      does not lose there; the choice of ``lambda`` from 15 (iris) to 160 labelled points
-      is noisy (on iris the three seeds of ten that pick ``lambda <= 1e-4`` differ by
-      -1.5, -6.7 and +0.7 points, the others by at most 0.75). Preferring the largest
-      ``lambda`` within one standard error of the best cross-validated score, tried on
-      iris, only narrowed the gap (-1.9 to -1.3 over 5 seeds) and was not adopted;
-    - criterion (15), the former default, met the target on 7 of 15 sets and lost 1.4
-      to 3.5 points on ssl-usps, coil, coil2 and segment: measured on the points that
-      fitted ``S``, it picks a ``lambda`` that fits the few labelled points (one per
-      landmark here) at the expense of the unlabelled ones;
-    - the same estimator without labels (``fit(X)``: standard Nystrom on k-means
-      landmarks) is at least as good as scikit-learn's on 12 of 15 sets. When in doubt,
-      compare with ``fit(X)`` by cross-validation downstream.
-
-    With few labelled points per class the cross-validated ``lambda`` varies with the
-    folds drawn, and so does the sign of the difference on sets within a point of the
-    baseline (with a single draw of the folds digits missed the target, with three it
-    meets it).
+    Two defaults differ from the paper: ``beta="least_squares"`` instead of eq. (8),
+    whose ``beta`` can be orders of magnitude large and then shrinks the
+    regularization of a linear model on the features by that factor, and
+    ``lambda_selection="auto"`` instead of criterion (15). With few labelled points the
+    chosen ``lambda`` is noisy; when in doubt, compare with ``fit(X)`` (the standard
+    Nystrom kernel on the same landmarks) by cross-validation downstream.
 
     A Ctrl-C (``KeyboardInterrupt``) during the iterations stops the fit: the estimator
-    keeps the last complete iterate (the ``lambda`` chosen among the candidates scored so
-    far), warns with :class:`psdlearn._progress.FitInterruptedWarning` and sets
+    keeps the last complete iterate (the ``lambda`` chosen among the candidates scored
+    so far), warns with :class:`psdlearn._progress.FitInterruptedWarning` and sets
     ``converged_ = False``.
 
     References
@@ -296,12 +299,15 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
     --------
     >>> import numpy as np
     >>> import psdlearn as pl
+    >>> from sklearn.svm import LinearSVC
     >>> X, y = pl.datasets.load("iris")
     >>> y_partial = np.full_like(y, -1)
     >>> y_partial[::10] = y[::10]
     >>> g = pl.GeneralizedNystroem(n_landmarks=20, random_state=0).fit(X, y_partial)
-    >>> g.transform(X).shape[0]
+    >>> Q = g.transform(X)
+    >>> Q.shape[0]
     150
+    >>> clf = LinearSVC().fit(Q[y_partial >= 0], y[y_partial >= 0])
     """
 
     _parameter_constraints = {
@@ -389,15 +395,15 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
     def _side_information(self, y, n):
         """The points with side information, or None for the standard Nystrom kernel."""
         info = check_side_info(y, n, accept=("labels", "pairs"), required=False)
+        self.side_info_ = None
         if info.kind == "none":
-            self.side_info_ = "none"
             return None
         if info.kind == "labels":
             index = np.flatnonzero(info.codes >= 0)
             if index.size == 0:
                 self._warn_no_side_information("y has no labelled point (every entry is -1)")
                 return None
-            self.side_info_ = "labels"
+            self.side_info_ = np.array(info.labels)
             return _SideInfo(index, info.codes[index], "labels")
         C = info.constraints
         if C.n_cannot:
@@ -411,11 +417,10 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
             self._warn_no_side_information("y has no must-link pair")
             return None
         index = np.unique(ml)
-        self.side_info_ = "must-link groups"
+        self.side_info_ = PairwiseConstraints(ml, np.ones(len(ml)), n_samples=n)
         return _SideInfo(index, C.must_link_components()[index], "groups")
 
     def _warn_no_side_information(self, what):
-        self.side_info_ = "none"
         warnings.warn(
             f"GeneralizedNystroem: {what}. Without side information problem (7) has no data "
             "term and its solution is the prior, so this fit is the standard Nystrom kernel "
@@ -449,9 +454,10 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Learn the dictionary kernel from partial side information.
+        """Learn the dictionary kernel ``S`` from partial side information ``y``.
 
-        ``y`` follows the side-information convention of ``docs/glossary.md``:
+        What each kind of ``y`` gives (the side information used is kept as
+        ``side_info_``):
 
         - ``None``: no side information; the standard Nystrom kernel ``E W^+ E^T``
           (``lambda_`` is None, ``dictionary_ = W^+``).
@@ -719,18 +725,27 @@ class GeneralizedNystroem(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Features ``Q = E(X) U Lambda^{1/2}`` with ``Q Q^T = E(X) S E(X)^T`` (§4.2).
 
+        ``E(X) = k(X, landmarks_)``; each row depends on its own point only, so the
+        training points get the rows of the learned kernel ``E S E^T`` of the fit.
+
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, ``n_features_in_``)
             Any points, seen in :meth:`fit` or new.
 
         Returns
         -------
-        Q : ndarray of shape (n_samples, rank_)
+        Q : ndarray of shape (n_samples, ``rank_``)
+            The features; ``Q @ Q.T`` is the learned kernel on ``X``.
         """
         check_is_fitted(self, "feature_map_")
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return self._extrapolation(X) @ self.feature_map_
+
+    @property
+    def _n_features_out(self):
+        """Number of output features, for ``get_feature_names_out``."""
+        return self.rank_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,6 +1,6 @@
 r"""PSDBoost: a trace-one PSD Mahalanobis matrix from triplets by matrix generation.
 
-Problem (3) of Shen, Welsh & Wang (NIPS 2008), for triplets ``r = (i, j, k)`` meaning
+Problem (3) of Shen, Welsh & Wang (2008), for triplets ``r = (i, j, k)`` meaning
 ``d(i, j) < d(i, k)`` and ``A_r = (a_i - a_k)(a_i - a_k)^T - (a_i - a_j)(a_i - a_j)^T``:
 
 .. math::
@@ -46,10 +46,11 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._mahalanobis import MahalanobisMixin
 from psdlearn._progress import warn_interrupted
 from psdlearn._solver import SolveOptions
 from psdlearn.constraints import (
@@ -68,322 +69,261 @@ __all__ = ["PSDBoost"]
 #: ``C="auto"`` is ``1 / (AUTO_NU * t)``: at most this fraction of the triplets ends with a
 #: positive slack (see the ``C`` parameter).
 AUTO_NU = 0.3
-#: The former ``C="auto"``, LPBoost's usual ``nu``; the reproductions of Shen et al. (2008)
-#: keep it (``psdlearn.experiments.psdboost_*``).
+#: LPBoost's usual ``nu`` (Demiriz et al. 2002), ``C = 1 / (0.1 t)``: the slack price of the
+#: reproductions of Shen et al. (2008).
 LPBOOST_NU = 0.1
 #: ``solver="auto"`` runs the interior-point method up to this many triplets and at most
-#: ``AUTO_IPM_MAX_FEATURES`` features, the working-set method otherwise
-#: (``benchmarks/results/psdboost_solvers_crossover.md``).
+#: ``AUTO_IPM_MAX_FEATURES`` features, the working-set method otherwise (the measured
+#: crossover of the two, in the method notes of the documentation).
 AUTO_IPM_MAX_TRIPLETS = 1000
 AUTO_IPM_MAX_FEATURES = 128
 
 
-class PSDBoost(TransformerMixin, BaseEstimator):
+class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     """PSD metric learning by matrix generation and linear programming (PSDBoost).
 
-    Learns a Mahalanobis matrix ``X >= 0`` with ``tr X = 1`` that maximizes the soft
-    margin ``rho - C sum xi`` of the triplet constraints
-    ``d_X(i, k) - d_X(i, j) >= rho - xi_r`` (problem (3) of Shen, Welsh & Wang 2008, in the
-    module docstring). ``solver="column-generation"`` is their Algorithm 1: column
-    generation over rank-one bases with a HiGHS master LP and a Lanczos pricing step that
-    never forms a ``D x D`` matrix ``A_r``; the default picks a faster exact method for the
-    number of triplets and features (``solver``).
+    Learns a Mahalanobis matrix ``M`` (``metric_``), symmetric positive semidefinite
+    with trace one, from triplets ``(i, j, k)`` that say "``x_i`` is closer to ``x_j``
+    than to ``x_k``". With ``A_r = d_k d_k^T - d_j d_j^T``, ``d_j = x_i - x_j`` and
+    ``d_k = x_i - x_k``, the margin of triplet ``r`` is
+    ``<A_r, M> = d_M(x_i, x_k)^2 - d_M(x_i, x_j)^2``, and PSDBoost maximizes the soft
+    margin (problem (3) of Shen, Welsh & Wang 2008):
 
-    Side information is passed as ``y`` of :meth:`fit`: partial labels, pairwise
-    constraints or :class:`psdlearn.Triplets` (``docs/glossary.md``).
+    .. math::
+
+        \\max_{M, \\rho, \\xi} \\; \\rho - C \\sum_{r=1}^t \\xi_r \\quad \\text{s.t.} \\quad
+        \\langle A_r, M \\rangle \\ge \\rho - \\xi_r, \\quad \\xi \\ge 0, \\quad
+        M \\succeq 0, \\quad \\operatorname{tr} M = 1 .
+
+    Its dual is ``min_w lambda_max(sum_r w_r A_r)`` over ``0 <= w <= C``,
+    ``sum_r w_r = 1``. Shen et al. solve (3) by column generation (their Algorithm 1):
+    ``M = sum_i theta_i u_i u_i^T`` is a convex combination of trace-one rank-one bases;
+    a restricted master LP over the bases generated so far gives dual weights ``w`` and
+    value ``pi``, and the next basis is the top eigenvector of ``H(w) = sum_r w_r A_r``
+    (computed matrix-free, never forming a ``D x D`` matrix ``A_r``). Every solver of
+    ``solver`` reports a certified pair: the optimum of (3) lies in
+    ``[objective_, upper_bound_]``, and the fit stops when the gap is below
+    ``eps_ = tol * s`` (``s`` the scale of the margins, see ``tol``).
+
+    :meth:`transform` maps ``X`` to ``X @ components_.T``, where Euclidean distance is
+    the learned metric. The side information is ``y`` of :meth:`fit`: partial labels,
+    pairwise constraints or :class:`psdlearn.Triplets`.
 
     Parameters
     ----------
     C : float or "auto", default="auto"
-        Price of a unit of slack; needs ``C >= 1 / t`` (``t`` triplets), otherwise (3) is
-        unbounded. Not given by Shen et al. (2008). With ``C = 1 / (nu t)`` the optimal
-        ``rho`` is the ``nu t``-th smallest margin ``<A_r, X>`` and ``rho - C sum xi`` is
-        the mean of the ``nu t`` smallest margins: (3) maximizes the mean margin of the
-        hardest fraction ``nu`` of the triplets. ``"auto"`` is ``nu = 0.3`` in the
-        ``nu``-parametrization of LPBoost (Demiriz et al. 2002, the paper's reference [1]):
-        at the optimum ``w_r = C`` wherever ``xi_r > 0`` and ``sum w = 1``, so at most 30%
-        of the triplets keep a positive slack and at least 30% carry dual weight. This is
-        invariant to the number of triplets and to the scale of the data (unlike a fixed
-        ``C``); ``nu = 1`` (``C = 1 / t``) maximizes the mean margin (a rank-one metric)
-        and ``C >= 1`` the smallest one (hard margin). Why 0.3 (LPBoost's usual 0.1
-        before, ``LPBOOST_NU``): where classes overlap, a quarter to a third of the
-        nearest-neighbour triplets are violated by the Euclidean metric and cannot all be
-        met; with ``n_neighbors=3``, ``nu = 0.3`` keeps 3-NN in the learned metric within
-        one point of Euclidean 3-NN on 9 of 11 sets against 7 for the former defaults
-        (``benchmarks/results/defaults_psdboost.md``; Notes).
+        Price of a unit of slack; needs ``C >= 1 / t`` (``t`` triplets), otherwise (3)
+        is unbounded. With ``C = 1 / (nu t)`` the optimal ``rho`` is the ``nu t``-th
+        smallest margin and ``rho - C sum xi`` is the mean of the ``nu t`` smallest
+        margins: (3) maximizes the mean margin of the hardest fraction ``nu`` of the
+        triplets (the ``nu``-parametrization of LPBoost, Demiriz et al. 2002). ``"auto"``
+        is ``nu = 0.3``: at most 30% of the triplets keep a positive slack, whatever the
+        number of triplets and the scale of the data. ``C = 1 / t`` maximizes the mean
+        margin (a rank-one metric), ``C >= 1`` the smallest one (hard margin).
     tol : float, default=1e-5
-        Stop when ``lambda_max(H) <= pi + eps`` with ``eps = tol * s``, where
-        ``s = mean_r (||a_i - a_j||^2 + ||a_i - a_k||^2) / D`` bounds the mean
-        ``|<A_r, X>|`` at the isotropic metric ``X = I / D`` (the scale of the margins);
-        ``lambda_max(H) - pi`` bounds the distance of both ``pi`` and ``lambda_max(H)``
-        to the optimum of (3).
+        Stop when ``upper_bound_ - objective_ <= eps_`` with ``eps_ = tol * s``, where
+        ``s = mean_r (||x_i - x_j||^2 + ||x_i - x_k||^2) / D`` bounds the mean
+        ``|<A_r, M>|`` at the isotropic metric ``M = I / D`` (the scale of the margins).
     max_iter : int, default=1000
-        Maximum number of master LP solves.
+        Iteration cap of the solver: master solves (column generation, subspace,
+        working set) or Newton steps (interior point).
     n_columns : int, default=5
-        Bases added per master solve: the top ``n_columns`` eigenvectors of ``H`` at the
-        pricing point whose reduced cost at the master's ``w`` is positive
-        (``u^T H(w) u > pi``). Algorithm 1 adds one (``n_columns=1``); several (multiple
-        pricing, standard in column generation) fill the optimal range of ``X`` faster,
-        see ``benchmarks/results/psdboost.md``.
+        Column generation: bases added per master solve, the top ``n_columns``
+        eigenvectors of ``H`` whose reduced cost ``u^T H(w) u - pi`` is positive
+        (multiple pricing). ``1`` is Algorithm 1 as written.
     smoothing : float in [0, 1), default=0.8
-        Dual smoothing (Wentges 1997) against the tailing-off that Shen et al. (2008,
-        section 6) report: pricing uses ``alpha c + (1 - alpha) w`` where the center ``c``
-        is the point with the smallest ``lambda_max(H)`` priced so far after a master
-        solve (the first pricing after the first solve uses ``w`` itself; the uniform
-        start weights are not a center, so ``c`` is zero outside the triplets the master
-        ever weighted and ``H`` at the smoothed point costs as little as at ``w``). If none
-        of its eigenvectors improves the master (a mispricing), ``lambda_max`` at that
-        point is at most ``alpha lambda_max(H(c)) + (1 - alpha) pi``, so the center's gap
-        shrinks by ``alpha`` and pricing is repeated (at most
-        ``column_generation.MAX_MISPRICINGS`` = 50 times, then the top eigenvector is
-        added regardless). ``0`` is Algorithm 1 (``w``
-        itself). The stopping test uses the best bound ``UB = min lambda_max`` (uniform
-        start included), a valid certificate since every priced point is dual feasible.
+        Column generation: dual smoothing ``alpha`` (Wentges 1997) against the
+        tailing-off of column generation. Pricing uses ``alpha c + (1 - alpha) w``, with
+        ``c`` the priced point of smallest ``lambda_max(H)`` so far (the stability
+        center); when none of its eigenvectors improves the master (a mispricing),
+        pricing is repeated at a point closer to ``w``, at most 50 times. ``0`` is
+        Algorithm 1 (pricing at ``w``).
     max_bases : int or None, default=None
-        Cap on the number of columns in the master LP (the aggregation step of bundle
-        methods, Shen et al. 2008 section 5): when it is reached, columns with
-        ``theta = 0`` are dropped and, if still too many, the current ``X`` replaces them
-        by its leading eigenvectors (rank-one columns) plus one aggregated trace-one
-        column for its tail. The current solution stays feasible, so the master value
-        still never decreases. ``None``: no cap (Algorithm 1 as written). Must exceed
-        ``min(n_columns, n_features)`` (checked when column generation runs).
-    n_neighbors : int, default=3
-        Triplets per labelled point that :meth:`fit` derives from labels: ``(i, j, k)``
-        for each of the ``n_neighbors`` nearest same-class neighbours ``j`` of ``i`` (the
-        target neighbours of large-margin nearest neighbours), ``k`` its nearest
-        other-class neighbour (:func:`psdlearn.triplets_from_labels`). ``1`` is the rule
-        of Shen et al. (2008, section 6), the former default. Three per point match the
-        three neighbours that a 3-NN classifier consults and recover Pendigits 1/5/7/9 and
-        sonar (``C``); the price is three times as many triplets (the interior-point
-        method's time grows as ``t^3``: 54 s against 3.7 s on 1,617 points of segment).
-        Ignored for pairwise constraints and triplets.
+        Column generation: cap on the number of columns of the master LP (aggregation,
+        Shen et al. 2008 section 5). When it is reached, columns with ``theta = 0`` are
+        dropped and, if still too many, the current ``M`` replaces them by its leading
+        eigenvectors plus one aggregated trace-one column for its tail; the master value
+        never decreases. Must exceed ``min(n_columns, n_features)``. None: no cap.
     n_triplets : int or None, default=None
-        Random subsample size of the triplets that :meth:`fit` derives from labels or
-        pairs (Shen et al. 2008, section 6, draw 550 of the 600 points' triplets); all of
-        them when None. Triplets passed as :class:`psdlearn.Triplets` are used as given.
+        Size of a random subsample of the triplets that :meth:`fit` derives from labels
+        or pairs; all of them when None. Triplets passed as :class:`psdlearn.Triplets`
+        are used as given.
     eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
-        Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"`` runs
-        ARPACK on ``u -> X^T (M(w) (X u))`` (``O(n D + t)`` per product); ``"auto"`` is
+        Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"``
+        runs ARPACK on the product ``u -> H(w) u``, ``O(n D + t)`` each; ``"auto"`` is
         dense for ``D <= 64``.
-    solver : {"auto", "column-generation", "interior-point", "subspace", "working-set"}, \
-            default="auto"
-        How (3) is solved; every solver stops at the same certified test
-        ``upper_bound_ - objective_ <= eps_`` and sets the same attributes (a few, marked
-        below, belong to column generation only).
+    solver : {"auto", "column-generation", "interior-point", "subspace", \
+"working-set"}, default="auto"
+        How (3) is solved. Every solver stops at the same certified test and sets the
+        same attributes (a few, marked below, belong to column generation only).
 
-        - ``"column-generation"``:
-          :func:`psdlearn.psdboost.column_generation.solve_column_generation`, Algorithm 1
-          with the refinements above (``n_columns``, ``smoothing``, ``max_bases``);
-          ``max_iter`` counts master LP solves.
-        - ``"interior-point"``: :func:`psdlearn.psdboost.ipm.solve_ipm`, a primal-dual
-          path-following method on the whole problem, run to a relative gap ``tol / 10``;
-          ``O(t^2)`` memory and ``O(t^3 + t^2 D + D^3)`` time per Newton step
-          (``max_iter`` counts them).
-        - ``"subspace"``: :func:`psdlearn.psdboost.subspace.solve_subspace`, an SDP master
-          over a subspace of dimension at most 30 (60 up to 1000 triplets): the range of
-          the solution plus the top eigenvectors of ``H(w)``, with a proximal term
-          (spectral bundle); ``O(t D + D^2)`` memory. Fast at ``t <= 1000`` (dense
-          master), slow to close the gap beyond (see ``"auto"``).
-          ``max_iter`` counts master solves.
-        - ``"working-set"``: :func:`psdlearn.psdboost.subspace.solve_subspace` with
-          ``working_set=True``: the subspace method whose masters hold only a working set
-          of triplet rows (at first the ``1.5 / C`` smallest margins; rows whose margin
-          falls below the master's ``rho`` join, idle rows leave, rows that stay at
-          ``w_r = C`` are bound and leave the master's variables), so that they stay
-          dense with a subspace of dimension up to 160 while at most 4000 rows are
-          free. Both bounds are evaluated on all ``t`` triplets, so the certificate is
-          that of the full problem. ``O(t k + |F|^2 + n D)`` memory (``|F|`` free
-          rows).
-          ``max_iter`` counts master solves.
+        - ``"column-generation"``: Algorithm 1 of Shen et al. (2008) with the
+          refinements ``n_columns``, ``smoothing`` and ``max_bases``
+          (:func:`psdlearn.psdboost.column_generation.solve_column_generation`).
+        - ``"interior-point"``: a primal-dual path-following method on the whole
+          problem (:func:`psdlearn.psdboost.ipm.solve_ipm`); ``O(t^2)`` memory and
+          ``O(t^3 + t^2 D + D^3)`` time per Newton step.
+        - ``"subspace"``: an SDP master over a subspace of dimension at most 30 (60 up
+          to 1000 triplets), spanned by the range of the solution and the top
+          eigenvectors of ``H(w)``, with a proximal term (a spectral bundle method,
+          Helmberg & Rendl 2000; :func:`psdlearn.psdboost.subspace.solve_subspace`);
+          ``O(t D + D^2)`` memory.
+        - ``"working-set"``: the subspace method whose masters hold only a working set
+          of triplet rows (those whose margin falls below the master's ``rho``; rows
+          held at ``w_r = C`` are fixed), so that a dense master fits for large ``t``.
+          Both bounds are evaluated on all ``t`` triplets: the certificate is that of
+          the full problem. ``O(t k + |F|^2 + n D)`` memory (``|F|`` free rows, ``k``
+          the subspace dimension).
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
-          ``D <= 128`` features, ``"working-set"`` otherwise: the measured crossover
-          (CPU seconds to the default ``tol``, MNIST label triplets,
-          ``benchmarks/results/psdboost_solvers_crossover.md``, ``nu = 0.1`` and 0.3).
-          At ``D <= 128`` the interior-point method is faster at 500 triplets (0.28-0.65
-          s against 0.38-1.5 s), the two are even at 1000 (the working set 4-15% faster,
-          while the interior-point method ends at a gap near ``1e-7`` where the working
-          set stops just below ``tol``), and at 2000 the working set is 1.6-3.7 times
-          faster (the interior-point steps cost ``O(t^3)``); at ``D = 256`` it is even at
-          500 and faster from 1000 on. At ``D = 784`` the
-          working-set method is the fastest at every ``t`` measured, from ``10^3`` to
-          ``10^5`` (``benchmarks/results/psdboost_solvers_vs_t.md``, ``C="auto"``): the
-          interior-point method converges in 25 s at ``t = 1000`` against 5 s and is at
-          a gap of ``4.4e-4`` after 60 s at ``t = 3000`` where the working set converges
-          in 16 s. Column generation and the subspace method are never faster: at
-          ``t = 10^4`` they are at certified gaps of 5.7% and 7.1% after 60 s, while the
-          default is certified to ``1e-3`` after 73 s
-          (``benchmarks/results/psdboost_solvers_target.md``).
+          ``D <= 128`` features, ``"working-set"`` otherwise.
     max_time : float or None, default=None
-        Wall-clock budget in seconds: the solver stops at its first check after it and
-        returns the certified pair reached, with a ``ConvergenceWarning`` that states the
-        gap ``upper_bound_ - objective_``. Checks come after each Newton step (interior
-        point; a subspace master is cut short too) and after each pricing (column
-        generation, subspace), so a run can overshoot by one Lanczos run and the final
-        certificate: 605 s for a 600 s budget at ``t = 10^5``, ``D = 784`` (the default
-        solver, certified to a relative gap of ``1.1e-4`` there;
-        ``benchmarks/results/psdboost_solvers_1e5.md``).
+        Wall-clock budget in seconds: the solver stops at its first check after it
+        (after each Newton step or pricing) and returns the certified pair reached,
+        with a ``ConvergenceWarning`` stating the gap ``upper_bound_ - objective_``.
+        None: no budget.
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
-        With ``verbose >= 1`` a progress bar on stderr over the master solves shows the
-        master value ``pi``, the certified gap ``UB - pi`` and the number of bases.
-        Nothing is ever written to stdout (HiGHS's log is off).
+        ``>= 1``: a progress bar on stderr over the iterations, with the bounds
+        reached. Nothing is written to stdout.
+    n_neighbors : int, default=3
+        Triplets per labelled point that :meth:`fit` derives from labels: ``(i, j, k)``
+        for each of the ``n_neighbors`` nearest same-class neighbours ``j`` of ``i``
+        (target neighbours, as in large-margin nearest neighbours), ``k`` its nearest
+        other-class neighbour (:func:`psdlearn.triplets_from_labels`). ``1`` is the rule
+        of Shen et al. (2008, section 6). Ignored for pairwise constraints and
+        triplets.
 
     Attributes
     ----------
     solver_ : str
         The solver that ran (``solver`` with ``"auto"`` resolved).
-    metric_ : ndarray of shape (n_features, n_features)
-        Learned ``X``, symmetric PSD, trace one (``sum_i theta_i Z_i`` for column
-        generation).
-    components_ : ndarray of shape (rank_, n_features)
+    metric_ : ndarray of shape (``n_features_in_``, ``n_features_in_``)
+        The learned ``M``: symmetric positive semidefinite, trace one.
+    components_ : ndarray of shape (``rank_``, ``n_features_in_``)
         ``L`` with ``metric_ = L^T L``: ``transform(X) = X @ components_.T``.
     rank_ : int
-        Number of rows of ``components_``: the bases with ``theta > 0``, or the numerical
-        rank of ``metric_`` when there are more of those than ``n_features``.
-    theta_ : ndarray of shape (n_master_columns,)
-        (Column generation only.)
-        Weights of the master's columns (sum one).
-    bases_ : list of ndarray of shape (r_i, n_features)
-        (Column generation only.)
-        Factor ``F_i`` of each master column, ``Z_i = F_i^T F_i`` (``r_i = 1`` except an
-        aggregated column).
-    dual_weights_ : ndarray of shape (t,)
-        Column generation: ``w`` of the last master LP (the dual of (P1),
-        ``0 <= w <= C``, ``sum w = 1``); the other solvers: the ``w`` in that set attaining
-        ``upper_bound_``.
-    rho_ : float
-        Margin ``rho`` of the returned metric.
-    slacks_ : ndarray of shape (t,)
-        ``xi``.
-    objective_ : float
-        ``rho - C sum xi`` of the returned ``metric_`` with its best ``rho`` and ``xi``: a
-        lower bound on the optimum (column generation: the last master value).
-    upper_bound_ : float
-        Smallest ``lambda_max(H(w))`` over the certified dual points ``w``: the optimum of
-        (3) lies in ``[objective_, upper_bound_]``, at any stop.
-    best_dual_weights_ : ndarray of shape (t,)
-        (Column generation only.)
-        The dual point ``w`` attaining ``upper_bound_``.
-    objective_history_ : list of float
-        Per iteration. Column generation: the optimum of the restricted master LP (P1),
-        equal to that of its dual (D1) (the paper's Opt(D1)), the value of problem (3) at
-        that iteration's metric; never decreases. Subspace, working set: the best lower
-        bound so far.
-        Interior point: the primal objective of the iterate, which is a bound only once
-        its residual vanishes.
-    upper_bound_history_ : list of float
-        Per iteration, an upper bound on the optimum: the best ``lambda_max(H(w))`` so far
-        (column generation, subspace, working set) or the dual objective ``pi`` of a dual feasible
-        iterate (interior point).
-    lambda_max_history_ : list of float
-        (Column generation only.)
-        ``lambda_max(H)`` of each pricing step, each an upper bound on the optimum of (3):
-        entry 0 at the uniform start weights (dual feasible), then one entry per pricing
-        after a master solve (a mispricing adds one more for the same solve).
-    time_history_ : list of float
-        Seconds from the start of the solver to the end of each iteration, aligned with
-        ``objective_history_``.
-    subspace_dim_history_ : list of int
-        (Subspace and working set only.) Dimension of each master's subspace.
-    working_set_history_ : list of int
-        (Working set only.) Triplet rows held by each master (its bound rows included).
-    bound_history_ : list of int
-        (Working set only.) Rows of each master held at ``w_r = C`` (bound rows, outside
-        its variables; :mod:`psdlearn.psdboost.subspace`).
-    n_bases_ : int
-        (Column generation only.)
-        Bases generated (columns added, aggregations excluded).
-    n_iter_ : int
-        Iterations that completed: master solves, or Newton steps (interior point).
-    converged_ : bool
-        Whether the stopping test ``upper_bound_ <= objective_ + eps_`` held; ``False``
-        after ``max_iter``, ``max_time`` or an interrupted fit.
-    n_master_rows_ : int
-        (Column generation only.)
-        Triplet rows held by the master LP at the end: row generation keeps out the
-        triplets whose margin never fell below ``rho`` (:mod:`._master`); the solution is
-        the same as with all ``t`` rows.
-    n_aggregations_ : int
-        (Column generation only.)
-        Aggregation steps taken (``max_bases``).
-    n_mispricings_ : int
-        (Column generation only.)
-        Pricing steps at a smoothed point that gave no improving column (``smoothing``).
-    n_matvec_ : int
-        Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
+        Number of rows of ``components_``: the bases with ``theta > 0`` (column
+        generation, when at most ``n_features``), else the numerical rank of
+        ``metric_``.
+    side_info_ : Triplets
+        The triplets of the fit (derived from ``y``, or ``y`` itself), rows
+        ``(i, j, k)`` for ``d(i, j) < d(i, k)``; ``side_info_.triplets`` is the
+        ``(t, 3)`` array.
     C_ : float
         The slack price used.
     eps_ : float
         Absolute stopping threshold ``tol * s``.
-    triplets_ : ndarray of shape (t, 3)
-        The triplets of the fit, rows ``(i, j, k)`` for ``d(i, j) < d(i, k)``.
+    objective_ : float
+        ``rho - C sum xi`` of ``metric_`` with its best ``rho`` and ``xi``: a lower
+        bound on the optimum of (3).
+    upper_bound_ : float
+        Smallest dual value ``lambda_max(H(w))`` over the certified dual points ``w``
+        (interior point: the dual objective of its last iterate); the optimum of (3)
+        lies in ``[objective_, upper_bound_]``.
+    rho_ : float
+        Margin ``rho`` of ``metric_``.
+    slacks_ : ndarray of shape (t,)
+        The slacks ``xi``.
+    dual_weights_ : ndarray of shape (t,)
+        Dual weights ``w`` (``0 <= w <= C``, ``sum w = 1``): of the last master LP
+        (column generation), or the ``w`` attaining ``upper_bound_``.
+    objective_history_ : list of float
+        Per iteration: the master value ``pi`` (column generation, never decreasing),
+        the best lower bound so far (subspace, working set), or the primal objective
+        of the iterate (interior point, a bound once its residual vanishes).
+    upper_bound_history_ : list of float
+        Per iteration, an upper bound on the optimum: the best ``lambda_max(H(w))`` so
+        far, or the dual objective of the iterate (interior point).
+    time_history_ : list of float
+        Seconds from the start of the solver to the end of each iteration.
+    n_iter_ : int
+        Iterations that completed: master solves, or Newton steps (interior point).
+    converged_ : bool
+        Whether the stopping test held; False after ``max_iter``, ``max_time`` or an
+        interrupted fit.
+    n_matvec_ : int
+        Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
+    theta_ : ndarray of shape (n_master_columns,)
+        (Column generation only.) Weights of the master's columns (sum one).
+    bases_ : list of ndarray of shape (r_i, ``n_features_in_``)
+        (Column generation only.) Factor ``F_i`` of each master column,
+        ``Z_i = F_i^T F_i`` (``r_i = 1`` except an aggregated column).
+    best_dual_weights_ : ndarray of shape (t,)
+        (Column generation only.) The dual point ``w`` attaining ``upper_bound_``.
+    lambda_max_history_ : list of float
+        (Column generation only.) ``lambda_max(H)`` of each pricing step, each an
+        upper bound on the optimum: entry 0 at uniform weights, then one per pricing.
+    n_bases_ : int
+        (Column generation only.) Bases generated (aggregations excluded).
+    n_master_rows_ : int
+        (Column generation only.) Triplet rows held by the master LP at the end (row
+        generation keeps out triplets whose margin never fell below ``rho``).
+    n_aggregations_ : int
+        (Column generation only.) Aggregation steps taken (``max_bases``).
+    n_mispricings_ : int
+        (Column generation only.) Pricing steps at a smoothed point that gave no
+        improving column (``smoothing``).
+    subspace_dim_history_ : list of int
+        (Subspace and working set only.) Dimension of each master's subspace.
+    working_set_history_ : list of int
+        (Working set only.) Triplet rows held by each master (bound rows included).
+    bound_history_ : list of int
+        (Working set only.) Rows of each master held at ``w_r = C``.
     fit_time_ : float
         Seconds spent in :meth:`fit`.
     n_features_in_ : int
         Number of features seen during :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features seen during :meth:`fit`, when ``X`` has string column names.
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
+        Names of the features seen during :meth:`fit`, when ``X`` has string column
+        names.
 
     See Also
     --------
-    psdlearn.psdboost.column_generation.solve_column_generation : Algorithm 1 with its
-        refinements (``solver="column-generation"``).
-    psdlearn.psdboost.ipm.solve_ipm : Problem (3) by a primal-dual interior-point method
-        (``solver="interior-point"``). At ``D = 64`` with 1000 triplets it converges in
-        1.5 s; column generation is still 3e-4 short of the optimum after 400 master
-        solves and 106 s (``benchmarks/results/psdboost.md``).
-    psdlearn.psdboost.subspace.solve_subspace : Problem (3) for many triplets
-        (``solver="subspace"``, and ``solver="working-set"`` with ``working_set=True``).
+    RCA : A Mahalanobis metric from similar pairs, in closed form.
+    psdlearn.triplets_from_labels : The triplets that :meth:`fit` derives from labels.
 
     Notes
     -----
-    Against the baseline it extends, 3-NN in the Euclidean metric, with the defaults and
-    the triplets of the training labels (``benchmarks/results/defaults_psdboost.md``, 5
-    splits), the target is 3-NN in the learned metric at most one point below the
-    baseline. PSDBoost meets it on 9 of 11 sets (iris, wine, breast cancer, digits on 20
-    principal components, Pendigits 1/5/7/9, sonar, soybean, segment and the synthetic
-    set of the paper's Fig. 1, +4.0), against 7 with the former defaults
-    (``n_neighbors=1``, ``nu = 0.1``: Pendigits -1.3 and sonar -1.9). It stays below on
-    two sets where classes overlap:
+    PSDBoost learns a linear metric, so it helps where the classes are separated by a
+    reweighting of the features: with the default triplets (three same-class
+    neighbours per point), a k-nearest-neighbour classifier in the learned metric is
+    close to or above the Euclidean one on most data sets, but where classes overlap
+    much (a third or more of the nearest-neighbour triplets violated by every metric),
+    maximizing the smallest margins concentrates ``metric_`` on a few directions and
+    k-NN can lose accuracy. Compare with the Euclidean metric by cross-validation.
 
-    - glass (-17.2 points; the former defaults -9.9): the method loses. No ``nu`` in
-      {0.03, 0.1, 0.3} with 1 to 3 neighbours per point comes within one point (best
-      -6.8, chosen with the test labels).
-    - heart (-2.0 +- 7.8): below the target within the noise of the splits; the best
-      setting of the same grid is the default itself.
-
-    Why: (3) maximizes the mean of the ``nu t`` smallest margins; where 37-48% of the
-    nearest-neighbour triplets are violated by the Euclidean metric that tail stays
-    negative in every metric and the optimum concentrates ``metric_`` on a few
-    directions, dropping others that k-NN on new points still uses.
-
-    A Ctrl-C (``KeyboardInterrupt``) during the column generation stops it at the last
-    complete master solve: the fitted attributes hold that iterate, a
+    A Ctrl-C (``KeyboardInterrupt``) during the fit stops it at the last complete
+    iteration: the fitted attributes hold that iterate, a
     :class:`psdlearn._progress.FitInterruptedWarning` says so and ``converged_`` is
-    ``False``. An interrupt before the first master solve completes is re-raised.
+    False. An interrupt before the first iteration completes is re-raised.
 
     References
     ----------
-    Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear programming
-    for positive semidefinite matrices learning. Advances in Neural Information
-    Processing Systems 21 (NIPS).
+    Shen, C., Welsh, A. & Wang, L. (2008). PSDBoost: matrix-generation linear
+    programming for positive semidefinite matrices learning. Advances in Neural
+    Information Processing Systems 21 (NIPS).
 
-    Demiriz, A., Bennett, K. P. & Shawe-Taylor, J. (2002). Linear programming boosting via
-    column generation. Machine Learning 46.
+    Demiriz, A., Bennett, K. P. & Shawe-Taylor, J. (2002). Linear programming boosting
+    via column generation. Machine Learning 46.
 
     Wentges, P. (1997). Weighted Dantzig-Wolfe decomposition for linear mixed-integer
     programming. International Transactions in Operational Research 4(2).
 
+    Helmberg, C. & Rendl, F. (2000). A spectral bundle method for semidefinite
+    programming. SIAM Journal on Optimization 10(3).
+
     Examples
     --------
     >>> import psdlearn as pl
+    >>> from sklearn.neighbors import KNeighborsClassifier
     >>> X, y = pl.datasets.load("iris")
     >>> m = pl.PSDBoost(random_state=0).fit(X, y)
     >>> round(float(m.metric_.trace()), 6)
     1.0
     >>> m.transform(X).shape[0]
     150
+    >>> knn = KNeighborsClassifier(3, metric=m.get_metric()).fit(X, y)
     """
 
     _parameter_constraints = {
@@ -421,7 +361,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Learn the metric from side information ``y`` (``docs/glossary.md``).
+        """Learn the metric from side information ``y``.
 
         What is derived from each kind of ``y``:
 
@@ -434,8 +374,10 @@ class PSDBoost(TransformerMixin, BaseEstimator):
           ``[i, j, +1/-1]`` rows: every must-link ``(i, j)`` and cannot-link ``(i, k)``
           sharing a point ``i`` give ``(i, j, k)``, subsampled to ``n_triplets``
           (:func:`psdlearn.triplets_from_constraints`);
-        - a :class:`psdlearn.Triplets`: used as given (a bare ``(t, 3)`` array would read as
-          pairwise constraints; wrap it, or call :meth:`fit_triplets`).
+        - a :class:`psdlearn.Triplets`: used as given (a bare ``(t, 3)`` array would
+          read as pairwise constraints, so wrap it: ``fit(X, Triplets(T))``).
+
+        The triplets used are kept as ``side_info_``.
 
         Parameters
         ----------
@@ -459,19 +401,22 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         if y is None:
             raise ValueError(
                 "PSDBoost requires y to be passed, but the target y is None: pass partial "
-                "labels, pairwise constraints or a psdlearn.Triplets (docs/glossary.md).")
+                "labels, pairwise constraints or a psdlearn.Triplets.")
         rng = check_random_state(self.random_state)
         triplets = self._triplets(X, y, rng)
         self._fit(X, triplets, rng)
         self.fit_time_ = time.perf_counter() - start
         return self
 
+    @deprecated("fit_triplets(X, T) is deprecated and will be removed in the next release; "
+                "use fit(X, psdlearn.Triplets(T)) instead (same fit).")
     def fit_triplets(self, X, triplets):
-        """Learn the metric from triplets: ``fit(X, Triplets(triplets))``.
+        """Deprecated: learn the metric from triplets, as ``fit(X, Triplets(triplets))``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Dense features.
         triplets : array-like of shape (t, 3) or Triplets
             Integer rows ``(i, j, k)``: sample ``i`` should be closer to ``j`` than to
             ``k``. Duplicate rows are merged with a warning.
@@ -542,7 +487,7 @@ class PSDBoost(TransformerMixin, BaseEstimator):
                 UserWarning, stacklevel=4)
         self.solver_ = self._select_solver(t, X.shape[1])
         self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
-        self.triplets_ = triplets
+        self.side_info_ = Triplets(triplets, n_samples=len(X))
         spec = SOLVERS[self.solver_]
         problem = TripletProblem(X, triplets, C, op, self.eps_)
         options = SolveOptions(max_iter=self.max_iter, tol=self.tol, random_state=rng,
@@ -580,13 +525,16 @@ class PSDBoost(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Map ``X`` to the space where Euclidean distance is the learned metric.
 
+        Each row depends on its own point only.
+
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, ``n_features_in_``)
+            Points to map, seen in :meth:`fit` or new.
 
         Returns
         -------
-        ndarray of shape (n_samples, rank_)
+        ndarray of shape (n_samples, ``rank_``)
             ``X @ components_.T``.
         """
         check_is_fitted(self)
@@ -594,9 +542,23 @@ class PSDBoost(TransformerMixin, BaseEstimator):
         return X @ self.components_.T
 
     def get_mahalanobis_matrix(self):
-        """The learned matrix ``metric_`` (D, D): ``d(x, z)^2 = (x - z)^T M (x - z)``."""
+        """The learned Mahalanobis matrix ``metric_``.
+
+        Returns
+        -------
+        M : ndarray of shape (``n_features_in_``, ``n_features_in_``)
+            Symmetric positive semidefinite with trace one;
+            ``d(x, z)^2 = (x - z)^T M (x - z)``.
+        """
         check_is_fitted(self)
         return self.metric_
+
+    @deprecated("the attribute triplets_ is deprecated and will be removed in the next "
+                "release; use side_info_.triplets instead.")
+    @property
+    def triplets_(self):
+        """Deprecated: ``side_info_.triplets``, the (t, 3) triplets of the fit."""
+        return self.side_info_.triplets
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

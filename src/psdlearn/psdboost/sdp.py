@@ -10,9 +10,8 @@ with ``<A_r, X> = vec(A_r)^T vec(X)`` through one dense ``t x D^2`` matrix (fine
 sizes where an interior-point SDP is practical at all). The multipliers ``w`` of the margin
 constraints solve (D1) over all trace-one rank-one columns, i.e.
 ``min_w lambda_max(sum_r w_r A_r)`` s.t. ``sum w = 1``, ``0 <= w <= C``. One ``D x D``
-cone: fine for ``D`` up to about 64 with a thousand triplets (the benchmark
-``benchmarks/bench_psdboost.py`` measures it); this is a check, not a solver for data
-sets.
+cone: fine for ``D`` up to about 64 with a thousand triplets; this is a check of the
+other solvers, not a solver for data sets.
 """
 
 from __future__ import annotations

@@ -47,13 +47,11 @@ iteration is that of the master's Newton steps plus one Lanczos run.
 hold only a working set ``S`` of triplet rows, not all ``t``: at an optimum
 ``w_r = 0`` wherever the margin ``<A_r, X*>`` exceeds ``rho*`` (complementarity), and
 only the ``ceil(1 / C)`` smallest margins lie at or below it, plus ties. So the optimal
-``w`` has about ``1 / C`` + (a few hundred) nonzeros: at ``D = 64`` (MNIST, 64 principal
-components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 and 769 with
-``C = 1 / (0.3 t)``. The master is then problem (3) for the rows of ``S`` and
-``X = Q Y Q^T``, with the dense Newton system over its free rows ``F`` while
-``|F| <= 1000`` or ``k (k + 1) / 2 >= |F| / 2`` (``O(|F|^2 k + |F|^3)`` per step, so
-``k`` may reach ``max_dim = 160``; above 4000 free rows the low-rank system and
-``k <= 30``), and:
+``w`` has few more than ``1 / C`` nonzeros, often far fewer than ``t``. The master is
+then problem (3) for the rows of ``S`` and ``X = Q Y Q^T``, with the dense Newton system
+over its free rows ``F`` while ``|F| <= 1000`` or ``k (k + 1) / 2 >= |F| / 2``
+(``O(|F|^2 k + |F|^3)`` per step, so ``k`` may reach ``max_dim = 160``; above 4000 free
+rows the low-rank system and ``k <= 30``), and:
 
 - ``S`` starts as the ``max(1.5 / C, 1 / C + 50)`` rows of smallest margin under the
   projector on the first subspace (the top eigenvectors of ``H`` at uniform weights);
@@ -69,10 +67,9 @@ components) 362 of ``t = 1000`` and 486 of 2000 with ``C = 1 / (0.1 t)``, 452 an
   ``sum_free w = 1 - C |bound|``, :func:`.ipm.path_following`'s ``fixed``); a bound row
   whose margin reaches ``rho - eps`` is freed. A bound row with margin below ``rho``
   meets the optimality conditions (``xi_r > 0``, ``w_r = C``), so binding it leaves the
-  master's optimum unchanged. With ``C = 1 / (0.3 t)`` about ``0.3 t`` rows end at
-  ``w_r = C``: at ``D = 784``, ``t = 10^4`` the master then has about 3000 free rows of
-  5600 instead of all of them (a dense master with ``k`` up to 160, where the low-rank
-  one with ``k <= 30`` stalled at a certified relative gap of ``4.5e-3``);
+  master's optimum unchanged. With ``C = 1 / (nu t)`` about ``nu t`` rows end at
+  ``w_r = C``, so binding them keeps the master's free rows few enough for the dense
+  Newton system with a large ``k``;
 - if no row joins and ``Q`` holds the optimal range, the master's solution is optimal
   for every triplet (a row outside ``S`` with margin at least ``rho`` satisfies the
   optimality conditions with ``w_r = 0``).
@@ -179,9 +176,7 @@ def solve_subspace(X, triplets, C, *, tol=1e-5, max_iter=100, max_time=None, n_v
     max_dim : int or None, default=None
         Largest subspace dimension ``k``. The low-rank master's Newton step costs
         ``O(t k^4)``; the dense one (``t <= 1000``) ``O(t^3 + t^2 k)``. None: 60 for a
-        dense master, 30 otherwise (at ``D = 784``, ``t = 1000``, where the optimum has
-        rank 14, 16 vectors and ``k <= 60`` reach a certified ``2e-3`` in 14 masters,
-        8 vectors and ``k <= 30`` stay at ``2e-1`` after 22); 160 with a working set.
+        dense master, 30 otherwise, 160 with a working set.
     proximal : bool, default=True
         Add the proximal term ``(u / 2) ||w - c||^2`` to the master (the spectral bundle
         method of Helmberg & Rendl 2000): ``c`` is the stability center, moved to the

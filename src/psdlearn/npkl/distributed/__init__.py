@@ -1,7 +1,7 @@
 """NPKL on a Dask cluster: the row blocks of ``X``, ``L`` and ``E`` spread over workers.
 
-``NPKL(...).fit(X, y)`` with ``X`` a row-chunked ``dask.array.Array`` runs here (see
-``docs/distributed.md``). Modules: :mod:`.layout` (slab partition, owners, halos),
+``NPKL(...).fit(X, y)`` with ``X`` a row-chunked ``dask.array.Array`` runs here (the user
+guide's page on Dask describes it). Modules: :mod:`.layout` (slab partition, owners, halos),
 :mod:`._build` (blockwise kNN graph and Laplacian rows), :mod:`.admm` and :mod:`.bcd`
 (the solvers), :mod:`.fit` (the estimator glue), :mod:`.timemodel` (time on P machines).
 dask is an optional dependency, imported only here.

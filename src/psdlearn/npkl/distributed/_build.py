@@ -64,9 +64,7 @@ def _select(X, E0, labels, block, start):
 def _concat(mean, axes, *parts):
     """A slab's rows, old ids and starting rows, in the Z-order of their coordinates on
     the leading principal ``axes``: the sweeps read the rows of ``E`` that ``L`` couples
-    from nearby memory (``benchmarks/results/npkl_distributed.md``: at n = 10^6, rank 50,
-    the BCD kernels ran 2.9 times faster than in the input order, see
-    ``docs/distributed.md``)."""
+    from nearby memory (the measured speed-up is in the distributed notes)."""
     X = np.concatenate([p[0] for p in parts])
     order = zorder((X - mean) @ axes)
     return (X[order], np.concatenate([p[1] for p in parts])[order].astype(np.int64),

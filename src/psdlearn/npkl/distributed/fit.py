@@ -77,8 +77,9 @@ def _new_pairs(rt, pairs, blocks, offsets):
 
 
 def _omega(est):
-    if est.omega != "auto":
-        return float(est.omega)
+    omega = est.solver_options_["omega"]
+    if omega != "auto":
+        return float(omega)
     rho = min(1.0 / (1.0 + est.delta), 0.9999)  # Jacobi radius bound, Hu & Kwok 2015 Prop. 1
     return 2.0 / (1.0 + np.sqrt(1.0 - rho * rho))
 
@@ -181,7 +182,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
         del laplacian  # the workers free the global-id rows once the blocks are built
         with bar:
             res = solve_admm_distributed(rt, static, sizes, send, start_rows, rank=rank,
-                                         gamma=gamma, rho=float(est.rho),
+                                         gamma=gamma, rho=float(est.solver_options_["rho"]),
                                          max_iter=est.max_iter, tol=est.tol,
                                          callback=callback)
         slab_E = res.embedding
@@ -201,7 +202,8 @@ def fit_dask(est, X, y, *, n_blocks=None):
         est.omega_ = _omega(est)
         with bar:
             res = solve_bcd_stages(rt, static, sizes, send, colors, start_E, rank=rank,
-                                   loss=est.loss, hinge_smoothing=est.hinge_smoothing,
+                                   loss=est.loss,
+                                   hinge_smoothing=est.solver_options_["hinge_smoothing"],
                                    gamma=gamma, b=float(est.b), seed=seed, omega=est.omega_,
                                    max_iter=est.max_iter, tol=est.tol, callback=callback)
         cut = np.searchsorted(special, offsets)
@@ -238,7 +240,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
     est.sigma_ = sigma
     est.n_neighbors_ = est.n_neighbors_transform_ = k
     est.n_features_in_ = d
-    est.constraints_ = C
+    est.side_info_ = C
     est.degrees_ = est.laplacian_ = est.neighbor_index_ = est.X_fit_ = None
     est.graph_info_ = {"method": method, "backend": "blockwise", "n_neighbors": k}
     est.partition_info_ = {

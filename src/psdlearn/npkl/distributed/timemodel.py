@@ -1,6 +1,6 @@
 """A model of the time per iteration of distributed NPKL on ``P`` machines.
 
-Built from measured quantities (see ``benchmarks/bench_npkl_distributed.py``):
+Built from measured quantities (those of the distributed benchmark, see the method notes):
 
 - ``row_s``: compute seconds per row and iteration (the kernels, one core), from the
   per-block kernel times of ``comm_history_`` (``compute_sum_s / n``);
