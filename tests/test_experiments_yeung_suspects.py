@@ -51,11 +51,11 @@ def test_default_cell_is_the_table1_fit_and_the_cutoff_orders_q(small_xor):
     recs = ys._draw_records(X, y, gamma, 3, [("default", 120), ("cut-off 1e-14", 120),
                                               ("cut-off 1e-4", 120)])
     C = PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=3)
-    table1 = KernelMetricLearner(kernel_gamma=gamma, n_components=None, n_landmarks=120,
+    table1 = KernelMetricLearner(kernel_gamma=gamma, rank=None, n_landmarks=120,
                                  n_iter=ys.N_ITER, random_state=3).fit(X, C)
     assert recs["default", 120]["J"] == pytest.approx(class_separation(table1.embedding_, y),
                                                      rel=1e-12)
-    assert recs["default", 120]["q"] == table1.n_components_
+    assert recs["default", 120]["q"] == table1.rank_
     # a larger cut-off keeps fewer landmark directions
     assert recs["cut-off 1e-14", 120]["q"] >= recs["default", 120]["q"] > \
         recs["cut-off 1e-4", 120]["q"]

@@ -120,7 +120,7 @@ def test_centered_eigenpairs_lanczos_agrees_with_dense(xor):
     X = xor[0]
     Kc = center_kernel(rbf_kernel(X, gamma=0.5))
     lam, V = centered_eigenpairs(Kc)
-    lam5, V5 = centered_eigenpairs(Kc, n_components=5)
+    lam5, V5 = centered_eigenpairs(Kc, rank=5)
     assert_allclose(lam5, lam[:5], rtol=1e-9)
     # both solvers sign the eigenvectors the same way
     assert_allclose(V5, V[:, :5], atol=1e-6)
@@ -146,10 +146,10 @@ def test_default_keeps_the_participation_ratio_of_the_spectrum(xor):
     X, _, C = xor
     model = pl.KernelMetricLearner().fit(X, C)
     Kc = center_kernel(rbf_kernel(X, gamma=model.kernel_gamma_))
-    assert model.n_components_ == participation_ratio(Kc) == len(model.beta_)
-    every = pl.KernelMetricLearner(n_components=None).fit(X, C)
-    assert every.n_components_ > model.n_components_
-    assert_allclose(every.eigenvalues_[:model.n_components_], model.eigenvalues_, rtol=1e-8)
+    assert model.rank_ == participation_ratio(Kc) == len(model.beta_)
+    every = pl.KernelMetricLearner(rank=None).fit(X, C)
+    assert every.rank_ > model.rank_
+    assert_allclose(every.eigenvalues_[:model.rank_], model.eigenvalues_, rtol=1e-8)
 
 
 def test_default_does_not_let_near_null_eigenvectors_dominate():
@@ -161,7 +161,7 @@ def test_default_does_not_let_near_null_eigenvectors_dominate():
     for seed in (1, 2):
         C = pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=seed)
         for q in scores:
-            model = pl.KernelMetricLearner(n_landmarks=300, n_components=q,
+            model = pl.KernelMetricLearner(n_landmarks=300, rank=q,
                                            random_state=0).fit(X, C)
             labels = KMeans(10, n_init=3, random_state=0).fit_predict(model.embedding_)
             scores[q].append(rand_score(y, labels))
@@ -220,7 +220,7 @@ def test_all_points_as_landmarks_equals_full_version(xor):
 def test_rbf_weights_reproduce_the_centered_kernel(xor):
     """beta_r = sqrt(lambda_r) is the unmodified kernel: V diag(lambda) V^T = H K H."""
     X = xor[0]
-    model = pl.KernelMetricLearner(kernel_gamma=0.5, n_components=None).fit(X, xor[2])
+    model = pl.KernelMetricLearner(kernel_gamma=0.5, rank=None).fit(X, xor[2])
     V, lam = model.eigenvectors_, model.eigenvalues_
     Kc = center_kernel(rbf_kernel(X, gamma=0.5))
     assert_allclose((V * lam) @ V.T, Kc, atol=1e-8)
@@ -329,7 +329,7 @@ def test_full_out_of_sample_is_the_kpca_projection(xor):
     """A new point's learned coordinates are beta_r / sqrt(lambda_r) times its KPCA ones."""
     X, _, C = xor
     Xn = pl.datasets.make_xor(20, random_state=5)[0]
-    model = pl.KernelMetricLearner(kernel_gamma=0.5, n_components=8).fit(X, C)
+    model = pl.KernelMetricLearner(kernel_gamma=0.5, rank=8).fit(X, C)
     from sklearn.decomposition import KernelPCA
 
     kpca = KernelPCA(n_components=8, kernel="rbf", gamma=0.5, eigen_solver="dense").fit(X)
@@ -428,7 +428,7 @@ def test_side_information_forms_agree(xor):
     i, j = 0, int(np.flatnonzero(y != y[0])[0])
     mixed = pl.PairwiseConstraints(np.vstack([C.must_link, [[i, j]]]),
                                    np.r_[np.ones(C.n_pairs), -1], n_samples=len(X))
-    with pytest.warns(UserWarning, match="1 cannot-link pair.*must-link"):
+    with pytest.warns(UserWarning, match="1 cannot-link pair.*ignored.*at least 3"):
         ignored = pl.KernelMetricLearner(n_landmarks=80, random_state=0).fit(X, mixed)
     assert_allclose(ignored.embedding_, ref.embedding_)
 
@@ -439,16 +439,20 @@ def test_partial_labels_are_every_within_class_pair(xor):
     labels[:30] = y[:30]
     pairs = np.array([(i, j) for i in range(30) for j in range(i + 1, 30) if y[i] == y[j]])
     listed = pl.PairwiseConstraints(pairs, np.ones(len(pairs)), n_samples=len(X))
+    # an explicit width: the labels also give cannot-links, which would choose it
     for m in (None, 60):
-        a = pl.KernelMetricLearner(n_landmarks=m, random_state=0).fit(X, labels)
-        b = pl.KernelMetricLearner(n_landmarks=m, random_state=0).fit(X, listed)
+        a = pl.KernelMetricLearner(kernel_gamma=0.3, n_landmarks=m,
+                                   random_state=0).fit(X, labels)
+        b = pl.KernelMetricLearner(kernel_gamma=0.3, n_landmarks=m,
+                                   random_state=0).fit(X, listed)
         assert a.n_similar_pairs_ == len(pairs)
         assert_array_equal(a.landmark_indices_, b.landmark_indices_)
         assert_allclose(a.embedding_, b.embedding_, rtol=1e-9, atol=1e-12)
     # string labels, "-1" unlabelled
     text = np.where(labels == -1, "-1", np.where(labels == 1, "b", "a"))
-    c = pl.KernelMetricLearner().fit(X, text)
-    assert_allclose(c.embedding_, pl.KernelMetricLearner().fit(X, labels).embedding_)
+    c = pl.KernelMetricLearner(random_state=0).fit(X, text)
+    assert_allclose(c.embedding_,
+                    pl.KernelMetricLearner(random_state=0).fit(X, labels).embedding_)
 
 
 @pytest.mark.parametrize("y, match", [
@@ -667,3 +671,169 @@ def test_interrupt_keeps_the_repetition_before_it_and_reraises_without_one(xor,
     calls.extend([1, 1])                  # the next call is the third: the first repetition
     with pytest.raises(KeyboardInterrupt):
         clone(est).fit(X, C)
+
+
+# ------------------------------------------------- width by cross-validation
+@pytest.fixture(scope="module")
+def iris_signed():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    return X, y, C
+
+
+def _must_only(C):
+    return pl.PairwiseConstraints(C.must_link, np.ones(C.n_must), n_samples=C.n_samples)
+
+
+def test_held_out_auc_is_the_roc_auc_of_minus_the_learned_distance():
+    from sklearn.metrics import roc_auc_score
+
+    from psdlearn.kml._width_cv import held_out_auc
+
+    rng = np.random.default_rng(0)
+    rows = np.sort(rng.choice(50, 30, replace=False))
+    B, beta = rng.standard_normal((30, 4)), rng.uniform(0.5, 2.0, 4)
+    pairs = rows[rng.integers(0, 30, (40, 2))]
+    similar = rng.random(40) < 0.5
+    local = np.searchsorted(rows, pairs)
+    d2 = np.sum(((B[local[:, 0]] - B[local[:, 1]]) * beta) ** 2, axis=1)
+    d2[:6] = d2[6]  # ties count half
+    B2 = B.copy()
+    assert_allclose(held_out_auc(B2, rows, beta, pairs[6:], similar[6:]),
+                    roc_auc_score(similar[6:], -d2[6:]), rtol=1e-12)
+    assert np.isnan(held_out_auc(B, rows, beta, pairs, np.ones(40, dtype=bool)))
+
+
+def test_cv_scores_are_held_out_aucs_of_fits_on_the_training_pairs(iris_signed, monkeypatch):
+    """Every entry of cv_scores_ is recomputed from a fit with that width on the fold's
+    training must-links alone, scored by scikit-learn's ROC AUC on its held-out pairs."""
+    from sklearn.metrics import roc_auc_score
+
+    import psdlearn.kml.estimator as kml_estimator
+
+    X, _, C = iris_signed
+    original, seen = kml_estimator.constraint_folds, []
+
+    def recording(*args):
+        seen.append(original(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(kml_estimator, "constraint_folds", recording)
+    model = pl.KernelMetricLearner(random_state=0).fit(X, C)
+    (folds,) = seen
+    assert model.cv_scores_.shape == (5, 3)
+    assert_allclose(model.cv_kernel_gammas_ / model.cv_kernel_gammas_[2],
+                    [0.25, 0.5, 1.0, 2.0, 4.0])
+    for g, gamma in enumerate(model.cv_kernel_gammas_):
+        for f, (train, pairs, similar) in enumerate(folds):
+            S = pl.PairwiseConstraints(train.pairs, np.ones(len(train.pairs)), len(X))
+            Z = pl.KernelMetricLearner(kernel_gamma=gamma).fit(X, S).embedding_
+            d2 = np.sum((Z[pairs[:, 0]] - Z[pairs[:, 1]]) ** 2, axis=1)
+            assert_allclose(model.cv_scores_[g, f], roc_auc_score(similar, -d2),
+                            rtol=1e-9)
+    best = np.argmax(model.cv_scores_.mean(axis=1))
+    assert model.kernel_gamma_ == model.cv_kernel_gammas_[best]
+    # the held-out folds partition the pairs, and hold both signs
+    held = np.vstack([pairs for _, pairs, _ in folds])
+    assert len(held) == C.n_pairs and len(np.unique(held, axis=0)) == C.n_pairs
+    assert all(s.any() and not s.all() for _, _, s in folds)
+
+
+def test_width_cv_on_iris_widens_the_kernel_and_clusters_better(iris_signed):
+    """Iris asks for a wider kernel than the label-free width (its 3 classes overlap);
+    the cannot-links find it, and k-means on the embedding gains."""
+    X, y, C = iris_signed
+    signed = pl.KernelMetricLearner(random_state=0).fit(X, C)
+    free = pl.KernelMetricLearner(random_state=0).fit(X, _must_only(C))
+    assert free.cv_scores_ is None and free.cv_kernel_gammas_ is None
+    assert signed.kernel_gamma_ < free.kernel_gamma_
+    assert_array_equal(signed.side_info_.pairs, C.pairs)
+
+    def rand(Z):
+        return rand_score(y, KMeans(3, n_init=10, random_state=0).fit_predict(Z))
+
+    assert rand(signed.embedding_) > rand(free.embedding_)
+
+
+def test_width_cv_from_partial_labels_and_the_scalable_version(iris_signed):
+    X, y, _ = iris_signed
+    labels = np.where(np.arange(len(y)) % 3 == 0, y, -1)
+    for n_landmarks in (None, 100):
+        model = pl.KernelMetricLearner(n_landmarks=n_landmarks, random_state=0).fit(X,
+                                                                                   labels)
+        assert model.cv_scores_.shape == (5, 3)
+        assert np.all((model.cv_scores_ > 0.5) & (model.cv_scores_ <= 1.0))
+        best = np.argmax(model.cv_scores_.mean(axis=1))
+        assert model.kernel_gamma_ == model.cv_kernel_gammas_[best]
+        assert_array_equal(model.side_info_, labels)
+    # one labelled class gives no dissimilar pair: the label-free width
+    one = np.where(y == 0, 0, -1)
+    model = pl.KernelMetricLearner(random_state=0).fit(X, one)
+    assert model.cv_scores_ is None
+    assert_allclose(model.kernel_gamma_, pl.KernelMetricLearner(random_state=0).fit(
+        X, _must_only(pl.PairwiseConstraints.from_labels(one, 5, 0, random_state=0))
+    ).kernel_gamma_)
+
+
+def test_cannot_links_are_ignored_with_a_warning_when_they_choose_nothing(iris_signed):
+    X, _, C = iris_signed
+    for params in ({"kernel_gamma": 0.2}, {"kernel": "poly"}, {"kernel": "linear"}):
+        with pytest.warns(UserWarning, match="40 cannot-link pair.*ignored"):
+            model = pl.KernelMetricLearner(**params).fit(X, C)
+        assert model.cv_scores_ is None
+        ref = pl.KernelMetricLearner(**params).fit(X, _must_only(C))
+        assert_array_equal(model.embedding_, ref.embedding_)
+
+
+# ----------------------------------------------------- renamed parameters
+def test_n_components_is_a_deprecated_alias_of_rank(xor):
+    X, _, C = xor
+    for value in (None, 4, "auto"):
+        with pytest.warns(FutureWarning, match="n_components was renamed rank"):
+            old = pl.KernelMetricLearner(n_components=value, random_state=0).fit(X, C)
+        new = pl.KernelMetricLearner(rank=value, random_state=0).fit(X, C)
+        assert_array_equal(old.embedding_, new.embedding_)
+        with pytest.warns(FutureWarning, match="rank_"):
+            assert old.n_components_ == new.rank_
+
+
+def test_kernel_gamma_none_is_a_deprecated_spelling_of_auto(iris_signed):
+    X, _, C = iris_signed
+    with pytest.warns(FutureWarning, match="kernel_gamma=None is deprecated"):
+        old = pl.KernelMetricLearner(kernel_gamma=None, random_state=0).fit(X, C)
+    new = pl.KernelMetricLearner(random_state=0).fit(X, C)
+    assert old.kernel_gamma_ == new.kernel_gamma_
+    assert_array_equal(old.embedding_, new.embedding_)
+
+
+def test_feature_names_and_pandas_output(xor):
+    pd = pytest.importorskip("pandas")
+    X, _, C = xor
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    model = pl.KernelMetricLearner(random_state=0).set_output(transform="pandas")
+    out = model.fit(frame, C).transform(frame.iloc[:5])
+    names = [f"kernelmetriclearner{i}" for i in range(model.rank_)]
+    assert list(model.get_feature_names_out()) == names
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == names
+    assert_allclose(out.to_numpy(), model.embedding_[:5])
+
+
+@pytest.mark.parametrize("n_landmarks, n_iter", [(None, 1), (90, 1), (90, 3)])
+def test_transform_of_the_training_rows_is_the_fitted_embedding(xor, n_landmarks, n_iter):
+    """The learned kernel of transform(X_fit) is that of embedding_ to 1e-8, and rows are
+    embedded one at a time: a training row inside a batch of new points still gets its
+    row of embedding_, the new points their out-of-sample embedding."""
+    X, _, C = xor
+    model = pl.KernelMetricLearner(n_landmarks=n_landmarks, n_iter=n_iter,
+                                   random_state=0).fit(X, C)
+    E, T = model.embedding_, model.transform(X)
+    assert np.abs(T @ T.T - E @ E.T).max() <= 1e-8
+    Xn = pl.datasets.make_xor(6, random_state=5)[0]
+    mixed = np.vstack([Xn[:3], X[[7, 100]], -0.0 + Xn[3:]])
+    out = model.transform(mixed)
+    assert_array_equal(out[3:5], E[[7, 100]])
+    alone = np.vstack([model.transform(Xn[i:i + 1]) for i in range(len(Xn))])
+    assert_allclose(np.delete(out, [3, 4], axis=0), alone, rtol=1e-12,
+                    atol=1e-12 * np.abs(alone).max())

@@ -333,7 +333,7 @@ def test_gridsearch_over_kernel_metric_learner_pipeline():
     X, y = _blobs(60, d=4, scale=1.5)
     pipe = Pipeline([("kml", pl.KernelMetricLearner(random_state=0)),
                      ("knn", KNeighborsClassifier(3))])
-    grid = {"kml__kernel_gamma": [0.05, 0.5], "kml__n_components": [2, 5]}
+    grid = {"kml__kernel_gamma": [0.05, 0.5], "kml__rank": [2, 5]}
     search = _fit_quiet(GridSearchCV(pipe, grid, cv=3), X, y)
     assert search.cv_results_["mean_test_score"].shape == (4,)
     assert search.score(X, y) > 0.5

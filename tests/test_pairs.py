@@ -191,8 +191,8 @@ def test_bad_pairs_and_labels_get_clear_errors():
         clf.fit(C, C.signs)
     with pytest.raises(ValueError, match="preprocessor is None"):
         pl.PairsClassifier(pl.RCA()).fit(C.pairs, C.signs)
-    with pytest.raises(ValueError, match="holds the same point twice"):
-        pl.PairsClassifier(pl.RCA()).fit(X[np.array([[0, 1], [2, 2]])], [1, -1])
+    with pytest.raises(ValueError, match="no pair of two different points"):
+        pl.PairsClassifier(pl.RCA()).fit(X[np.array([[2, 2], [3, 3]])], [1, -1])
     with pytest.raises(ValueError, match="similarity"):
         pl.PairsClassifier(pl.RCA(), preprocessor=X, similarity="dot").fit(C.pairs, C.signs)
     fitted = pl.PairsClassifier(pl.RCA(), preprocessor=X).fit(C.pairs, C.signs)
@@ -215,6 +215,23 @@ def test_indices_fit_the_learner_on_every_point_of_the_preprocessor():
     T = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=1)
     unseen = ~np.isin(T.pairs, labelled).any(axis=1)
     assert clf.score(T.pairs[unseen], T.signs[unseen]) > 0.9
+
+
+def test_pairs_of_equal_points_are_left_out_of_the_fit():
+    X, y = _blobs()
+    C = pl.PairwiseConstraints.from_labels(y, 20, 20, random_state=0)
+    X2 = np.vstack([X, X[:1]])  # point 45 is a copy of point 0
+    # (0, copy of 0); (1, 45) with both labels; a training pair again with its label
+    extra = np.array([[0, 45], [1, 45], [45, 1], C.pairs[0]])
+    s0 = 1 if y[0] == y[1] else -1
+    pairs = np.vstack([C.pairs, extra])
+    signs = np.r_[C.signs, 1, s0, -s0, C.signs[0]]
+    with pytest.warns(UserWarning, match="1 pair\\(s\\) of two equal points and 2 pair"):
+        clf = pl.PairsClassifier(pl.RCA()).fit(X2[pairs], signs)
+    ref = pl.PairsClassifier(pl.RCA()).fit(X[C.pairs], C.signs)
+    assert ref.estimator_.n_chunklets_ == clf.estimator_.n_chunklets_
+    np.testing.assert_allclose(clf.decision_function(X[C.pairs]),
+                               ref.decision_function(X[C.pairs]), rtol=1e-8)
 
 
 def test_similarity_auto_and_definitions():

@@ -11,7 +11,7 @@ median-heuristic width, ``K = 10`` neighbours):
   (the last four were added for the J-against-m run because S chose the largest cut-off of
   the grid each time: ``1e-6`` in the first run, then ``1e-4`` on the first draw of this
   one, seed 1, then ``1e-2``; ``1e-1`` keeps q = 3 directions at m = 800, as ``3e-1`` does
-  on the first two draws: the end of the range). An integer ``n_components`` cannot raise
+  on the first two draws: the end of the range). An integer ``rank`` cannot raise
   ``q``: it keeps at most the eigenpairs above the cut-off;
 - the RBF width: ``kernel_gamma`` times ``1/4`` and ``4``;
 - ``K``: 5 and 40 (:data:`SETTINGS`; left out of the J-against-m run by default, see
@@ -94,7 +94,7 @@ def _fit(X, C, gamma, setting, seed, m):
     factor = params.pop("gamma_factor", 1.0)
     rtol = params.pop("eigen_rtol", beta.EIGEN_RTOL)
     model = KernelMetricLearner(kernel_gamma=gamma * factor, n_landmarks=m, n_iter=N_ITER,
-                                n_components=None, random_state=seed, **params)
+                                rank=None, random_state=seed, **params)
     with mock.patch.object(beta, "EIGEN_RTOL", rtol):
         return model.fit(X, C)
 
@@ -118,7 +118,7 @@ def _draw_records(X, y, gamma, seed, todo):
         criterion = heldout_ratio(part.embedding_, C.pairs[held[:HELD_OUT]],
                                   np.random.default_rng([seed, 1]))
         out[name, m] = {"seed": seed, "J": float(class_separation(model.embedding_, y)),
-                        "q": int(model.n_components_), "criterion": criterion,
+                        "q": int(model.rank_), "criterion": criterion,
                         "cpu_s": time.process_time() - c0}
     return out
 

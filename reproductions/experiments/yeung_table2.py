@@ -6,7 +6,7 @@ all points for the input space, the RBF feature space, RCA and our method (scala
 m = 100 landmarks, 3 iterations of the extension, section 5.1). The RBF width is the
 median heuristic, shared by the RBF baseline and our method (the paper does not give it).
 As in the paper, every positive eigenvalue of the landmark kernel is kept
-(``n_components=None``; the estimator's default keeps fewer, see its docstring).
+(``rank=None``; the estimator's default keeps fewer, see its docstring).
 Isolet (7,797 x 617, 26 classes) is not available here (``../shared/data/MANIFEST.md``:
 only Git-LFS pointers or subsets exist), so its column is reported from the paper only.
 """
@@ -74,7 +74,7 @@ def run(out_dir, quick=False, log=print):
             C = PairwiseConstraints.from_labels(y, n_must=N_PAIRS, n_cannot=0,
                                                 random_state=rep)
             rca.append(class_separation(RCA().fit(X, C).transform(X), y))
-            model = KernelMetricLearner(kernel_gamma=gamma, n_components=None,
+            model = KernelMetricLearner(kernel_gamma=gamma, rank=None,
                                         n_landmarks=N_LANDMARKS, n_iter=N_ITER,
                                         random_state=rep).fit(X, C)
             ours.append(class_separation(model.embedding_, y))
@@ -98,7 +98,7 @@ def run(out_dir, quick=False, log=print):
     notes = [f"MNIST training images, {per_digit} per digit (drawn once, seed 0), pixels / "
              f"255; |S| = {N_PAIRS} similar pairs, {reps} random S (mean ± std); m = "
              f"{N_LANDMARKS} landmarks, {N_ITER} iterations, K = 10 neighbours, every positive "
-             "eigenvalue kept (n_components=None, as in the paper); kernel_gamma by the "
+             "eigenvalue kept (rank=None, as in the paper); kernel_gamma by the "
              "median heuristic per set (in the JSON).",
              "RCA: whitening of the within-chunklet covariance after projecting on as many "
              "principal directions as its rank (points minus chunklets, about 50 here: the "

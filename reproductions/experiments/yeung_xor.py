@@ -15,7 +15,7 @@ space, RCA and our method (scalable, 3 iterations of the extension, section 5.1)
 width is the median heuristic
 (:func:`psdlearn.kml.estimator.median_heuristic_kernel_gamma`, the paper does not give it),
 shared by the RBF baseline and our method. As in the paper, every positive eigenvalue is
-kept (``n_components=None``; the estimator's default keeps fewer, see its docstring).
+kept (``rank=None``; the estimator's default keeps fewer, see its docstring).
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def _figure1(out_dir, log):
     gamma = median_heuristic_kernel_gamma(Xtr, random_state=0)
     rca = RCA().fit(Xtr, C)
     kpca = KernelPCA(n_components=2, kernel="rbf", gamma=gamma).fit(Xtr)
-    full = KernelMetricLearner(kernel_gamma=gamma, n_components=None).fit(Xtr, C)
-    scal = KernelMetricLearner(kernel_gamma=gamma, n_components=None, n_landmarks=40,
+    full = KernelMetricLearner(kernel_gamma=gamma, rank=None).fit(Xtr, C)
+    scal = KernelMetricLearner(kernel_gamma=gamma, rank=None, n_landmarks=40,
                                n_iter=N_ITER, random_state=0).fit(Xtr, C)
     panels = {"(c) RCA": (rca.transform(Xtr), rca.transform(Xte)),
               "(d) RBF": (kpca.transform(Xtr), kpca.transform(Xte))}
@@ -172,7 +172,7 @@ def _table1(out_dir, quick, log):
         C = _similar(y, 50, rep)
         raw["rca"].append(class_separation(RCA().fit(X, C).transform(X), y))
         for m in landmarks:
-            model = KernelMetricLearner(kernel_gamma=gamma, n_components=None,
+            model = KernelMetricLearner(kernel_gamma=gamma, rank=None,
                                         n_landmarks=m, n_iter=N_ITER,
                                         random_state=rep).fit(X, C)
             raw[m].append(class_separation(model.embedding_, y))

@@ -60,7 +60,7 @@ class MahalanobisMixin(ClassNamePrefixFeaturesOutMixin):
 
         Returns
         -------
-        M : ndarray of shape (n_features_in_, n_features_in_)
+        M : ndarray of shape (``n_features_in_``, ``n_features_in_``)
             Symmetric positive semidefinite; ``d(x, z)^2 = (x - z)^T M (x - z)``.
         """
         check_is_fitted(self, "components_")
@@ -80,7 +80,7 @@ class MahalanobisMixin(ClassNamePrefixFeaturesOutMixin):
         Returns
         -------
         metric : callable
-            ``metric(u, v) -> float`` for arrays ``u``, ``v`` of shape (n_features_in_,).
+            ``metric(u, v) -> float`` for arrays ``u``, ``v`` of shape (``n_features_in_``,).
         """
         check_is_fitted(self, "components_")
         return MahalanobisDistance(self.components_)

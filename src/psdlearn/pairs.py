@@ -12,6 +12,7 @@ a graph-based learner such as NPKL that is the semi-supervised set.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -280,6 +281,35 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
                              f"{np.unique(y)[:5].tolist()}.")
         return y.astype(np.int64)
 
+    @staticmethod
+    def _constraints(idx, y, n):
+        """Constraints over distinct points from pairs of points, some of them equal.
+
+        Equal feature vectors are one point of the learner: a pair of two equal points
+        says nothing about the kernel, and two pairs of the same two points with opposite
+        labels contradict each other; both are left out of the fit, with a warning.
+        Repeated pairs with one label are one constraint.
+        """
+        key = np.sort(idx, axis=1)
+        keep = key[:, 0] != key[:, 1]
+        n_equal = int(np.sum(~keep))
+        codes = key[:, 0] * n + key[:, 1]
+        conflict = np.zeros(len(idx), dtype=bool)
+        for sign in (1, -1):
+            other = np.isin(codes, codes[y == -sign])
+            conflict |= (y == sign) & other
+        keep &= ~conflict
+        if n_equal or conflict.any():
+            warnings.warn(f"{n_equal} pair(s) of two equal points and {int(conflict.sum())} "
+                          "pair(s) of the same two points with opposite labels are left out "
+                          "of the fit.", UserWarning, stacklevel=3)
+        if not keep.any():
+            raise ValueError("no pair of two different points with a consistent label is "
+                             "left to fit.")
+        _, first = np.unique(codes[keep], return_index=True)
+        rows = np.flatnonzero(keep)[first]
+        return PairwiseConstraints(key[rows], y[rows], n_samples=n)
+
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, pairs, y):
@@ -303,11 +333,8 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         else:
             X, inverse = np.unique(P.reshape(-1, P.shape[2]), axis=0, return_inverse=True)
             idx = inverse.reshape(-1, 2)
-            same = idx[:, 0] == idx[:, 1]
-            if same.any():
-                raise ValueError(f"pair {int(np.flatnonzero(same)[0])} holds the same point "
-                                 "twice: a pair needs two different points.")
-        C = PairwiseConstraints(idx, y, n_samples=len(X))
+        C = self._constraints(idx, y, len(X)) if kind == "points" else \
+            PairwiseConstraints(idx, y, n_samples=len(X))
         learner = clone(self.estimator) if self.estimator is not None else _npkl()
         check_learner(learner, "PairsClassifier")
         self.estimator_ = learner.fit(X, C)

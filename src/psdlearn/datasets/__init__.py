@@ -26,7 +26,7 @@ unavailable
     protein (116 x 20, 6; Xing et al. 2002) raises :class:`DatasetNotAvailableError`.
 
 Feature preprocessing (``load(name, scale=True)``, the default)
---------------------------------------------------------------
+---------------------------------------------------------------
 The NPKL papers used the LIBSVM-scaled versions of the UCI sets, so:
 
 - bundled iris, wine, glass, sonar, soybean: each feature min-max scaled to ``[-1, 1]``

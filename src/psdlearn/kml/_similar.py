@@ -118,7 +118,7 @@ def _group_means(A, group, n_groups):
     return sums / np.bincount(group, minlength=n_groups)[:, None]
 
 
-def similar_set(y, n_samples, name):
+def similar_set(y, n_samples, name, warn_cannot=True):
     """Validate ``y`` of ``fit`` and return its similar set.
 
     Parameters
@@ -128,6 +128,8 @@ def similar_set(y, n_samples, name):
     n_samples : int
     name : str
         Estimator name for the messages.
+    warn_cannot : bool, default=True
+        Warn that cannot-links are ignored (the caller warns itself when False).
 
     Returns
     -------
@@ -148,7 +150,7 @@ def similar_set(y, n_samples, name):
     side = check_side_info(y, n_samples, accept=("labels", "pairs"))
     if side.kind == "pairs":
         C = side.constraints
-        if C.n_cannot:
+        if C.n_cannot and warn_cannot:
             warnings.warn(f"{C.n_cannot} cannot-link pair(s) ignored: {name} uses similar "
                           "(must-link) pairs only.", UserWarning, stacklevel=4)
         if C.n_must == 0:

@@ -19,6 +19,8 @@ is feasible). In the scalable version the vectors are ``W alpha_r`` (eq. 7, read
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
@@ -31,20 +33,28 @@ __all__ = ["EIGEN_RTOL", "centered_eigenpairs", "optimal_beta", "participation_r
 #: divides by ``lambda_r``: below 1e-10 lambda_max round-off would be amplified over 1e3
 #: times.
 EIGEN_RTOL = 1e-10
+#: Default of the deprecated ``n_components``: not passed.
+_UNSET = "deprecated"
 _NO_POSITIVE = ("the centered kernel has no positive eigenvalue: all points coincide in "
                 "feature space.")
 
 
-def centered_eigenpairs(Kc, n_components=None):
+def centered_eigenpairs(Kc, rank=None, *, n_components=_UNSET):
     """Positive eigenpairs of a centered kernel, in decreasing order.
+
+    Returns ``lambda_1 >= ... >= lambda_q > EIGEN_RTOL * lambda_1`` and orthonormal
+    ``v_1, ..., v_q`` with ``Kc v_r = lambda_r v_r``: the expansion
+    ``Kc ~ sum_r lambda_r v_r v_r^T`` whose eigenvalues :func:`optimal_beta` reweights.
 
     Parameters
     ----------
     Kc : ndarray of shape (n, n)
         Symmetric (centered) kernel matrix.
-    n_components : int or None
+    rank : int or None, default=None
         None: every eigenvalue above ``EIGEN_RTOL * lambda_max`` (dense ``eigh``). An int
         ``p``: at most the top ``p`` of them, by Lanczos (``eigsh``) when ``p < n / 4``.
+    n_components : int or None, default="deprecated"
+        Deprecated alias of ``rank``; passing it emits a FutureWarning.
 
     Returns
     -------
@@ -53,20 +63,39 @@ def centered_eigenpairs(Kc, n_components=None):
     eigenvectors : ndarray of shape (n, q)
         Orthonormal columns, each signed so that its entry of largest magnitude is
         positive (the solvers' signs are arbitrary; this makes refits agree).
+
+    Raises
+    ------
+    ValueError
+        ``Kc`` has no positive eigenvalue.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdlearn.kml.beta import centered_eigenpairs
+    >>> lam, V = centered_eigenpairs(np.diag([3.0, 1.0, 0.0]))
+    >>> lam
+    array([3., 1.])
+    >>> V.shape
+    (3, 2)
     """
+    if not (isinstance(n_components, str) and n_components == _UNSET):
+        warnings.warn("centered_eigenpairs: n_components was renamed rank and will be "
+                      "removed in the next release.", FutureWarning, stacklevel=2)
+        rank = n_components
     n = Kc.shape[0]
     if not np.any(Kc):
         raise ValueError(_NO_POSITIVE)
-    if n_components is not None and n_components < n // 4:
+    if rank is not None and rank < n // 4:
         # a fixed start vector: the Lanczos result must not depend on a hidden seed
         v0 = np.random.default_rng(0).standard_normal(n)
-        vals, vecs = eigsh(Kc, k=int(n_components), which="LA", v0=v0)
+        vals, vecs = eigsh(Kc, k=int(rank), which="LA", v0=v0)
     else:
         vals, vecs = eigh(Kc)
     order = np.argsort(vals)[::-1]
     vals, vecs = vals[order], vecs[:, order]
-    if n_components is not None:
-        vals, vecs = vals[:n_components], vecs[:, :n_components]
+    if rank is not None:
+        vals, vecs = vals[:rank], vecs[:, :rank]
     if vals.size == 0 or vals[0] <= 0:
         raise ValueError(_NO_POSITIVE)
     keep = vals > EIGEN_RTOL * vals[0]
@@ -90,6 +119,13 @@ def participation_ratio(Kc):
     -------
     int
         At least 1, at most ``n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdlearn.kml.beta import participation_ratio
+    >>> participation_ratio(np.diag([4.0, 1.0, 1.0]))  # 36 / 18
+    2
     """
     frob = float(np.einsum("ij,ij->", Kc, Kc))
     if frob == 0.0:
@@ -101,19 +137,36 @@ def participation_ratio(Kc):
 def optimal_beta(d, c, eps=0.0):
     """Closed form (4): ``argmin beta^T D beta`` s.t. ``1^T beta = c``, ``D = diag(d + ridge)``.
 
+    The Lagrangian of ``min beta^T D beta`` under ``1^T beta = c`` gives
+    ``2 D beta = rho 1``, hence ``beta = c D^{-1} 1 / (1^T D^{-1} 1)`` (Yeung, Chang & Dai
+    2007, eq. 4): each weight is inversely proportional to how much its eigenvector varies
+    over the similar pairs.
+
     Parameters
     ----------
     d : ndarray of shape (q,)
         Diagonal of ``D_S`` (non-negative).
     c : float
         Value of ``1^T beta`` (> 0).
-    eps : float
-        Relative ridge (Yeung et al. 2007, footnote 3): ``D_S + eps * mean(d) * I`` is used.
+    eps : float, default=0.0
+        Relative ridge (the paper's footnote 3): ``D_S + eps * mean(d) * I`` is used.
 
     Returns
     -------
     ndarray of shape (q,)
         Positive, summing to ``c``.
+
+    Raises
+    ------
+    ValueError
+        ``D_S + eps * mean(d) * I`` has a zero entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdlearn.kml.beta import optimal_beta
+    >>> optimal_beta(np.array([1.0, 3.0]), c=4.0)
+    array([3., 1.])
     """
     ridge = eps * float(np.mean(d))
     dd = d + ridge

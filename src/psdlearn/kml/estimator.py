@@ -14,10 +14,12 @@ squared distances in it are the learned metric (16).
 
 The ``K`` nearest landmarks are selected inside the compiled kernel of
 :mod:`psdlearn.kml._lle`, by brute force over the ``m`` landmarks, from the kernel row
-``k(x, x_j)`` that the local Gram matrix (11) needs anyway; :mod:`psdlearn.graph`'s
-neighbour index is not used. Its Euclidean search would apply to the RBF kernel and the
-learned (linear) features only, not to the Laplacian or polynomial kernels, and over a few
-hundred landmarks an index costs more than the ``O(m)`` scan it would replace.
+``k(x, x_j)`` that the local Gram matrix (11) needs anyway: a Euclidean neighbour index
+would apply to the RBF kernel only, and over a few hundred landmarks it costs more than
+the ``O(m)`` scan it would replace.
+
+The default width (``kernel_gamma="auto"``) is chosen by cross-validation over the side
+information when it holds dissimilar pairs (:mod:`psdlearn.kml._width_cv`).
 """
 
 from __future__ import annotations
@@ -31,33 +33,40 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.spatial.distance import pdist
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics.pairwise import (
     laplacian_kernel,
     linear_kernel,
     polynomial_kernel,
     rbf_kernel,
 )
-from sklearn.utils import check_random_state
+from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, RealNotInt, StrOptions, _fit_context
 from psdlearn._linalg import center_kernel
 from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn.constraints import check_side_info
 from psdlearn.kml._lle import local_weights
 from psdlearn.kml._similar import similar_set
+from psdlearn.kml._width_cv import CV_FACTORS, constraint_folds, held_out_auc
 from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
 
 __all__ = ["KernelMetricLearner", "median_heuristic_kernel_gamma"]
 
 KERNELS = ("rbf", "laplacian", "linear", "poly")
-#: ``kernel_gamma=None`` with the RBF kernel: this times the median heuristic, i.e.
+#: Kernels whose ``kernel_gamma="auto"`` is chosen by cross-validation when the side
+#: information holds dissimilar pairs (the kernels with a width).
+CV_KERNELS = ("rbf", "laplacian")
+#: ``kernel_gamma="auto"`` with the RBF kernel: this times the median heuristic, i.e.
 #: ``exp(-||x - z||^2 / (2 sigma^2))`` with ``sigma`` the median distance between points.
 RBF_WIDTH_FACTOR = 0.5
-#: Points in the sample of the median heuristic for ``kernel_gamma=None``.
+#: Points in the sample of the median heuristic.
 _GAMMA_SAMPLE = 1000
 #: Elements of one kernel block (rows x columns) evaluated at a time.
 _BLOCK_ELEMENTS = 1 << 20
+#: Default of the deprecated ``n_components``: not passed.
+_UNSET = "deprecated"
 
 
 def _sparse_rows(indices, weights, n_columns):
@@ -70,31 +79,48 @@ def _sparse_rows(indices, weights, n_columns):
     return W
 
 
-def median_heuristic_kernel_gamma(X, kernel="rbf", random_state=None):
-    """The median heuristic for ``kernel_gamma``: a width set by the typical distance.
+def _row_keys(X):
+    """One opaque key per row of ``X`` (its bytes): equal rows, equal keys (``-0.0`` is
+    read as ``0.0``)."""
+    X = np.ascontiguousarray(X + 0.0)
+    return X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
 
-    ``"rbf"``: the inverse median squared Euclidean distance between the points of a random
-    sample of 1000; ``"laplacian"``: the inverse median L1 distance; ``"poly"``:
-    ``1 / n_features``; ``"linear"``: None. :class:`KernelMetricLearner`'s default
-    (``kernel_gamma=None``) is this value, except for ``"rbf"`` where it is half of it
-    (``RBF_WIDTH_FACTOR``): ``exp(-||x - z||^2 / (2 sigma^2))`` with ``sigma`` the median
-    distance. The Yeung et al. reproductions use this function as it is.
+
+def median_heuristic_kernel_gamma(X, kernel="rbf", random_state=None):
+    """The median heuristic for a kernel coefficient: a width set by the typical distance.
+
+    ``"rbf"``: the inverse median squared Euclidean distance between the points (of a
+    random sample of 1000 when there are more); ``"laplacian"``: the inverse median L1
+    distance; ``"poly"``: ``1 / n_features``; ``"linear"``: None (no coefficient).
+    :class:`KernelMetricLearner`'s label-free width is this value, except for ``"rbf"``
+    where it is half of it: ``exp(-||x - z||^2 / (2 sigma^2))`` with ``sigma`` the median
+    distance.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features)
-    kernel : {"rbf", "laplacian", "linear", "poly"}
-    random_state : int, RandomState instance or None
+        Points.
+    kernel : {"rbf", "laplacian", "linear", "poly"}, default="rbf"
+        Kernel whose coefficient is set.
+    random_state : int, RandomState instance or None, default=None
         Draws the sample when ``n_samples > 1000``.
 
     Returns
     -------
     float or None
+        The coefficient; None for ``"linear"``.
 
     Raises
     ------
     ValueError
         All points coincide, so that no distance sets the width.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from psdlearn.kml.estimator import median_heuristic_kernel_gamma
+    >>> median_heuristic_kernel_gamma(np.array([[0.0], [1.0], [3.0]]))
+    0.25
     """
     if kernel == "linear":
         return None
@@ -106,92 +132,128 @@ def median_heuristic_kernel_gamma(X, kernel="rbf", random_state=None):
     dist = pdist(sample, "sqeuclidean" if kernel == "rbf" else "cityblock")
     dist = dist[dist > 0]
     if dist.size == 0:
-        raise ValueError("all points coincide: kernel_gamma=None cannot be set from "
+        raise ValueError("all points coincide: kernel_gamma='auto' cannot be set from "
                          "distances; pass kernel_gamma.")
     return 1.0 / float(np.median(dist))
 
 
-class KernelMetricLearner(TransformerMixin, BaseEstimator):
-    """Kernel metric learned from similar pairs by eigen-reweighting.
+class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Kernel metric learned from similar pairs by reweighting kernel eigenvectors.
 
-    The method of Yeung, Chang & Dai (2007). With ``K = sum_r lambda_r v_r v_r^T`` the
-    centered kernel of the training points (full version) or ``v_r = W alpha_r`` built from
-    the centered landmark kernel ``L = sum_r mu_r alpha_r alpha_r^T`` (scalable version),
-    it solves (eqs. 1-4)
+    The method of Yeung, Chang & Dai (2007). It keeps the eigenvectors of a base kernel
+    and learns new eigenvalues so that the points of similar (must-link) pairs come close.
+    :meth:`transform` returns an embedding in which the Euclidean distance is the learned
+    metric, for k-means, nearest neighbours or any method that takes features.
+
+    **Full version** (``n_landmarks=None``). Let
+    ``K = H K_hat H = sum_{r=1}^q lambda_r v_r v_r^T`` be the centered base kernel of the
+    ``n`` training points (``H = I - 1 1^T / n``), ``S`` the similar pairs and
+    ``K_beta = sum_r beta_r^2 v_r v_r^T`` the learned kernel. ``beta`` solves (eqs. 1-4)
 
     .. math::
 
-        \\min_\\beta \\; \\beta^T D_S \\beta \\quad \\text{s.t.} \\quad 1^T \\beta = c,
+        \\min_\\beta \\; J_S(\\beta) = \\frac{1}{|S|} \\sum_{(i, j) \\in S}
+        \\|z_i - z_j\\|^2 = \\beta^T D_S \\beta
+        \\quad \\text{s.t.} \\quad 1^T \\beta = c,
         \\qquad (D_S)_{rr} = \\frac{1}{|S|} \\sum_{(i, j) \\in S} (v_{ri} - v_{rj})^2,
 
+    with ``z_i = (beta_r v_ri)_r`` the embedding of point ``i``, in closed form
+
+    .. math::
+
         \\beta = \\frac{c\\, D_S^{-1} 1}{1^T D_S^{-1} 1}, \\qquad
-        c = \\sum_r \\sqrt{\\lambda_r}, \\qquad
-        K_\\beta = \\sum_r \\beta_r^2 v_r v_r^T.
+        c = \\sum_r \\sqrt{\\lambda_r}.
 
-    The learned embedding of a point is ``z = (beta_r v_r(x))_r``, so Euclidean distances
-    between embeddings are the learned metric (16). Only similar (must-link) information
-    is used; see :meth:`fit` for what is derived from each form of ``y``.
+    A new point is projected as in kernel PCA with the training centering,
+    ``z_r(x) = (beta_r / lambda_r) sum_j v_rj k_c(x, x_j)``.
 
-    ``beta_r`` depends on ``lambda_r`` only through ``c``: every kept eigenvector, however
-    small its eigenvalue, can receive a large weight when it happens to vary little over
-    the similar pairs. With all positive eigenvalues kept (``n_components=None``, the
-    paper's choice) the near-null eigenvectors of a smooth kernel then dominate the
-    embedding: on scikit-learn's digits (n = 1797, 50 similar pairs) k-means on the
-    learned embedding reaches a Rand index of 0.71 (mean over 10 seeds), against 0.94 on
-    the inputs. The
-    default ``n_components="auto"`` keeps the participation ratio of the spectrum,
-    ``ceil((sum_r lambda_r)^2 / sum_r lambda_r^2)`` eigenvectors: the effective number of
-    eigenvalues (1 for a rank-one kernel, ``q`` for ``q`` equal ones), which needs no
-    eigendecomposition and no label. With it, digits reaches 0.936.
+    **Scalable version** (``n_landmarks=m``). ``K`` is approximated by ``W L W^T`` (5),
+    with ``L = H L_hat H = V_alpha D_mu V_alpha^T`` (6) the centered kernel of ``m``
+    landmarks (every point of ``S`` plus points drawn at random). Row ``i`` of the sparse
+    ``W`` is an indicator for a landmark (8) and otherwise the locally linear weights of
+    ``phi(x_i)`` on its ``K`` nearest landmarks in feature space (9)-(12):
+
+    .. math::
+
+        w_i = \\arg\\min_{1^T w = 1} \\Big\\| \\phi(x_i) - \\sum_{j \\in N_i} w_j
+        \\phi(x_j) \\Big\\|^2 = \\frac{G_i^{-1} 1}{1^T G_i^{-1} 1},
+        \\qquad (G_i)_{jk} = k(x_i, x_i) + k(x_j, x_k) - k(x_i, x_j) - k(x_i, x_k).
+
+    ``beta`` is the same closed form with ``v_r`` replaced by ``W alpha_r`` and
+    ``c = sum_r sqrt(mu_r)`` (7). The embedding of a point with weights ``w``, training
+    point or new one, is ``z = D_beta^{1/2} V_alpha^T w`` (13)-(14),
+    ``D_beta = diag(beta_r^2)``, so that squared distances between embeddings are the
+    learned metric (16)
+
+    .. math::
+
+        d_\\beta^2(x_i, x) = (W^T b_i - w)^T V_\\alpha D_\\beta V_\\alpha^T (W^T b_i - w).
+
+    **Eigenpairs kept.** ``beta_r`` depends on ``lambda_r`` only through ``c``: a kept
+    eigenvector of tiny eigenvalue can still take a large weight when it varies little
+    over ``S``. The default ``rank="auto"`` therefore keeps the participation ratio of the
+    spectrum, ``ceil((sum_r lambda_r)^2 / sum_r lambda_r^2)`` eigenpairs (1 for a rank-one
+    kernel, ``q`` for ``q`` equal eigenvalues); ``rank=None`` keeps every positive
+    eigenvalue, as in the paper.
+
+    **Kernel width** (``kernel_gamma="auto"``; the paper sets none). The label-free width
+    ``gamma_0`` is, for ``"rbf"``, ``1 / (2 sigma^2)`` with ``sigma`` the median distance
+    between points, and :func:`median_heuristic_kernel_gamma` for the other kernels. When
+    ``y`` also holds dissimilar information (at least 3 similar and 3 dissimilar pairs,
+    or partial labels with at least two classes of 3 labelled points) and the kernel is
+    ``"rbf"`` or ``"laplacian"``, the width is chosen among ``gamma_0`` times 1/4, 1/2, 1,
+    2 and 4 by 3-fold cross-validation over ``y`` only: each fold learns ``beta`` from its
+    training similar pairs and scores its held-out pairs by the ROC AUC of the learned
+    distance ``-d_beta^2`` (similar pairs should be nearer than dissimilar ones); the best
+    mean score wins, ties going to the width nearest ``gamma_0``. This is an extension of
+    the method, which uses similar pairs alone: the dissimilar pairs choose the width and
+    have no other effect. With similar pairs alone, ``gamma_0`` is used; on some data sets
+    k-means on its embedding then clusters worse than k-means on the inputs.
 
     Parameters
     ----------
     kernel : {"rbf", "laplacian", "linear", "poly"}, default="rbf"
         Base kernel ``k_hat`` (scikit-learn's pairwise kernels).
-    kernel_gamma : float or None, default=None
-        Kernel coefficient, ``exp(-kernel_gamma ||x - z||^2)`` for ``"rbf"``. None: set
-        from the data by the median heuristic (the paper does not give its width), for
-        ``"rbf"`` ``1 / (2 sigma^2)`` with ``sigma`` the median distance between points,
-        i.e. half of :func:`median_heuristic_kernel_gamma`; for the other kernels that
-        function's value. The half width replaced ``1 / sigma^2`` (the former default):
-        with 50 similar pairs, k-means on the embedding is then at least as good as on
-        the inputs on more sets (6 of 10 instead of 5 over 10 seeds; 7 instead of 5 over
-        the 5 seeds of the choice; ``benchmarks/results/defaults_kml.md``).
+    kernel_gamma : "auto" or float, default="auto"
+        Kernel coefficient, ``exp(-kernel_gamma ||x - z||^2)`` for ``"rbf"``,
+        ``exp(-kernel_gamma ||x - z||_1)`` for ``"laplacian"``, the scale of ``<x, z>``
+        for ``"poly"``; ignored by ``"linear"``. ``"auto"``: chosen from the data and
+        ``y`` as described above. None is deprecated and means ``"auto"``.
     degree : int, default=3
         Degree of ``"poly"``.
     coef0 : float, default=1.0
         Constant of ``"poly"``.
     n_landmarks : int, float or None, default=None
-        None: the full version (section 2), which forms the n x n kernel. An int ``m`` (or a
+        None: the full version, which forms the ``n x n`` kernel. An int ``m`` (or a
         fraction of ``n_samples``, rounded up): the scalable version with ``m`` landmarks,
         every point of a similar pair plus random others. ``m >= n_samples`` makes every
         point a landmark (``W = I``), with a warning.
     n_neighbors : int, default=10
-        ``K``, the number of nearest landmarks in the locally linear fit (not given in
-        the paper); at most ``m``, with a warning above it.
+        ``K``, the number of nearest landmarks in the locally linear fit; at most ``m``,
+        with a warning above it.
     n_iter : int, default=1
         Repetitions of the locally linear fit in the scalable version (the iterative
-        extension of section 3.3; the paper uses 3). A fixed count, with no stopping test:
-        repetition ``t > 1`` recomputes every point's neighbourhood and weights in the
-        learned kernel of repetition ``t - 1``. ``beta`` itself is a fixed point: the
-        centered learned landmark kernel ``V_alpha D_beta V_alpha^T`` has eigenpairs
-        ``(beta_r^2, alpha_r)``, so ``D_S``, ``c = sum_r beta_r`` and ``beta`` do not
-        change. Ignored by the full version, where ``W = I``.
-    n_components : "auto", int or None, default="auto"
-        Eigenpairs kept (``q``). "auto": the participation ratio of the centered kernel
-        (full) or landmark kernel (scalable), see above. An int: at most that many, the
-        largest. None: every positive eigenvalue (above ``1e-10 lambda_max``), as in the
-        paper. The top ``q`` are found by Lanczos when ``q`` is small against the kernel
-        size.
+        extension of the paper's section 3.3, which uses 3): repetition ``t > 1``
+        recomputes every point's neighbourhood and weights in the learned kernel of
+        repetition ``t - 1``. A fixed count with no stopping test. ``beta`` is a fixed
+        point of the repetitions (the centered learned landmark kernel has eigenpairs
+        ``(beta_r^2, alpha_r)``), so only ``W`` changes. Ignored by the full version.
+    rank : "auto", int or None, default="auto"
+        Eigenpairs kept, ``q``. ``"auto"``: the participation ratio of the centered
+        kernel (full) or landmark kernel (scalable), see above. An int: at most that many,
+        the largest. None: every eigenvalue above ``1e-10`` times the largest.
     eps : float, default=1e-8
-        Ridge ``eps * mean(D_S)`` added to ``D_S`` (footnote 3).
+        Ridge ``eps * mean(D_S)`` added to ``D_S`` (the paper's footnote 3).
     reg : float, default=1e-3
         Ridge ``reg * tr(G_i) / K`` added to each local Gram matrix (footnote 4).
     random_state : int, RandomState instance or None, default=None
-        Draws the extra landmarks and the sample of the median heuristic.
+        Draws the extra landmarks, the sample of the median heuristic and the folds of the
+        width cross-validation.
     verbose : int, default=0
         ``>= 1``: a progress bar over the blocks of each repetition, with the mean
         reconstruction error, and a summary of the eigen-step, on stderr.
+    n_components : "auto", int or None, default="deprecated"
+        Deprecated alias of ``rank``; passing it emits a FutureWarning.
 
     Attributes
     ----------
@@ -202,8 +264,20 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
         decreasing.
     eigenvectors_ : ndarray of shape (n_samples or m, q)
         The matching ``v_r`` (full) or ``alpha_r`` (scalable).
-    n_components_ : int
-        ``q``, the number of eigenpairs kept.
+    rank_ : int
+        ``q``, the number of eigenpairs kept (the width of the embedding).
+    kernel_gamma_ : float or None
+        Kernel coefficient used.
+    cv_kernel_gammas_ : ndarray of shape (5,) or None
+        The widths the cross-validation compared, increasing; None when it did not run.
+    cv_scores_ : ndarray of shape (5, 3) or None
+        Held-out ROC AUC of each width (rows) in each fold (columns); NaN for a fold whose
+        held-out pairs are of one kind. None when the cross-validation did not run.
+    side_info_ : PairwiseConstraints or ndarray of shape (n_samples,)
+        The side information used: the validated pairs, or the partial labels.
+    n_similar_pairs_ : int
+        ``|S|``, the number of similar pairs used (for partial labels, every pair of
+        labelled points of one class, counted without being listed).
     landmark_indices_ : ndarray of shape (m,)
         Sorted training indices of the landmarks (every point in the full version).
     weights_ : scipy.sparse.csr_matrix of shape (n_samples, m)
@@ -214,25 +288,18 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
         The landmark points (scalable version only).
     X_fit_ : ndarray of shape (n_samples, n_features)
         Training points, kept for the out-of-sample projection (full version only).
-    n_similar_pairs_ : int
-        ``|S|``, the number of similar pairs used (for partial labels, every pair of
-        labelled points of one class, counted without being listed).
-    kernel_gamma_ : float or None
-        Kernel coefficient used.
     objective_history_ : ndarray of shape (n_iter_,)
-        Per repetition, the mean locally linear reconstruction error (eqs. 9-10)
+        Per repetition, the mean locally linear reconstruction error (9)-(10)
         ``||phi(x_i) - sum_j w_ij phi(x_j)||^2`` of the non-landmark training points, in
-        the feature space of that repetition (the base kernel's, then the learned
-        kernel's): the objective the weights of the repetition minimize. ``beta``'s
-        objective ``J_S`` (eq. 1) is not recorded per repetition: it is the same in every
-        one (``beta`` is a fixed point and the points of ``S`` are landmarks). ``[0.0]``
-        in the full version, where every point is its own landmark.
+        the feature space of that repetition: the objective its weights minimize.
+        ``beta``'s objective ``J_S`` is the same in every repetition. ``[0.0]`` in the
+        full version, where every point is its own landmark.
     n_iter_ : int
         Repetitions that ran: ``n_iter`` after a complete scalable fit, fewer after an
         interrupt; 1 in the full version. :meth:`transform` replays as many.
     converged_ : bool
-        True when the fit ran to the end (the repetitions are a fixed count, with no
-        stopping test); False after a Ctrl-C, which keeps the last complete repetition.
+        True when the fit ran to the end; False after a Ctrl-C, which keeps the last
+        complete repetition.
     fit_time_ : float
         Seconds spent in :meth:`fit`.
     n_features_in_ : int
@@ -242,54 +309,15 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    RCA : the linear metric learned from the same similar pairs (the paper's baseline).
+    RCA : The linear metric learned from the same similar pairs (the paper's baseline).
+    psdlearn.NPKL : A nonparametric kernel learned from similar and dissimilar pairs.
 
     Notes
     -----
-    Against the baseline it extends, with 50 similar pairs, k-means (as many clusters as
-    classes) on the default embedding against k-means on the inputs, Rand index over 10
-    seeds (``benchmarks/results/defaults_kml.md``): at least as good on 6 of 10 sets (XOR
-    +50 points, breast cancer +8.2, sonar +8.1, glass +3.0, wine +1.3, MNIST {1, 7}
-    +0.06), below it within noise on MNIST {3, 4, 5, 6} (-0.1, standard error 0.9), and
-    below it on three:
-
-    - iris (-4.3) and digits (-0.3, standard error 0.14): the default misses, and the
-      method does not lose there: with the true labels a wider kernel (a quarter of the
-      default ``kernel_gamma``, 3 eigenpairs: iris +4.1) or a narrower one (four times
-      the default: digits +0.5) meets the target. No rule from the data and the similar
-      pairs alone was found that picks them; the paper gives none (it sets no width and
-      keeps every positive eigenvalue). Tried and rejected by the rule of issue 22 (more
-      sets met, no set that passed lost): a width maximizing the alignment of the base
-      kernel with the similar pairs (below the default on 6 of 7 small sets), a width per
-      feature (the defaults on standardized features: iris -2.3, but digits -2.5 and
-      MNIST {1, 7} -5.8), the width whose embedding learned from half of the pairs keeps
-      the other half closest (iris -3.7; significantly below the default on wine, breast
-      cancer, glass and sonar), the eigengap cut-off (the same 2 eigenpairs on iris;
-      loses sonar), the width maximizing the variance of the kernel entries and widths
-      from quantiles of the similar-pair distances (none gives digits a kernel much
-      narrower than iris', as the labels ask), and ``S`` read as the transitive closure
-      of the pairs (iris unchanged; its one gain over seeds 0-9, MNIST {3, 4, 5, 6}, did
-      not hold over 20 more seeds). Nor do richer base kernels
-      (``benchmarks/results/defaults_kml_kernels.md``, seeds 0-9): the mean of RBF kernels
-      at 1/4, 1 and 4 times the default ``kernel_gamma`` (iris -4.9, loses glass) and the
-      self-tuning kernel ``exp(-d_ij^2 / (sigma_i sigma_j))``, ``sigma_i`` the distance to
-      the 7th nearest neighbour (Zelnik-Manor & Perona 2004), which meets iris (+1.2) and
-      digits (+1.2) but loses wine (-24.0) and breast cancer (-20.1), also with the
-      defaults' number of eigenpairs or the ``ceil(sqrt(n))``-th neighbour. The mean of
-      the RBF and self-tuning kernels meets digits on seeds 0-9 and 10-29 but leaves iris
-      missed and turns MNIST {3, 4, 5, 6} into a miss (paired -1.1), with a negative mean
-      paired change over the ten sets. The linear kernel of the inputs added to the RBF
-      kernel at equal trace meets iris (+2.6) but drops wine (-0.1) and MNIST {1, 7}
-      (-0.6) below the baseline; the degree-2 polynomial kernel meets iris and loses four
-      sets.
-    - heart (-2.6): the method loses; no width (1/4 to 8 times the default) or number of
-      eigenpairs reaches k-means on the inputs (best -1.7), nor do the defaults on
-      standardized features against k-means on them (-1.2). The method shrinks the
-      directions that vary over the similar pairs and has no term for the separation of
-      the classes, so a direction that separates two overlapping classes but also varies
-      within them is shrunk (iris: versicolor against virginica).
-
-    :class:`RCA` on the same pairs scores 0.97 on iris and 0.96 on wine.
+    The full version costs ``O(n^2)`` memory and an eigendecomposition of the ``n x n``
+    kernel (Lanczos for the few eigenpairs of ``rank="auto"``); the scalable version
+    ``O(n m)`` time and ``O(n K + m^2)`` memory. The width cross-validation repeats the
+    eigendecomposition for each of its 5 widths; its folds reuse it.
 
     References
     ----------
@@ -297,39 +325,44 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
     semi-supervised metric learning. Proceedings of the 20th International Joint
     Conference on Artificial Intelligence (IJCAI), 1138-1143.
 
-    Zelnik-Manor, L. & Perona, P. (2004). Self-tuning spectral clustering. Advances in
-    Neural Information Processing Systems 17 (NIPS), 1601-1608.
+    Schölkopf, B., Smola, A. & Müller, K.-R. (1998). Nonlinear component analysis as a
+    kernel eigenvalue problem. Neural Computation, 10(5), 1299-1319.
 
     Examples
     --------
     >>> import psdlearn as pl
     >>> X, y = pl.datasets.make_xor(400, random_state=0)
-    >>> C = pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=0, random_state=0)
-    >>> model = pl.KernelMetricLearner(n_landmarks=100, random_state=0).fit(X, C)
-    >>> model.transform(X[:3]).shape[0]
-    3
+    >>> C = pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=50, random_state=0)
+    >>> model = pl.KernelMetricLearner(n_landmarks=150, random_state=0).fit(X, C)
+    >>> model.transform(X[:3]).shape == (3, model.rank_)
+    True
+    >>> model.cv_scores_.shape
+    (5, 3)
     """
 
     _parameter_constraints = {
         "kernel": [StrOptions(set(KERNELS))],
-        "kernel_gamma": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "kernel_gamma": [StrOptions({"auto"}), Interval(numbers.Real, 0, None,
+                                                        closed="neither"), None],
         "degree": [Interval(numbers.Integral, 1, None, closed="left")],
         "coef0": [Interval(numbers.Real, 0, None, closed="left")],
         "n_landmarks": [Interval(numbers.Integral, 2, None, closed="left"),
                         Interval(RealNotInt, 0, 1, closed="right"), None],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_components": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None,
-                                                        closed="left"), None],
+        "rank": [StrOptions({"auto"}), Interval(numbers.Integral, 1, None, closed="left"),
+                 None],
         "eps": [Interval(numbers.Real, 0, None, closed="left")],
         "reg": [Interval(numbers.Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "n_components": [StrOptions({"auto", _UNSET}),
+                         Interval(numbers.Integral, 1, None, closed="left"), None],
     }
 
-    def __init__(self, *, kernel="rbf", kernel_gamma=None, degree=3, coef0=1.0,
-                 n_landmarks=None, n_neighbors=10, n_iter=1, n_components="auto", eps=1e-8,
-                 reg=1e-3, random_state=None, verbose=0):
+    def __init__(self, *, kernel="rbf", kernel_gamma="auto", degree=3, coef0=1.0,
+                 n_landmarks=None, n_neighbors=10, n_iter=1, rank="auto", eps=1e-8,
+                 reg=1e-3, random_state=None, verbose=0, n_components=_UNSET):
         self.kernel = kernel
         self.kernel_gamma = kernel_gamma
         self.degree = degree
@@ -337,11 +370,23 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
         self.n_landmarks = n_landmarks
         self.n_neighbors = n_neighbors
         self.n_iter = n_iter
-        self.n_components = n_components
+        self.rank = rank
         self.eps = eps
         self.reg = reg
         self.random_state = random_state
         self.verbose = verbose
+        self.n_components = n_components
+
+    @deprecated("n_components_ is deprecated and will be removed in the next release; "
+                "use rank_.")
+    @property
+    def n_components_(self):
+        """Number of eigenpairs kept; deprecated alias of ``rank_``."""
+        return self.rank_
+
+    @property
+    def _n_features_out(self):
+        return self.rank_
 
     # ------------------------------------------------------------- kernel
     def _kernel(self, A, B):
@@ -362,31 +407,46 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
             return sq
         return (self.kernel_gamma_ * sq + self.coef0) ** self.degree
 
-    def _eigenpairs(self, Kc):
-        """Eigenpairs of a centered kernel, as many as ``n_components`` asks."""
-        q = participation_ratio(Kc) if self.n_components == "auto" else self.n_components
-        return centered_eigenpairs(Kc, q)
+    @staticmethod
+    def _eigenpairs(Kc, rank):
+        """Eigenpairs of a centered kernel, as many as ``rank`` asks."""
+        return centered_eigenpairs(Kc, participation_ratio(Kc) if rank == "auto" else rank)
 
     def _log(self, message):
         if self.verbose:
             print(f"KernelMetricLearner: {message}", file=sys.stderr)
 
     # ---------------------------------------------------------------- fit
+    def _resolved_params(self):
+        """``(kernel_gamma, rank)`` with the deprecated spellings translated."""
+        gamma, rank = self.kernel_gamma, self.rank
+        if gamma is None:
+            warnings.warn("kernel_gamma=None is deprecated and will be removed in the next "
+                          "release; use kernel_gamma='auto' (the same rule).",
+                          FutureWarning, stacklevel=4)
+            gamma = "auto"
+        if not (isinstance(self.n_components, str) and self.n_components == _UNSET):
+            warnings.warn("n_components was renamed rank and will be removed in the next "
+                          f"release; pass rank={self.n_components!r}.", FutureWarning,
+                          stacklevel=4)
+            rank = self.n_components
+        return gamma, rank
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Learn ``beta`` (and the landmark weights) from the similar pairs in ``y``.
+        """Learn ``beta`` (and the landmark weights) from the side information ``y``.
 
-        ``y`` follows the convention of ``docs/glossary.md``. What is derived from each
-        kind:
+        ``y`` takes the forms every psdlearn estimator takes. The similar set ``S`` is:
 
-        - a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
-          ``[i, j, +1/-1]`` rows: ``S`` = the must-link pairs. Cannot-links are dropped
-          with a warning (the method has no term for them).
-        - partial labels of shape ``(n_samples,)``, ``-1`` = unlabelled: ``S`` = every pair
+        - for a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
+          ``[i, j, +1/-1]`` rows: the must-link pairs. The cannot-links serve only to
+          choose ``kernel_gamma="auto"`` (see the class description); otherwise they are
+          dropped with a warning.
+        - for partial labels of shape ``(n_samples,)``, ``-1`` for unlabelled: every pair
           of labelled points of one class. There are ``sum_c n_c (n_c - 1) / 2`` of them,
-          quadratic in the class sizes, so they are never listed: ``D_S`` is the
-          within-class scatter ``sum_c n_c sum_{i in c} (v_ri - mean_c v_r)^2 / |S|``,
-          exactly the mean over those pairs, in ``O(n_labelled)`` per eigenvector.
+          so they are never listed: ``D_S`` is the within-class scatter
+          ``sum_c n_c sum_{i in c} (v_ri - mean_c v_r)^2 / |S|``, exactly the mean over
+          those pairs, in ``O(n_labelled)`` per eigenvector.
 
         An ``(s, 2)`` array of index pairs is refused (it reads as two target columns):
         pass ``PairwiseConstraints(pairs, np.ones(s))``. In the scalable version every
@@ -412,52 +472,142 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
         """
         start = time.perf_counter()
         X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
-        similar = similar_set(y, X.shape[0], "KernelMetricLearner")
+        gamma, rank = self._resolved_params()
+        n = X.shape[0]
+        similar = similar_set(y, n, "KernelMetricLearner", warn_cannot=False)
+        side = check_side_info(y, n, accept=("labels", "pairs"))
+        self.side_info_ = side.constraints if side.kind == "pairs" else side.labels
         rng = check_random_state(self.random_state)
-        if self.kernel_gamma is not None:
-            self.kernel_gamma_ = float(self.kernel_gamma)
+        if gamma == "auto":
+            base = median_heuristic_kernel_gamma(X, self.kernel, rng)
+            if self.kernel == "rbf":
+                base *= RBF_WIDTH_FACTOR
         else:
-            gamma = median_heuristic_kernel_gamma(X, self.kernel, rng)
-            self.kernel_gamma_ = (RBF_WIDTH_FACTOR * gamma if self.kernel == "rbf"
-                                  else gamma)
+            base = float(gamma)
+        landmarks = None if self.n_landmarks is None else self._landmarks(n, similar, rng)
+        folds = None
+        if gamma == "auto" and self.kernel in CV_KERNELS:
+            folds = constraint_folds(y, n, rng)
+        if side.kind == "pairs" and side.constraints.n_cannot and folds is None:
+            warnings.warn(f"{side.constraints.n_cannot} cannot-link pair(s) ignored: "
+                          "KernelMetricLearner learns from similar (must-link) pairs and "
+                          "uses cannot-links only to choose kernel_gamma='auto' for the "
+                          f"{' and '.join(CV_KERNELS)} kernels, from at least 3 of each.",
+                          UserWarning, stacklevel=3)
         self.n_similar_pairs_ = similar.n_pairs
-        if self.n_landmarks is None:
-            self._fit_full(X, similar)
+        self.cv_kernel_gammas_ = self.cv_scores_ = None
+        self.kernel_gamma_ = base
+        if folds is None:
+            basis = self._basis(X, landmarks, rank)
         else:
-            self._fit_landmarks(X, similar, rng)
-        self.n_components_ = len(self.beta_)
+            basis = self._cross_validate_width(X, landmarks, rank, folds, base)
+        if landmarks is None:
+            self._fit_full(X, similar, basis)
+        else:
+            self._fit_landmarks(X, similar, landmarks, basis)
+        self.rank_ = len(self.beta_)
+        train = X if landmarks is None else self.landmarks_
+        self._keys = _row_keys(train)
+        self._key_order = np.argsort(self._keys, kind="stable")
+        self._key_rows = np.arange(n) if landmarks is None else landmarks
         self.fit_time_ = time.perf_counter() - start
         return self
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit and return ``embedding_``, the learned embedding of ``X``.
 
-        Equal to ``fit(X, y).transform(X)`` up to round-off, without recomputing it.
+        Equal to ``fit(X, y).transform(X)``, without recomputing it.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training points.
         y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
-            As in :meth:`fit`.
+            Side information, as in :meth:`fit`.
         **fit_params : dict
             Passed to :meth:`fit` (which takes none).
 
         Returns
         -------
-        ndarray of shape (n_samples, q)
+        ndarray of shape (n_samples, rank_)
+            The learned embedding.
         """
         return self.fit(X, y, **fit_params).embedding_.copy()
 
-    def _fit_full(self, X, similar):
+    def _basis(self, X, landmarks, rank):
+        """Eigenpairs of the centered kernel at ``kernel_gamma_``: of the training points
+        (full version, with the centering means) or of the landmarks (scalable)."""
+        if landmarks is None:
+            K = self._kernel(X, X)
+            col_mean = K.mean(axis=0)
+            all_mean = float(col_mean.mean())
+            K -= col_mean[None, :]
+            K -= col_mean[:, None]
+            K += all_mean
+            lam, V = self._eigenpairs(K, rank)
+            return {"lam": lam, "V": V, "col_mean": col_mean, "all_mean": all_mean}
+        L_hat = self._kernel(X[landmarks], X[landmarks])
+        lam, V = self._eigenpairs(center_kernel(L_hat), rank)
+        return {"lam": lam, "V": V, "L_hat": L_hat}
+
+    def _unweighted_features(self, X, basis, landmarks, rows):
+        """``B`` with the embedding of the samples ``rows`` equal to ``B * beta``: rows of
+        ``v_r`` (full), or ``W alpha_r`` with the first repetition's weights (scalable)."""
+        V = basis["V"]
+        if landmarks is None:
+            return V[rows]
+        pos = np.minimum(np.searchsorted(landmarks, rows), len(landmarks) - 1)
+        is_landmark = landmarks[pos] == rows
+        B = np.empty((len(rows), V.shape[1]))
+        B[is_landmark] = V[pos[is_landmark]]
+        others = rows[~is_landmark]
+        if len(others):
+            idx, w, _ = local_weights(self._kernel_diag(X[others]),
+                                      self._kernel(X[others], X[landmarks]), basis["L_hat"],
+                                      min(self.n_neighbors, len(landmarks)), self.reg)
+            B[~is_landmark] = np.einsum("bk,bkq->bq", w, V[idx])
+        return B
+
+    def _cross_validate_width(self, X, landmarks, rank, folds, base):
+        """Score each width of ``CV_FACTORS * base`` on the folds; set ``kernel_gamma_``,
+        ``cv_kernel_gammas_``, ``cv_scores_`` and return the chosen width's basis."""
+        rows = np.unique(np.concatenate([np.concatenate([train.points, pairs.ravel()])
+                                         for train, pairs, _ in folds]))
+        scores = np.full((len(CV_FACTORS), len(folds)), np.nan)
+        chosen = best = None
+        for g, factor in enumerate(CV_FACTORS):
+            self.kernel_gamma_ = factor * base
+            try:
+                basis = self._basis(X, landmarks, rank)
+            except ValueError:  # no positive eigenvalue at this width
+                continue
+            B = self._unweighted_features(X, basis, landmarks, rows)
+            c = float(np.sqrt(basis["lam"]).sum())
+            for f, (train, pairs, same) in enumerate(folds):
+                try:
+                    beta = optimal_beta(train.dispersion(B, rows), c, self.eps)
+                except ValueError:  # D_S singular on this fold (eps=0)
+                    continue
+                scores[g, f] = held_out_auc(B, rows, beta, pairs, same)
+            mean = np.nanmean(scores[g]) if np.isfinite(scores[g]).any() else -np.inf
+            # CV_FACTORS lists the label-free width first: ties keep the earlier width
+            if chosen is None or mean > best:
+                chosen, best = (factor, basis), mean
+            self._log(f"kernel_gamma = {factor:g} x {base:.4g}: held-out AUC {mean:.4f}.")
+        if chosen is None:
+            raise ValueError("the centered kernel has no positive eigenvalue at any width "
+                             "of the cross-validation: all points coincide in feature "
+                             "space.")
+        factor, basis = chosen
+        order = np.argsort(CV_FACTORS)
+        self.kernel_gamma_ = factor * base
+        self.cv_kernel_gammas_ = base * np.asarray(CV_FACTORS)[order]
+        self.cv_scores_ = scores[order]
+        return basis
+
+    def _fit_full(self, X, similar, basis):
         n = len(X)
-        K = self._kernel(X, X)
-        col_mean = K.mean(axis=0)
-        all_mean = float(col_mean.mean())
-        K -= col_mean[None, :]
-        K -= col_mean[:, None]
-        K += all_mean
-        lam, V = self._eigenpairs(K)
-        del K
+        lam, V = basis["lam"], basis["V"]
         beta = optimal_beta(similar.dispersion(V, np.arange(n)), float(np.sqrt(lam).sum()),
                             self.eps)
         self._log(f"full version, {len(lam)} eigenpairs of the {n} x {n} centered kernel, "
@@ -469,20 +619,17 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
         self.n_iter_, self.converged_ = 1, True
         self.objective_history_ = np.zeros(1)
         self.X_fit_ = X
-        self._col_mean, self._all_mean = col_mean, all_mean
+        self._col_mean, self._all_mean = basis["col_mean"], basis["all_mean"]
 
-    def _n_landmarks(self, n):
+    def _landmarks(self, n, similar, rng):
+        """Sorted landmark indices: every point of ``S``, then points drawn at random."""
         m = self.n_landmarks
         m = math.ceil(m * n) if isinstance(m, numbers.Real) and not isinstance(
             m, numbers.Integral) else int(m)
         if m > n:
             warnings.warn(f"n_landmarks={self.n_landmarks} exceeds n_samples={n}: every "
-                          "sample is a landmark (W = I).", UserWarning, stacklevel=5)
-        return min(m, n)
-
-    def _fit_landmarks(self, X, similar, rng):
-        n = len(X)
-        m = self._n_landmarks(n)
+                          "sample is a landmark (W = I).", UserWarning, stacklevel=4)
+        m = min(m, n)
         constrained = similar.points
         if len(constrained) > m:
             raise ValueError(
@@ -494,10 +641,13 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
                           f"each point is fitted on all {m}.", UserWarning, stacklevel=4)
         others = np.setdiff1d(np.arange(n), constrained)
         extra = rng.choice(others, m - len(constrained), replace=False)
-        landmarks = np.sort(np.concatenate([constrained, extra]))
+        return np.sort(np.concatenate([constrained, extra]))
+
+    def _fit_landmarks(self, X, similar, landmarks, basis):
+        n, m = len(X), len(landmarks)
         self.landmarks_ = X[landmarks]
-        self._L_hat = self._kernel(self.landmarks_, self.landmarks_)
-        mu, A = self._eigenpairs(center_kernel(self._L_hat))
+        self._L_hat = basis["L_hat"]
+        mu, A = basis["lam"], basis["V"]
         # every point of S is a landmark, whose row of W is an indicator (eq. 8)
         beta = optimal_beta(similar.dispersion(A, landmarks), float(np.sqrt(mu).sum()),
                             self.eps)
@@ -588,26 +738,47 @@ class KernelMetricLearner(TransformerMixin, BaseEstimator):
 
     # ---------------------------------------------------------- transform
     def transform(self, X):
-        """Learned embedding of (new) points.
+        """Learned embedding of points.
 
-        Full version: kernel-PCA projection with the training centering,
+        A row of ``X`` equal to a training row (a landmark, in the scalable version) gets
+        that row of ``embedding_``. Any other row is embedded out of sample. Full version:
+        the kernel-PCA projection with the training centering,
         ``z_r(x) = beta_r / lambda_r * sum_j v_rj k_c(x, x_j)``, where
-        ``k_c(x, x_j) = k(x, x_j) - mean_l k(x, x_l) - mean_l k(x_l, x_j) + mean_lm k``;
-        for a training point this is ``beta_r v_ri``. Scalable version: the locally linear
-        weights ``w`` of ``x`` on its nearest landmarks (the ``n_iter_`` repetitions
-        replayed) and ``z = D_beta^{1/2} V_alpha^T w`` (14). Each point is embedded on its
-        own: a batch gives the rows of its points one at a time.
+        ``k_c(x, x_j) = k(x, x_j) - mean_l k(x, x_l) - mean_l k(x_l, x_j) + mean_lm k``.
+        Scalable version: the locally linear weights ``w`` of ``x`` on its nearest
+        landmarks (the ``n_iter_`` repetitions replayed) and
+        ``z = D_beta^{1/2} V_alpha^T w`` (eq. 14), as for the training points. Each row is
+        embedded on its own: a batch gives the rows of its points one at a time.
 
         Parameters
         ----------
         X : array-like of shape (n_new, n_features)
+            Points to embed.
 
         Returns
         -------
-        ndarray of shape (n_new, q)
+        ndarray of shape (n_new, rank_)
+            Their learned embedding.
         """
         check_is_fitted(self, "beta_")
         X = validate_data(self, X, dtype=np.float64, order="C", reset=False)
+        match = self._training_rows(X)
+        out = np.empty((len(X), self.rank_))
+        found = match >= 0
+        out[found] = self.embedding_[match[found]]
+        if not found.all():
+            out[~found] = self._out_of_sample(X[~found])
+        return out
+
+    def _training_rows(self, X):
+        """Training index of each row of ``X`` that equals a kept training row, else -1."""
+        keys = _row_keys(X)
+        sorted_keys = self._keys[self._key_order]
+        pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+        hit = sorted_keys[pos] == keys
+        return np.where(hit, self._key_rows[self._key_order[pos]], -1)
+
+    def _out_of_sample(self, X):
         if self.n_landmarks is None:
             proj = self.eigenvectors_ * (self.beta_ / self.eigenvalues_)
             out = np.empty((len(X), len(self.beta_)))

@@ -112,12 +112,12 @@ class RCA(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    components_ : ndarray of shape (rank_, n_features_in_)
+    components_ : ndarray of shape (``rank_``, ``n_features_in_``)
         ``L = C_r^{-1/2} P^T`` with ``P`` the projection (identity without one);
         ``transform(X) = (X - mean_) @ components_.T``.
     rank_ : int
         Output dimension ``r``.
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (``n_features_in_``,)
         Training mean, subtracted in :meth:`transform`.
     n_chunklets_ : int
         Number of chunklets (of two points or more).
@@ -133,7 +133,7 @@ class RCA(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Seconds spent in :meth:`fit`.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Feature names, when ``X`` has string column names.
 
     See Also
@@ -262,12 +262,12 @@ class RCA(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Points to map, seen in :meth:`fit` or new.
 
         Returns
         -------
-        ndarray of shape (n_samples, rank_)
+        ndarray of shape (n_samples, ``rank_``)
             ``(X - mean_) @ components_.T``.
         """
         check_is_fitted(self, "components_")

@@ -219,7 +219,7 @@ default="kmeans"
 
     Attributes
     ----------
-    landmarks_ : ndarray of shape (m, n_features_in_)
+    landmarks_ : ndarray of shape (m, ``n_features_in_``)
         The landmarks ``Z``.
     kernel_gamma_ : float or None
         Coefficient of the rbf kernel (None for other kernels).
@@ -248,7 +248,7 @@ default="kmeans"
         information, a single class, or an interrupted fit).
     kernel_weights_ : ndarray of shape (M,) or None
         ``alpha_j`` (None with a single kernel).
-    feature_map_ : ndarray of shape (m or M m_bar, rank_)
+    feature_map_ : ndarray of shape (m or M m_bar, ``rank_``)
         ``U Lambda^{1/2}`` with ``dictionary_ = U Lambda U^T`` (block-diagonal for
         several kernels): ``transform(X) = k(X, landmarks_) @ feature_map_``. It maps
         kernel values to features, not ``X`` itself, hence not ``components_``.
@@ -267,7 +267,7 @@ default="kmeans"
         Seconds spent in :meth:`fit`.
     n_features_in_ : int
         Number of features seen during :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during :meth:`fit`, when ``X`` has string column
         names.
 
@@ -730,12 +730,12 @@ default="kmeans"
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features_in_)
+        X : {array-like, sparse matrix} of shape (n_samples, ``n_features_in_``)
             Any points, seen in :meth:`fit` or new.
 
         Returns
         -------
-        Q : ndarray of shape (n_samples, rank_)
+        Q : ndarray of shape (n_samples, ``rank_``)
             The features; ``Q @ Q.T`` is the learned kernel on ``X``.
         """
         check_is_fitted(self, "feature_map_")

@@ -184,8 +184,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the triplet subsample of :meth:`fit` and the first Lanczos start vector.
     verbose : int, default=0
-        ``>= 1``: a progress bar on stderr over the iterations, with the lower bound,
-        the certified gap and the number of bases. Nothing is written to stdout.
+        ``>= 1``: a progress bar on stderr over the iterations, with the bounds
+        reached. Nothing is written to stdout.
     n_neighbors : int, default=3
         Triplets per labelled point that :meth:`fit` derives from labels: ``(i, j, k)``
         for each of the ``n_neighbors`` nearest same-class neighbours ``j`` of ``i``
@@ -198,12 +198,14 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     ----------
     solver_ : str
         The solver that ran (``solver`` with ``"auto"`` resolved).
-    metric_ : ndarray of shape (n_features_in_, n_features_in_)
+    metric_ : ndarray of shape (``n_features_in_``, ``n_features_in_``)
         The learned ``M``: symmetric positive semidefinite, trace one.
-    components_ : ndarray of shape (rank_, n_features_in_)
+    components_ : ndarray of shape (``rank_``, ``n_features_in_``)
         ``L`` with ``metric_ = L^T L``: ``transform(X) = X @ components_.T``.
     rank_ : int
-        Number of rows of ``components_``, the rank of ``metric_``.
+        Number of rows of ``components_``: the bases with ``theta > 0`` (column
+        generation, when at most ``n_features``), else the numerical rank of
+        ``metric_``.
     side_info_ : Triplets
         The triplets of the fit (derived from ``y``, or ``y`` itself), rows
         ``(i, j, k)`` for ``d(i, j) < d(i, k)``; ``side_info_.triplets`` is the
@@ -244,7 +246,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
     theta_ : ndarray of shape (n_master_columns,)
         (Column generation only.) Weights of the master's columns (sum one).
-    bases_ : list of ndarray of shape (r_i, n_features_in_)
+    bases_ : list of ndarray of shape (r_i, ``n_features_in_``)
         (Column generation only.) Factor ``F_i`` of each master column,
         ``Z_i = F_i^T F_i`` (``r_i = 1`` except an aggregated column).
     best_dual_weights_ : ndarray of shape (t,)
@@ -272,7 +274,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Seconds spent in :meth:`fit`.
     n_features_in_ : int
         Number of features seen during :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features seen during :meth:`fit`, when ``X`` has string column
         names.
 
@@ -527,12 +529,12 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_)
+        X : array-like of shape (n_samples, ``n_features_in_``)
             Points to map, seen in :meth:`fit` or new.
 
         Returns
         -------
-        ndarray of shape (n_samples, rank_)
+        ndarray of shape (n_samples, ``rank_``)
             ``X @ components_.T``.
         """
         check_is_fitted(self)
@@ -544,7 +546,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        M : ndarray of shape (n_features_in_, n_features_in_)
+        M : ndarray of shape (``n_features_in_``, ``n_features_in_``)
             Symmetric positive semidefinite with trace one;
             ``d(x, z)^2 = (x - z)^T M (x - z)``.
         """
