@@ -255,14 +255,36 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         \\sum_i \\lVert e_i - \\mu_{c(i)} \\rVert^2 , \\qquad
         \\mu_c = \\frac{1}{|c|} \\sum_{i \\in c} e_i ,
 
-    is kept (the evaluation protocol of Hu & Kwok 2013 and 2015). A new point is embedded
-    by the learner's out-of-sample map ``transform`` and assigned to the nearest centre
-    ``mu_c``; for the training points ``transform`` returns their rows of ``E``, so
-    ``predict(X_train)`` equals ``labels_``.
+    is kept (the evaluation protocol of Hu & Kwok 2013 and 2015).
 
-    The constraints shape the kernel, not the assignment: a must-link pair can end in two
-    clusters when the learned kernel still separates it. Side information is given as to
-    every psdlearn estimator (see the glossary).
+    With ``assign="nearest"`` the constraints shape the kernel, not the assignment: each
+    point goes to its nearest centre, and a must-link pair can end in two clusters when the
+    learned kernel still separates it. With ``assign="constrained"`` the pairs are also
+    enforced when assigning, in the manner of COP-k-means (Wagstaff et al. 2001): the
+    connected components ``U`` of the must-link graph (for partial labels: the labelled
+    points of one class) are units, each placed whole at
+
+    .. math::
+
+        c(U) = \\arg\\min_c \\sum_{i \\in U} \\lVert e_i - \\mu_c \\rVert^2 ,
+
+    the k-means cost with the must-links as hard constraints; a cannot-link between two
+    units in one cluster is then repaired greedily, by moving the unit whose cheapest
+    centre left free by its cannot-link neighbours costs least extra, and a last descent
+    lets each linked unit take its cheapest free centre. This assignment alternates with
+    the centre update ``mu_c = mean of c`` for at most 10 steps, starting from the
+    k-means centres. Points in no pair keep their nearest centre. The cannot-links are met
+    when the greedy repair finds a way (always when a unit has fewer cannot-link
+    neighbours than ``n_clusters``); a component holding a cannot-link contradicts itself
+    (noisy pairs), and its points are then assigned one by one, with a ``UserWarning``.
+    Hard enforcement trusts every pair: with wrong pairs it can do worse than
+    ``"nearest"``.
+
+    A new point is embedded by the learner's out-of-sample map ``transform`` and assigned
+    to the nearest centre ``mu_c``. A row of ``X`` equal to a training row gets that row's
+    label, so ``predict(X_train)`` equals ``labels_`` (for ``"nearest"`` this holds
+    already, as ``transform`` returns the training points' rows of ``E``). Side
+    information is given as to every psdlearn estimator (see the glossary).
 
     Parameters
     ----------
@@ -278,6 +300,10 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         Seeds k-means, and the learner when its own ``random_state`` is None.
     verbose : int, default=0
         Passed to k-means (progress on stderr); the learner keeps its own ``verbose``.
+    assign : {"nearest", "constrained"}, default="nearest"
+        How the training points are assigned to the clusters: to the nearest centre
+        (k-means on the embedding), or with the must-links and cannot-links enforced
+        (see above). Side information without pairs (triplets) assigns to the nearest.
 
     Attributes
     ----------
@@ -291,9 +317,9 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     cluster_centers_ : ndarray of shape (n_clusters, rank)
         Centres ``mu_c`` in the embedding.
     inertia_ : float
-        Sum of squared distances of the points to their centres.
+        Sum of squared distances of the points to the centres of their clusters.
     n_iter_ : int
-        k-means iterations of the kept restart.
+        k-means iterations of the kept restart (the constrained steps not counted).
     n_features_in_ : int
         Number of features of ``X``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -307,7 +333,9 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     References
     ----------
     Dhillon, Guan & Kulis (2004), *Kernel k-means, spectral clustering and normalized cuts*,
-    KDD. Hu & Kwok (2015), *Low-rank kernel learning for graph-based clustering*, IEEE TNNLS.
+    KDD. Wagstaff, Cardie, Rogers & Schroedl (2001), *Constrained k-means clustering with
+    background knowledge*, ICML. Hu & Kwok (2015), *Low-rank kernel learning for graph-based
+    clustering*, IEEE TNNLS.
 
     Examples
     --------
@@ -444,7 +472,9 @@ default=None
 
         ``c(x) = argmin_c ||e(x) - mu_c||`` with ``e(x)`` the learner's out-of-sample
         embedding (``estimator_.transform``, which gives the training points their rows of
-        ``embedding_``; ``X`` itself when ``estimator_`` is None).
+        ``embedding_``; ``X`` itself when ``estimator_`` is None). A row equal to a
+        training row whose label is not its nearest centre (``assign="constrained"``)
+        gets that label, so ``predict(X_train)`` equals ``labels_``.
 
         Parameters
         ----------
