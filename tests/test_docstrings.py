@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import importlib
 import inspect
+import re
 
 import pytest
 
@@ -164,3 +165,52 @@ def test_documented_defaults_match_signature(path):
         if not _same(documented, actual):
             wrong.append(f"{name}: documented {text!r}, signature {actual!r}")
     assert not wrong, f"{path}:\n" + "\n".join(wrong)
+
+
+def _installed_docstrings():
+    """Every docstring a user of the wheel can reach: modules, classes, functions, methods.
+
+    Private names (a leading underscore anywhere in the dotted path) are skipped: their
+    docstrings are notes for contributors.
+    """
+    import pkgutil
+
+    import psdlearn
+
+    found = {"psdlearn": psdlearn.__doc__}
+    for info in pkgutil.walk_packages(psdlearn.__path__, "psdlearn."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        found[info.name] = module.__doc__
+        for attr, obj in vars(module).items():
+            if attr.startswith("_") or getattr(obj, "__module__", None) != info.name:
+                continue
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                found[f"{info.name}.{attr}"] = obj.__doc__
+            if inspect.isclass(obj):
+                for key, value in vars(obj).items():
+                    if not key.startswith("_"):
+                        found[f"{info.name}.{attr}.{key}"] = getattr(value, "__doc__", None)
+    return {k: v for k, v in found.items() if isinstance(v, str)}
+
+
+#: what a user's docstring must not say: paths into the repository (not in the wheel)
+#: and the seed numbering of the papers' experiment folders
+_LAB_NOTES = re.compile(r"\b(?:benchmarks|reproductions)/|\bseeds? 0\d\d\b")
+
+
+def test_public_docstrings_hold_no_repository_paths_or_paper_seeds():
+    docs = _installed_docstrings()
+    assert "psdlearn.npkl.estimator.NPKL.fit" in docs  # the walk reaches methods
+    offenders = {name: _LAB_NOTES.findall(doc) for name, doc in docs.items()
+                 if _LAB_NOTES.search(doc)}
+    assert not offenders, offenders
+
+
+def test_lab_notes_pattern_catches_what_it_should():
+    # the guard itself must be able to fail
+    assert _LAB_NOTES.search("see benchmarks/results/x.md")
+    assert _LAB_NOTES.search("as in reproductions/bcd_tables.md")
+    assert _LAB_NOTES.search("seeds 000 and 001")
+    assert not _LAB_NOTES.search("random_state=0 (seed 0)")

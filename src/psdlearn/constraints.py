@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from psdlearn.graph import NeighborIndex
 
 __all__ = [
+    "ConstraintConflictWarning",
     "PairwiseConstraints",
     "SideInfo",
     "Triplets",
@@ -29,6 +30,22 @@ __all__ = [
     "triplets_from_constraints",
     "triplets_from_labels",
 ]
+
+#: Pairs named in a warning or error message; the rest are counted.
+_SHOWN = 10
+
+
+class ConstraintConflictWarning(UserWarning):
+    """Side information that contradicts itself: a cannot-link joins two points that a
+    chain of must-links connects (:meth:`PairwiseConstraints.conflicts`)."""
+
+
+def _name_pairs(pairs):
+    """``(i, j), (k, l), ...`` for a message: the first :data:`_SHOWN` pairs, then a count."""
+    pairs = np.asarray(pairs).reshape(-1, 2).tolist()
+    text = ", ".join(f"({i}, {j})" for i, j in pairs[:_SHOWN])
+    return text + (f" and {len(pairs) - _SHOWN} more" if len(pairs) > _SHOWN else "")
+
 
 _SIGN_WORDS = {"+1": 1, "1": 1, "must": 1, "must-link": 1, "ml": 1,
                "-1": -1, "cannot": -1, "cannot-link": -1, "cl": -1}
@@ -112,8 +129,17 @@ class PairwiseConstraints(_SampleIndexRows):
     ------
     ValueError
         On NaN, indices out of range or negative, self-pairs ``(i, i)``, signs other than
-        +-1, or a pair marked both must-link and cannot-link. Duplicated pairs with the
-        same sign are merged with a :class:`UserWarning`.
+        +-1, or a pair marked both must-link and cannot-link (an *opposite duplicate*: the
+        message names the pairs). Duplicated pairs with the same sign are merged with a
+        :class:`UserWarning` that names them.
+
+    Notes
+    -----
+    The constructor checks each pair on its own. Contradictions that only a chain of
+    pairs reveals (``a ~ b``, ``b ~ c`` but ``a`` cannot-link ``c``) are found by
+    :meth:`conflicts`; fitting an estimator on such constraints gives a
+    :class:`ConstraintConflictWarning` that names them. Nothing is inferred silently:
+    :meth:`closure` adds the pairs that transitivity implies only when called.
 
     Examples
     --------
@@ -149,10 +175,14 @@ class PairwiseConstraints(_SampleIndexRows):
             if same.any():
                 conflict = same & (signs[1:] != signs[:-1])
                 if conflict.any():
-                    p = pairs[1:][conflict][0].tolist()
-                    raise ValueError(f"pair {p} is marked both must-link and cannot-link.")
+                    bad = np.unique(pairs[1:][conflict], axis=0)
+                    raise ValueError(
+                        f"{len(bad)} pair(s) marked both must-link and cannot-link: "
+                        f"{_name_pairs(bad)}; keep one answer for each."
+                    )
                 warnings.warn(
-                    f"{int(same.sum())} duplicated constraint(s) merged.",
+                    f"{int(same.sum())} duplicated constraint(s) merged: "
+                    f"{_name_pairs(np.unique(pairs[1:][same], axis=0))}.",
                     UserWarning,
                     stacklevel=2,
                 )
@@ -378,6 +408,25 @@ class PairwiseConstraints(_SampleIndexRows):
         graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
         return connected_components(graph, directed=False)[1]
 
+    def conflicts(self):
+        """Cannot-links that the must-links contradict.
+
+        A cannot-link ``(a, b)`` conflicts when ``a`` and ``b`` lie in the same must-link
+        component (:meth:`must_link_components`): a chain of must-links says they belong
+        together. At least one pair of the cycle it closes is wrong; which one, the
+        constraints alone cannot tell (a fitted :class:`~psdlearn.NPKL` ranks them by how
+        much the data disagrees, ``suspicious_constraints``).
+
+        Returns
+        -------
+        ndarray of shape (n_conflicts,), int64
+            Row indices into :attr:`pairs` of the conflicting cannot-links, increasing;
+            ``C.pairs[C.conflicts()]`` are the pairs.
+        """
+        comp = self.must_link_components()
+        p = self.pairs
+        return np.flatnonzero((self.signs == -1) & (comp[p[:, 0]] == comp[p[:, 1]]))
+
     def closure(self):
         """Constraints implied by transitivity of must-links.
 
@@ -387,6 +436,14 @@ class PairwiseConstraints(_SampleIndexRows):
         Samples in no must-link form singleton components. The output size is quadratic in
         the component sizes.
 
+        The closure is never applied by an estimator on its own. It helps when the
+        constraints are correct and come in chains: labels given one pair at a time, or
+        few must-links that connect larger groups, so that the implied pairs add
+        information a learner would otherwise not see. It hurts when some constraints are
+        wrong: one wrong must-link merges two components, and the closure turns it into
+        ``|A| |B|`` wrong must-links and their implied cannot-links. With noisy answers,
+        look at :meth:`conflicts` (and a fitted NPKL's ``suspicious_constraints``) first.
+
         Returns
         -------
         PairwiseConstraints
@@ -394,8 +451,15 @@ class PairwiseConstraints(_SampleIndexRows):
         Raises
         ------
         ValueError
-            If a cannot-link joins two points of the same must-link component.
+            If a cannot-link joins two points of the same must-link component (naming the
+            pairs, :meth:`conflicts`).
         """
+        bad = self.conflicts()
+        if bad.size:
+            raise ValueError(
+                f"inconsistent constraints: {bad.size} cannot-link(s) join points that "
+                f"must-links connect: {_name_pairs(self.pairs[bad])} (conflicts())."
+            )
         comp = self.must_link_components()
         members = {}
         for c in np.unique(comp[self.pairs.ravel()]) if self.n_pairs else []:
@@ -407,16 +471,8 @@ class PairwiseConstraints(_SampleIndexRows):
                 out_pairs.append(np.column_stack([idx[iu], idx[ju]]))
                 out_signs.append(np.ones(len(iu), np.int64))
         cl = self.cannot_link
-        comp_pairs = set()
-        for a, b in cl.tolist():
-            ca, cb = comp[a], comp[b]
-            if ca == cb:
-                raise ValueError(
-                    f"inconsistent constraints: cannot-link ({a}, {b}) joins two points that "
-                    "must-links connect."
-                )
-            comp_pairs.add((min(ca, cb), max(ca, cb)))
-        for ca, cb in sorted(comp_pairs):
+        comp_pairs = np.unique(np.sort(comp[cl], axis=1), axis=0) if len(cl) else []
+        for ca, cb in comp_pairs:
             ia, ib = members[ca], members[cb]
             grid = np.array(np.meshgrid(ia, ib, indexing="ij")).reshape(2, -1).T
             out_pairs.append(grid)
@@ -426,6 +482,54 @@ class PairwiseConstraints(_SampleIndexRows):
                                        self.n_samples)
         return PairwiseConstraints(np.concatenate(out_pairs), np.concatenate(out_signs),
                                    self.n_samples)
+
+    def union(self, other):
+        """These constraints and ``other`` together, as one :class:`PairwiseConstraints`.
+
+        The rules of the constructor apply to the joined table: a pair given in both
+        with the same sign is kept once (a :class:`UserWarning` names it), a pair given
+        with opposite signs raises ``ValueError``.
+
+        Parameters
+        ----------
+        other : PairwiseConstraints or array-like of shape (m, 3)
+            More pairs, or ``[i, j, +1/-1]`` rows, over the same samples.
+
+        Returns
+        -------
+        PairwiseConstraints
+            Over ``max(self.n_samples, other.n_samples)`` samples.
+        """
+        if not isinstance(other, PairwiseConstraints):
+            other = PairwiseConstraints.from_array(other, n_samples=self.n_samples)
+        return PairwiseConstraints(np.concatenate([self.pairs, other.pairs]),
+                                   np.concatenate([self.signs, other.signs]),
+                                   max(self.n_samples, other.n_samples))
+
+
+def warn_conflicts(constraints, stacklevel=2):
+    """Warn (:class:`ConstraintConflictWarning`) when ``constraints`` contradict themselves.
+
+    Parameters
+    ----------
+    constraints : PairwiseConstraints
+    stacklevel : int, default=2
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    ndarray of int64
+        :meth:`PairwiseConstraints.conflicts`.
+    """
+    bad = constraints.conflicts()
+    if bad.size:
+        warnings.warn(
+            f"{bad.size} cannot-link(s) join points that a chain of must-links connects: "
+            f"{_name_pairs(constraints.pairs[bad])}. At least one pair of each such cycle "
+            "is wrong; see PairwiseConstraints.conflicts() and the fitted NPKL's "
+            "suspicious_constraints().",
+            ConstraintConflictWarning, stacklevel=stacklevel + 1)
+    return bad
 
 
 def _resolve_count(value, n, name):
@@ -654,7 +758,8 @@ _KIND_WORDS = {
 }
 
 
-def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
+def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True, *,
+                    check_conflicts=True):
     """Validate ``y`` of ``fit(X, y)`` and say which kind of side information it is.
 
     The one convention of every psdlearn estimator (the glossary of the documentation),
@@ -678,6 +783,9 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
         The kinds the estimator takes.
     required : bool, default=True
         Whether ``y=None`` is an error.
+    check_conflicts : bool, default=True
+        Pairs only: warn (:class:`ConstraintConflictWarning`, naming them) when a
+        cannot-link joins two points that must-links connect. Labels cannot conflict.
 
     Returns
     -------
@@ -702,8 +810,10 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
         if y.n_samples > n_samples:
             raise ValueError(f"y refers to {y.n_samples} samples but X has {n_samples}.")
         if kind == "pairs":
-            return SideInfo("pairs", constraints=PairwiseConstraints(
-                y.pairs, y.signs, n_samples=n_samples))
+            C = PairwiseConstraints(y.pairs, y.signs, n_samples=n_samples)
+            if check_conflicts:
+                warn_conflicts(C, stacklevel=3)
+            return SideInfo("pairs", constraints=C)
         return SideInfo("triplets", triplets=Triplets(y.triplets, n_samples=n_samples))
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
@@ -718,8 +828,10 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True):
             raise TypeError(f"y (partial labels) has unsupported dtype {arr.dtype}.")
         return SideInfo("labels", labels=arr, codes=_label_codes(arr))
     if arr.ndim == 2 and arr.shape[1] == 3 and "pairs" in accept:
-        return SideInfo("pairs", constraints=PairwiseConstraints.from_array(
-            arr, n_samples=n_samples))
+        C = PairwiseConstraints.from_array(arr, n_samples=n_samples)
+        if check_conflicts:
+            warn_conflicts(C, stacklevel=3)
+        return SideInfo("pairs", constraints=C)
     raise ValueError(f"y must be {wanted}; got an array of shape {arr.shape}.")
 
 
@@ -740,7 +852,7 @@ def _label_codes(labels):
     return codes
 
 
-def as_constraints(y, n_samples):
+def as_constraints(y, n_samples, *, check_conflicts=True):
     """Turn any accepted form of side information into :class:`PairwiseConstraints`.
 
     The pairs that :func:`check_side_info` reads in ``y``, listed.
@@ -752,12 +864,15 @@ def as_constraints(y, n_samples):
         which every pair of labelled points becomes a constraint (must-link when the labels
         agree, cannot-link otherwise; ``l (l - 1) / 2`` pairs for ``l`` labelled points).
     n_samples : int
+    check_conflicts : bool, default=True
+        As in :func:`check_side_info`.
 
     Returns
     -------
     PairwiseConstraints
     """
-    side = check_side_info(y, n_samples, accept=("labels", "pairs"))
+    side = check_side_info(y, n_samples, accept=("labels", "pairs"),
+                           check_conflicts=check_conflicts)
     if side.kind == "pairs":
         return side.constraints
     labelled = np.flatnonzero(side.codes >= 0)

@@ -21,7 +21,7 @@ from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.solvers import RESTART, WARM, map_rows
 
 
-def solve_rounds(est, spec, problem, rank, rng):
+def solve_rounds(est, spec, problem, rank, rng, start=None):
     """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
 
     The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
@@ -37,11 +37,17 @@ def solve_rounds(est, spec, problem, rank, rng):
     from the start and after every escalation; when an intermediate round's columns buy
     no decrease, a final round continues at that rank to ``tol`` and is certified
     (:mod:`psdlearn.npkl.certificate`, "Rounds").
+
+    ``start``, when given, is ``(E0, state)``: the solver's start and its
+    ``options.state``, used instead of the random or ``warm_start`` one
+    (:mod:`psdlearn.npkl._partial`).
     """
     from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
     E0, state, inverse = None, None, None
-    if spec.warm_start:
+    if start is not None:  # NPKL.partial_fit: ``(E0, state)``, a point near the optimum
+        E0, state = start
+    elif spec.warm_start:
         E0, warm = _start(est, problem.n_samples, rank, rng,
                                max_norm=est.b if get_loss(est.loss).bounded else None)
         if warm:

@@ -511,12 +511,54 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.side_info_ = C
         return self
 
+    def partial_fit(self, X, y):
+        """Add side information over the training points and re-solve from the current fit.
+
+        The new pairs join ``side_info_`` (:meth:`PairwiseConstraints.union
+        <psdlearn.PairwiseConstraints.union>`: a pair given again is merged with a
+        warning, a pair given with the opposite sign raises ``ValueError``, cannot-links
+        that must-links contradict give a ``ConstraintConflictWarning``) and the problem
+        on the union is solved starting from ``embedding_``. The graph, its neighbour
+        index, ``sigma_`` and ``n_neighbors_transform_`` are kept: the points are the
+        same, only the loss term grows. ``gamma_`` and ``rank_`` are kept too, so the
+        result solves the problem of ``NPKL(gamma=gamma_, rank=rank_)`` fitted afresh on
+        the union (with ``gamma="auto"``, a refit would recompute ``gamma_`` from all the
+        pairs; with ``rank="auto"`` it could choose a larger rank: refit to get it).
+        With ``rank="adaptive"`` the escalation continues from ``rank_``. Solvers
+        without a warm start (``simplenpkl``, ``sdp``, ``mfpc``) solve the union from
+        their usual start, the graph still kept. On an unfitted estimator it is
+        :meth:`fit`.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or None
+            The ``X`` of :meth:`fit` (the same object or equal values; ``None`` is
+            accepted for it).
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            The new side information, indices into the rows of ``X``.
+
+        Returns
+        -------
+        self : NPKL
+            The refitted estimator; ``side_info_`` holds the union.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is not the training input, or a new pair contradicts a stored one.
+        """
+        if not hasattr(self, "embedding_"):
+            return self.fit(X, y)
+        from psdlearn.npkl._partial import partial_fit
+
+        return partial_fit(self, X, y)
+
     def _auto_rank(self, y, C, n):
         """The rank of ``rank="auto"``: :func:`auto_rank` of the constraint count
         (:func:`rank_rule_count`) of the pairs ``C``, or, when ``y`` is a label vector,
         of the smallest pair set that implies its labels (:func:`label_pairs`); at most
         ``n``."""
-        side = check_side_info(y, n, accept=("labels", "pairs"))
+        side = check_side_info(y, n, accept=("labels", "pairs"), check_conflicts=False)
         pairs, signs = ((C.pairs, C.signs) if side.kind == "pairs"
                         else label_pairs(side.codes))
         return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
@@ -663,7 +705,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         training = is_training_data(X, self.graph, getattr(self, "X_fit_", None),
                                     len(self.embedding_))
         E = self.embedding_ if training else self.transform(X)
-        C = as_constraints(y, len(E))
+        C = as_constraints(y, len(E), check_conflicts=False)
         if C.n_must == 0 or C.n_cannot == 0:
             raise ValueError("score needs must-links and cannot-links in y (the AUC of one "
                              "class is undefined).")
