@@ -260,3 +260,21 @@ def test_loop_validates_arguments():
         active_learning(_npkl_clustering(3), X, LabelOracle(y), strategy="nope")
     with pytest.raises(ValueError, match="n_pairs"):
         RandomPairs().select(X, None, -1)
+
+
+def test_loop_with_npkl_updates_by_partial_fit():
+    X, y = _blobs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est, C, history = active_learning(pl.NPKL(certificate_tol=None, tol=1e-8, max_iter=5000),
+                                          X, LabelOracle(y),
+                                          strategy="min_max", budget=40, batch_size=20,
+                                          random_state=0)
+    assert est.side_info_.n_pairs == C.n_pairs == 40
+    assert history[-1]["stability"] is None  # NPKL has no labels_
+    # the warm-started model solves the problem on every answer: a fresh fit with the
+    # same gamma_ and rank_ reaches the same objective
+    fresh = pl.NPKL(certificate_tol=None, gamma=est.gamma_, rank=est.rank_,
+                    random_state=0, tol=1e-8, max_iter=5000).fit(X, C)
+    assert est.objective(est.embedding_) == pytest.approx(
+        fresh.objective(fresh.embedding_), rel=1e-3)
