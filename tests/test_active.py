@@ -278,3 +278,19 @@ def test_loop_with_npkl_updates_by_partial_fit():
                     random_state=0, tol=1e-8, max_iter=5000).fit(X, C)
     assert est.objective(est.embedding_) == pytest.approx(
         fresh.objective(fresh.embedding_), rel=1e-3)
+
+
+def test_loop_callback_sees_each_round_and_can_stop():
+    X, y = _blobs()
+    seen = []
+
+    def callback(model, C):
+        seen.append((C.n_pairs, rand_score(y, model.labels_)))
+        return C.n_pairs >= 30
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, C, history = active_learning(_npkl_clustering(3), X, LabelOracle(y),
+                                        strategy="random", budget=100, batch_size=10,
+                                        callback=callback, random_state=0)
+    assert [n for n, _ in seen] == [10, 20, 30] and C.n_pairs == 30 and len(history) == 3

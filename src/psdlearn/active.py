@@ -687,8 +687,8 @@ class ActiveLearningResult(NamedTuple):
 
 
 def active_learning(estimator, X, oracle, *, strategy="uncertainty", budget=300,
-                    batch_size=20, initial=None, stop_tol=None, random_state=None,
-                    verbose=0):
+                    batch_size=20, initial=None, stop_tol=None, callback=None,
+                    random_state=None, verbose=0):
     """Ask an oracle for must-link / cannot-link answers and learn from them, in rounds.
 
     Each round selects ``batch_size`` pairs with ``strategy`` (given the model fitted
@@ -721,6 +721,9 @@ default="uncertainty"
         Answers known before the first round (not counted in the budget).
     stop_tol : float, default=None
         Tolerance of the stopping rule; None: run to the budget.
+    callback : callable, default=None
+        Called after each round as ``callback(estimator, constraints)`` (the model fitted
+        on the answers so far); the loop stops when it returns True.
     random_state : int, RandomState instance or None, default=None
         Seeds the strategy, and the estimator when its own ``random_state`` is None.
     verbose : int, default=0
@@ -801,6 +804,8 @@ default="uncertainty"
             bar.set_postfix(must=C.n_must, cannot=C.n_cannot)
             calm = calm + 1 if (stop_tol is not None and stability is not None
                                 and stability > 1 - stop_tol) else 0
+            if callback is not None and callback(model, C):
+                break
             if exhausted or calm >= 2:
                 break
     return ActiveLearningResult(model, C, history)
