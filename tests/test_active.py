@@ -294,3 +294,30 @@ def test_loop_callback_sees_each_round_and_can_stop():
                                         strategy="random", budget=100, batch_size=10,
                                         callback=callback, random_state=0)
     assert [n for n, _ in seen] == [10, 20, 30] and C.n_pairs == 30 and len(history) == 3
+
+
+class _FittedStub:
+    """A fitted model as the strategies read it: an embedding and cluster labels."""
+
+    def __init__(self, E, labels, n_clusters):
+        self.embedding_, self.labels_, self.n_clusters = E, labels, n_clusters
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_selection_scales_to_1e5_points_without_dense_matrix(name):
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 100_000
+    y = rng.integers(3, size=n)
+    X = rng.normal(size=(n, 3)) + 4.0 * y[:, None]
+    model = _FittedStub(X + rng.normal(size=X.shape), y, 3)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=100, n_cannot=100, random_state=0)
+    strategy = STRATEGIES[name]() if name == "random" else STRATEGIES[name](3)
+    tracemalloc.start()
+    pairs = strategy.select(X, C, 20, model=model, random_state=0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert pairs.shape == (20, 2)
+    # an n x n float matrix would be 80 GB; even one n x 200 block is 160 MB
+    assert peak < 120e6
