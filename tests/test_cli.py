@@ -1,4 +1,5 @@
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -23,9 +24,13 @@ def test_datasets_lists_bundled(capsys):
 
 
 def test_demo_runs_and_reports(capsys):
-    assert main(["demo", "--dataset", "soybean"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the README's first command prints no warning
+        assert main(["demo", "--dataset", "soybean"]) == 0
+        assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "k-means on X" in out and "NPKL-BCD" in out and "Rand index" in out
+    assert "data set iris: n=150, d=4, classes=3; 90 must-link + 90 cannot-link" in out
 
 
 def test_fit_writes_embedding_and_summary(tmp_path, capsys):

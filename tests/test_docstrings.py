@@ -32,6 +32,7 @@ PUBLIC_MODULES = (
     "psdlearn.metrics",
     "psdlearn.model_selection",
     "psdlearn.npkl",
+    "psdlearn.pairs",
     "psdlearn.nystroem",
     "psdlearn.psdboost",
 )

@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.npkl.estimator import NPKL
@@ -86,7 +88,9 @@ def _warm_up():
 
     X, y = make_two_gaussians(60, random_state=0)
     C = PairwiseConstraints.from_labels(y, random_state=0)
-    NPKL(solver="admm", loss="pcp", max_iter=5, random_state=0).fit(X, C)
+    with warnings.catch_warnings():  # 5 iterations: neither converged nor certified
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        NPKL(solver="admm", loss="pcp", max_iter=5, random_state=0).fit(X, C)
 
 
 def run(out_dir, quick=False, log=print, *, cv_reps=None, adult_cv_reps=None,
