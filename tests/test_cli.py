@@ -108,7 +108,8 @@ def _subparsers(parser):
 def test_commands_are_the_users():
     from psdlearn.cli import _parser
 
-    assert set(_subparsers(_parser())) == {"datasets", "demo", "fit", "cluster"}
+    assert set(_subparsers(_parser())) == {"datasets", "demo", "fit", "cluster",
+                                            "query"}
     with pytest.raises(SystemExit):
         main(["reproduce", "list"])
 
@@ -119,7 +120,7 @@ def test_top_level_help_is_plain_text(capsys):
     out = capsys.readouterr().out
     assert "``" not in out and ":class:" not in out and ":func:" not in out
     assert "counted from 0" in out and "--one-based" in out
-    for cmd in ("datasets", "demo", "fit", "cluster"):
+    for cmd in ("datasets", "demo", "fit", "cluster", "query"):
         assert f"psdlearn {cmd}" in out  # an example of each command
 
 
