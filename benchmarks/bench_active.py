@@ -92,6 +92,7 @@ def main():
     parser.add_argument("--only", nargs="+", default=DATASETS)
     parser.add_argument("--raw", type=Path)
     parser.add_argument("--report", action="store_true")
+    parser.add_argument("--load", help="with --report: the load during the runs, as noted")
     args = parser.parse_args()
     n_seeds = args.n_seeds
     warnings.filterwarnings("ignore")
@@ -165,7 +166,9 @@ def main():
         "means over the seeds where it ran. Failures (seeds): "
         + ("; ".join(peer_failures) or "none")
         + ". Its consolidation raises ValueError once every point is placed.",
-        load_note(start_load),
+        (f"Runs in two parallel processes (two data sets each) beside other jobs: "
+         f"1-minute load average {args.load} on {os.cpu_count()} cores; times inflated."
+         if args.report else load_note(start_load)),
     ]
     columns = ["dataset", "strategy", *[f"rand@{c}" for c in CHECKPOINTS], "select_s"]
     write_results("active", columns, rows, notes)
