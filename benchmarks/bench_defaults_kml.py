@@ -68,6 +68,7 @@ from sklearn.metrics import rand_score
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.neighbors import NearestNeighbors
 from sklearn.preprocessing import KernelCenterer
+from threadpoolctl import threadpool_info
 
 import psdlearn as pl
 from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
@@ -727,7 +728,12 @@ def run_signed(names, seeds):
         f"missed on {', '.join(missed) or 'none'}.",
         "1-minute load average at the start / end of each set's run on "
         f"{os.cpu_count()} cores: " + ", ".join(
-            f"{r['set']} {r['load'][0]:.1f} / {r['load'][1]:.1f}" for r in rows) + ".",
+            f"{r['set']} {r['load'][0]:.1f} / {r['load'][1]:.1f}" for r in rows) + ". "
+        "Threads of the numerical libraries: " + ", ".join(
+            f"{info['internal_api']} {info['num_threads']}" for info in threadpool_info())
+        + " (set OPENBLAS_NUM_THREADS / OMP_NUM_THREADS: on a loaded machine, threaded "
+        "BLAS oversubscribes the cores and inflates small eigendecompositions by up to "
+        "100 times, which distorts the time ratio).",
     ]
     print(write_results(RESULTS, "defaults_kml_signed", columns, rows, notes,
                         title="KernelMetricLearner with must-links and cannot-links: "

@@ -15,7 +15,9 @@ from psdlearn.constraints import as_constraints
 
 
 @parametrize_with_checks([pl.ConstrainedClustering(3, estimator=pl.NPKL(max_iter=50)),
-                          pl.ConstrainedClustering(3, estimator=pl.RCA(), n_init=3)])
+                          pl.ConstrainedClustering(3, estimator=pl.RCA(), n_init=3),
+                          pl.ConstrainedClustering(3, estimator=pl.RCA(), n_init=3,
+                                                   assign="constrained")])
 def test_sklearn_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -155,3 +157,117 @@ def test_a_learner_that_cannot_embed_is_refused():
         pl.ConstrainedClustering(2, estimator=LogisticRegression()).fit(X, y)
     with pytest.raises(TypeError, match="PairsClassifier needs a learner"):
         pl.PairsClassifier(LogisticRegression()).fit(X[[[0, 1], [2, 3]]], [1, -1])
+
+
+# ------------------------------------------------------------ constrained assignment
+def _brute_force_units(cost, edges):
+    """All assignments of the units that break no cannot-link, and their costs."""
+    import itertools
+
+    n_units, k = cost.shape
+    feasible = []
+    for lab in itertools.product(range(k), repeat=n_units):
+        lab = np.array(lab)
+        if all(lab[u] != lab[v] for u, v in edges):
+            feasible.append((cost[np.arange(n_units), lab].sum(), lab))
+    return feasible
+
+
+def test_units_sit_at_their_least_cost_allowed_centre():
+    from psdlearn.cluster import assign_units
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        cost = rng.random((6, 3))
+        edges = np.array([[0, 1], [1, 2], [0, 2], [3, 4]])
+        labels = assign_units(cost, edges)
+        feasible = _brute_force_units(cost, edges)
+        assert feasible  # a triangle and an edge are 3-colourable
+        # every cannot-link is obeyed when a feasible assignment exists ...
+        assert all(labels[u] != labels[v] for u, v in edges)
+        # ... a unit with no cannot-link takes its cheapest centre ...
+        assert labels[5] == cost[5].argmin()
+        # ... and no unit can move alone to a cheaper centre that its neighbours leave free
+        for u in range(6):
+            taken = {labels[v] for e in edges for w, v in (e, e[::-1]) if w == u}
+            free = [c for c in range(3) if c not in taken]
+            assert cost[u, labels[u]] == min(cost[u, c] for c in free)
+        # the greedy total is at least the feasible optimum (it is a local optimum only)
+        best = min(c for c, _ in feasible)
+        assert cost[np.arange(6), labels].sum() >= best - 1e-12
+
+
+def test_constraint_units_are_must_link_components_and_summed_costs():
+    from psdlearn.cluster import constrained_lloyd, constraint_units
+
+    # two components {0, 1, 2} and {3, 4}, point 5 alone; cannot-link between the components
+    C = pl.PairwiseConstraints([[0, 1], [1, 2], [3, 4], [2, 3]], [1, 1, 1, -1], n_samples=6)
+    units, edges, n_conflicts = constraint_units(C, 6)
+    assert n_conflicts == 0
+    assert len(set(units[[0, 1, 2]])) == 1 and len(set(units[[3, 4]])) == 1
+    assert len(set(units)) == 3
+    assert edges.tolist() == [sorted([units[2], units[3]])]
+    # points placed so that nearest-centre assignment splits both components and puts
+    # them together; the constrained step must keep each whole and apart
+    E = np.array([[0.0], [0.1], [0.9], [1.0], [0.2], [5.0]])
+    centers = np.array([[0.0], [1.0]])
+    labels, _ = constrained_lloyd(E, centers, units, edges, max_iter=1)
+    assert labels[0] == labels[1] == labels[2] and labels[3] == labels[4]
+    assert labels[2] != labels[3]
+    # with one step the centres are fixed: check the unit choice against brute force of
+    # sum_{i in unit} ||e_i - mu_c||^2 over the assignments obeying the cannot-link
+    d = (E - centers.T) ** 2
+    member = np.zeros((3, 6))
+    member[units, np.arange(6)] = 1
+    cost = member @ d
+    best_cost, best = min(_brute_force_units(cost, edges), key=lambda t: t[0])
+    assert np.array_equal(labels, best[units])
+
+
+def test_constrained_assignment_obeys_the_pairs_and_predict_returns_labels():
+    X, y = pl.datasets.load("iris")
+    C = pl.PairwiseConstraints.from_labels(y, 60, 60, random_state=0)
+    cl = pl.ConstrainedClustering(3, estimator=pl.RCA(), assign="constrained",
+                                  random_state=0).fit(X, C)
+    L = cl.labels_
+    assert np.all(L[C.must_link[:, 0]] == L[C.must_link[:, 1]])
+    assert np.all(L[C.cannot_link[:, 0]] != L[C.cannot_link[:, 1]])
+    assert np.array_equal(cl.predict(X), L)
+    assert np.array_equal(cl.predict(X[::-1]), L[::-1])  # row by row, any order
+    d = ((cl.embedding_[:, None] - cl.cluster_centers_[None]) ** 2).sum(-1)
+    assert cl.inertia_ == pytest.approx(d[np.arange(len(L)), L].sum())
+    # new points (not training rows) go to the nearest centre
+    X_new = X + 1e-3
+    d_new = ((cl.estimator_.transform(X_new)[:, None] - cl.cluster_centers_[None]) ** 2).sum(-1)
+    assert np.array_equal(cl.predict(X_new), d_new.argmin(1))
+
+
+def test_constrained_assignment_with_partial_labels_keeps_classes_apart():
+    X, y = _decoy(60)
+    partial = np.where(np.arange(60) < 20, y, -1)
+    cl = pl.ConstrainedClustering(2, estimator=pl.RCA(), assign="constrained",
+                                  random_state=0).fit(X, partial)
+    lab = cl.labels_[:20]
+    assert len(set(lab[y[:20] == 0])) == 1 and len(set(lab[y[:20] == 1])) == 1
+    assert lab[y[:20] == 0][0] != lab[y[:20] == 1][0]
+
+
+def test_contradicting_pairs_warn_and_do_not_crash():
+    X, y = _decoy(40)
+    # must-links 0-1-2 and a cannot-link 0-2 inside that component
+    C = pl.PairwiseConstraints([[0, 1], [1, 2], [0, 2], [3, 4]], [1, 1, -1, 1], n_samples=40)
+    cl = pl.ConstrainedClustering(2, estimator=pl.RCA(), assign="constrained",
+                                  random_state=0)
+    with pytest.warns(UserWarning, match="one must-link component"):
+        cl.fit(X, C)
+    assert cl.labels_[3] == cl.labels_[4]  # the consistent component stays whole
+    assert np.array_equal(cl.predict(X), cl.labels_)
+
+
+def test_nearest_assignment_is_plain_kmeans_on_the_embedding():
+    X, y = _decoy(90)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    cl = pl.ConstrainedClustering(2, estimator=pl.RCA(), assign="nearest",
+                                  random_state=0).fit(X, C)
+    d = ((cl.embedding_[:, None] - cl.cluster_centers_[None]) ** 2).sum(-1)
+    assert np.array_equal(cl.labels_, d.argmin(1))

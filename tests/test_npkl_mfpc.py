@@ -119,16 +119,8 @@ def test_estimator_solver_mfpc():
         pl.NPKL(loss="hinge", solver="mfpc", graph="precomputed").fit(problem.laplacian, C)
 
 
-# fit_transform is the constrained solution, transform the out-of-sample map (as for BCD
-# in test_npkl_api.py); the checks' data make them differ here
-_TRANSDUCTIVE = "fit_transform is the constrained solution, transform the out-of-sample map"
-
-
 @parametrize_with_checks(
-    [pl.NPKL(solver="mfpc", loss="pcp", gamma=1.0, max_iter=50)],
-    expected_failed_checks=lambda est: {"check_transformer_general": _TRANSDUCTIVE,
-                                        "check_transformer_data_not_an_array": _TRANSDUCTIVE},
-)
+    [pl.NPKL(solver="mfpc", loss="pcp", gamma=1.0, max_iter=50)])
 def test_sklearn_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

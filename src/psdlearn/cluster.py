@@ -13,12 +13,14 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Interval, _fit_context
+from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn.constraints import check_side_info
 
 __all__ = ["ConstrainedClustering", "kernel_kmeans"]
 
@@ -46,6 +48,164 @@ def kernel_kmeans(E, n_clusters, n_init=20, random_state=None):
         raise ValueError(f"n_clusters must be in [1, {E.shape[0]}], got {n_clusters}.")
     km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
     return km.fit_predict(E).astype(np.int64)
+
+
+def constraint_units(y, n_samples):
+    """Must-link units and the cannot-links between them, read from side information.
+
+    Parameters
+    ----------
+    y : PairwiseConstraints, Triplets, array-like or None
+        Side information as :meth:`ConstrainedClustering.fit` takes it.
+    n_samples : int
+
+    Returns
+    -------
+    units : ndarray of shape (n_samples,), int64, or None
+        Unit of each sample, ``0 .. n_units - 1``: the connected components of the
+        must-link graph (for partial labels, the labelled points of one class); a sample in
+        no must-link is a unit of its own. None when ``y`` holds no pairs (triplets, None).
+    edges : ndarray of shape (p, 2), int64
+        Distinct unit pairs ``u < v`` joined by at least one cannot-link.
+    n_conflicts : int
+        Cannot-links inside one unit (contradicting the must-links); they are dropped.
+    """
+    side = check_side_info(y, n_samples, accept=("labels", "pairs", "triplets"),
+                           required=False)
+    if side.kind == "pairs":
+        C = side.constraints
+        units = C.must_link_components().astype(np.int64)
+        cl = C.cannot_link
+        a, b = units[cl[:, 0]], units[cl[:, 1]]
+    elif side.kind == "labels":
+        # every pair of labelled points is a constraint: one unit per class, and a
+        # cannot-link between every two classes (the pairs are never listed)
+        codes = side.codes
+        free = codes < 0
+        n_classes = int(codes.max()) + 1
+        units = codes.copy()
+        units[free] = n_classes + np.arange(free.sum())
+        a, b = np.triu_indices(n_classes, k=1)
+    else:
+        return None, np.empty((0, 2), np.int64), 0
+    inside = a == b
+    n_conflicts = int(inside.sum())
+    if n_conflicts:
+        # a component that contradicts itself is not trusted as a unit: its points become
+        # units of their own (the cannot-links that touch them still count)
+        bad = np.isin(units, a[inside])
+        units[bad] = units.max() + 1 + np.arange(bad.sum())
+        units = np.unique(units, return_inverse=True)[1].astype(np.int64)
+        a, b = units[cl[:, 0]], units[cl[:, 1]]
+    edges = np.sort(np.column_stack([a, b]).astype(np.int64), axis=1)
+    return units, np.unique(edges, axis=0).reshape(-1, 2), n_conflicts
+
+
+def _squared_distances(E, centers):
+    d = ((E * E).sum(1)[:, None] - 2.0 * E @ centers.T + (centers * centers).sum(1)[None])
+    return np.maximum(d, 0.0)
+
+
+def assign_units(cost, edges):
+    """Assign units to centres: least cost, then greedy repair of the cannot-links.
+
+    Start from ``c(u) = argmin_c cost[u, c]``. (1) For each violated cannot-link ``(u, v)``
+    (``c(u) = c(v)``), move the one of the two whose cheapest *allowed* centre (one that
+    none of its cannot-link neighbours occupies) costs least over its current one; skip
+    the pair when neither has an allowed centre. (2) Sweep the units with cannot-links,
+    moving each to its cheapest allowed centre when that is cheaper or ends a violation.
+    Every move lowers the number of violated cannot-links, or keeps it and lowers the cost,
+    so both phases end; at the end no unit in no violation can lower its cost alone.
+
+    Parameters
+    ----------
+    cost : ndarray of shape (n_units, n_clusters)
+        ``cost[u, c]`` = cost of putting unit ``u`` in cluster ``c``.
+    edges : ndarray of shape (p, 2), int
+        Cannot-links between units (``u != v``).
+
+    Returns
+    -------
+    labels : ndarray of shape (n_units,), int64
+    """
+    labels = cost.argmin(1).astype(np.int64)
+    if len(edges) == 0:
+        return labels
+    n_units = cost.shape[0]
+    adj = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])),
+                        shape=(n_units, n_units))
+    adj = (adj + adj.T).tocsr()
+
+    def best_allowed(u):
+        allowed = cost[u].copy()
+        allowed[labels[adj.indices[adj.indptr[u]:adj.indptr[u + 1]]]] = np.inf
+        c = int(allowed.argmin())
+        return c, allowed[c]
+
+    for u, v in edges:                      # phase 1: repair, the cheaper move first
+        if labels[u] != labels[v]:
+            continue
+        moves = [(cu - cost[w, labels[w]], w, c) for w in (u, v)
+                 for c, cu in [best_allowed(w)] if np.isfinite(cu)]
+        if moves:
+            _, w, c = min(moves)
+            labels[w] = c
+    linked = np.flatnonzero(np.diff(adj.indptr) > 0)
+    for _ in range(100):                    # phase 2: local descent (ends far sooner)
+        moved = False
+        for u in linked:
+            c, cu = best_allowed(u)
+            nbr = adj.indices[adj.indptr[u]:adj.indptr[u + 1]]
+            violated = bool((labels[nbr] == labels[u]).any())
+            if np.isfinite(cu) and c != labels[u] and (violated or cu < cost[u, labels[u]]):
+                labels[u] = c
+                moved = True
+        if not moved:
+            break
+    return labels
+
+
+def constrained_lloyd(E, centers, units, edges, max_iter=10):
+    """Lloyd steps of k-means with must-link units and greedy cannot-links.
+
+    Alternates :func:`assign_units` with ``cost[u, c] = sum_{i in u} ||e_i - mu_c||^2``
+    and the centre update ``mu_c = mean of the points in c`` (a centre left empty keeps
+    its place), until the labels repeat or ``max_iter`` steps.
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,), int64
+    centers : ndarray of shape (n_clusters, rank)
+    """
+    n, k = E.shape[0], centers.shape[0]
+    member = sp.csr_matrix((np.ones(n), (units, np.arange(n))))   # unit x sample
+    centers = centers.copy()
+    labels = None
+    for _ in range(max_iter):
+        new = assign_units(member @ _squared_distances(E, centers), edges)[units]
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        counts = np.bincount(labels, minlength=k)
+        sums = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n)) @ E
+        full = counts > 0
+        centers[full] = sums[full] / counts[full, None]
+    return labels, centers
+
+
+def _row_keys(X):
+    """A hashable key per row of ``X`` (dense or CSR): its non-zero columns and values."""
+    if sp.issparse(X):
+        X = X.tocsr(copy=True)
+        X.eliminate_zeros()
+        X.sort_indices()
+        return [(X.indices[a:b].astype(np.int64).tobytes(), X.data[a:b].tobytes())
+                for a, b in zip(X.indptr[:-1], X.indptr[1:], strict=True)]
+    keys = []
+    for row in np.asarray(X):
+        nz = np.flatnonzero(row)
+        keys.append((nz.astype(np.int64).tobytes(), row[nz].tobytes()))
+    return keys
 
 
 def _default_learner():
@@ -95,14 +255,36 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         \\sum_i \\lVert e_i - \\mu_{c(i)} \\rVert^2 , \\qquad
         \\mu_c = \\frac{1}{|c|} \\sum_{i \\in c} e_i ,
 
-    is kept (the evaluation protocol of Hu & Kwok 2013 and 2015). A new point is embedded
-    by the learner's out-of-sample map ``transform`` and assigned to the nearest centre
-    ``mu_c``; for the training points ``transform`` returns their rows of ``E``, so
-    ``predict(X_train)`` equals ``labels_``.
+    is kept (the evaluation protocol of Hu & Kwok 2013 and 2015).
 
-    The constraints shape the kernel, not the assignment: a must-link pair can end in two
-    clusters when the learned kernel still separates it. Side information is given as to
-    every psdlearn estimator (see the glossary).
+    With ``assign="nearest"`` the constraints shape the kernel, not the assignment: each
+    point goes to its nearest centre, and a must-link pair can end in two clusters when the
+    learned kernel still separates it. With ``assign="constrained"`` the pairs are also
+    enforced when assigning, in the manner of COP-k-means (Wagstaff et al. 2001): the
+    connected components ``U`` of the must-link graph (for partial labels: the labelled
+    points of one class) are units, each placed whole at
+
+    .. math::
+
+        c(U) = \\arg\\min_c \\sum_{i \\in U} \\lVert e_i - \\mu_c \\rVert^2 ,
+
+    the k-means cost with the must-links as hard constraints; a cannot-link between two
+    units in one cluster is then repaired greedily, by moving the unit whose cheapest
+    centre left free by its cannot-link neighbours costs least extra, and a last descent
+    lets each linked unit take its cheapest free centre. This assignment alternates with
+    the centre update ``mu_c = mean of c`` for at most 10 steps, starting from the
+    k-means centres. Points in no pair keep their nearest centre. The cannot-links are met
+    when the greedy repair finds a way (always when a unit has fewer cannot-link
+    neighbours than ``n_clusters``); a component holding a cannot-link contradicts itself
+    (noisy pairs), and its points are then assigned one by one, with a ``UserWarning``.
+    Hard enforcement trusts every pair: with wrong pairs it can do worse than
+    ``"nearest"``.
+
+    A new point is embedded by the learner's out-of-sample map ``transform`` and assigned
+    to the nearest centre ``mu_c``. A row of ``X`` equal to a training row gets that row's
+    label, so ``predict(X_train)`` equals ``labels_`` (for ``"nearest"`` this holds
+    already, as ``transform`` returns the training points' rows of ``E``). Side
+    information is given as to every psdlearn estimator (see the glossary).
 
     Parameters
     ----------
@@ -118,6 +300,10 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         Seeds k-means, and the learner when its own ``random_state`` is None.
     verbose : int, default=0
         Passed to k-means (progress on stderr); the learner keeps its own ``verbose``.
+    assign : {"nearest", "constrained"}, default="nearest"
+        How the training points are assigned to the clusters: to the nearest centre
+        (k-means on the embedding), or with the must-links and cannot-links enforced
+        (see above). Side information without pairs (triplets) assigns to the nearest.
 
     Attributes
     ----------
@@ -131,9 +317,9 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     cluster_centers_ : ndarray of shape (n_clusters, rank)
         Centres ``mu_c`` in the embedding.
     inertia_ : float
-        Sum of squared distances of the points to their centres.
+        Sum of squared distances of the points to the centres of their clusters.
     n_iter_ : int
-        k-means iterations of the kept restart.
+        k-means iterations of the kept restart (the constrained steps not counted).
     n_features_in_ : int
         Number of features of ``X``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -147,7 +333,9 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     References
     ----------
     Dhillon, Guan & Kulis (2004), *Kernel k-means, spectral clustering and normalized cuts*,
-    KDD. Hu & Kwok (2015), *Low-rank kernel learning for graph-based clustering*, IEEE TNNLS.
+    KDD. Wagstaff, Cardie, Rogers & Schroedl (2001), *Constrained k-means clustering with
+    background knowledge*, ICML. Hu & Kwok (2015), *Low-rank kernel learning for graph-based
+    clustering*, IEEE TNNLS.
 
     Examples
     --------
@@ -168,15 +356,17 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "assign": [StrOptions({"constrained", "nearest"})],
     }
 
     def __init__(self, n_clusters=8, *, estimator=None, n_init=10, random_state=None,
-                 verbose=0):
+                 verbose=0, assign="nearest"):
         self.n_clusters = n_clusters
         self.estimator = estimator
         self.n_init = n_init
         self.random_state = random_state
         self.verbose = verbose
+        self.assign = assign
 
     def _learner(self):
         return clone(self.estimator) if self.estimator is not None else _default_learner()
@@ -230,12 +420,27 @@ default=None
         km = KMeans(n_clusters=self.n_clusters, n_init=self.n_init,
                     random_state=int(rng.randint(np.iinfo(np.int32).max)),
                     verbose=self.verbose).fit(E)
+        labels, centers = km.labels_.astype(np.int64), km.cluster_centers_
+        units = None
+        if self.assign == "constrained":
+            units, edges, n_conflicts = constraint_units(y, E.shape[0])
+            if n_conflicts:
+                warnings.warn(f"{n_conflicts} cannot-link(s) join points of one must-link "
+                              "component; the points of such components are assigned one "
+                              "by one.",
+                              UserWarning, stacklevel=2)
+        if units is not None:
+            labels, centers = constrained_lloyd(E, centers, units, edges)
+        dist = _squared_distances(E, centers)
         self.embedding_ = E
-        self.labels_ = km.labels_.astype(np.int64)
-        self.cluster_centers_ = km.cluster_centers_
-        self.inertia_ = float(km.inertia_)
+        self.labels_ = labels
+        self.cluster_centers_ = centers
+        self.inertia_ = float(dist[np.arange(len(labels)), labels].sum())
         self.n_iter_ = int(km.n_iter_)
-        self._kmeans = km
+        # training rows whose label is not their nearest centre: predict returns labels_
+        moved = np.flatnonzero(labels != dist.argmin(1))
+        keys = _row_keys(X[moved]) if len(moved) else []
+        self._moved_rows = dict(zip(keys, labels[moved].tolist(), strict=True))
         return self
 
     def fit_predict(self, X, y=None, **kwargs):
@@ -267,7 +472,9 @@ default=None
 
         ``c(x) = argmin_c ||e(x) - mu_c||`` with ``e(x)`` the learner's out-of-sample
         embedding (``estimator_.transform``, which gives the training points their rows of
-        ``embedding_``; ``X`` itself when ``estimator_`` is None).
+        ``embedding_``; ``X`` itself when ``estimator_`` is None). A row equal to a
+        training row whose label is not its nearest centre (``assign="constrained"``)
+        gets that label, so ``predict(X_train)`` equals ``labels_``.
 
         Parameters
         ----------
@@ -278,4 +485,9 @@ default=None
         labels : ndarray of shape (n_new,)
         """
         E = self._embed(X)
-        return self._kmeans.predict(E).astype(np.int64)
+        labels = _squared_distances(E, self.cluster_centers_).argmin(1).astype(np.int64)
+        if self._moved_rows:
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+            for i, key in enumerate(_row_keys(X)):
+                labels[i] = self._moved_rows.get(key, labels[i])
+        return labels

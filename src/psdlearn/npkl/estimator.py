@@ -464,11 +464,11 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self : NPKL
             The fitted estimator.
         """
-        self.solver_options_ = self._resolve_solver_options()
         if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
             from psdlearn.npkl.distributed import fit_dask
 
             return fit_dask(self, X, y)
+        self.solver_options_ = self._resolve_solver_options()
         start_graph = time.perf_counter()
         L = self._build_laplacian(X)
         self.graph_time_ = time.perf_counter() - start_graph

@@ -109,6 +109,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
 
     if est.graph != "knn":
         raise ValueError("a dask array X is read as feature vectors: use graph='knn'.")
+    est.solver_options_ = est._resolve_solver_options()
     spec = NPKL_SOLVERS[est.solver]
     if not spec.distributed or est.loss not in DASK_LOSSES[est.solver]:
         raise ValueError(f"on a dask array, NPKL runs solver='admm' with the losses "
