@@ -22,6 +22,7 @@ from psdlearn import active, datasets, graph, metrics, model_selection
 from psdlearn._version import __version__
 from psdlearn.cluster import ConstrainedClustering, kernel_kmeans
 from psdlearn.constraints import (
+    ConstraintConflictWarning,
     PairwiseConstraints,
     Triplets,
     triplets_from_constraints,
@@ -38,6 +39,7 @@ __all__ = [
     "NPKLCV",
     "RCA",
     "ConstrainedClustering",
+    "ConstraintConflictWarning",
     "ConstraintKFold",
     "GeneralizedNystroem",
     "KernelMetricLearner",

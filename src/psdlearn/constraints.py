@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.utils import check_random_state
 
+from psdlearn._constraint_checks import ConstraintConflictWarning, _name_pairs, warn_conflicts
 from psdlearn.graph import NeighborIndex
 
 __all__ = [
@@ -30,22 +31,6 @@ __all__ = [
     "triplets_from_constraints",
     "triplets_from_labels",
 ]
-
-#: Pairs named in a warning or error message; the rest are counted.
-_SHOWN = 10
-
-
-class ConstraintConflictWarning(UserWarning):
-    """Side information that contradicts itself: a cannot-link joins two points that a
-    chain of must-links connects (:meth:`PairwiseConstraints.conflicts`)."""
-
-
-def _name_pairs(pairs):
-    """``(i, j), (k, l), ...`` for a message: the first :data:`_SHOWN` pairs, then a count."""
-    pairs = np.asarray(pairs).reshape(-1, 2).tolist()
-    text = ", ".join(f"({i}, {j})" for i, j in pairs[:_SHOWN])
-    return text + (f" and {len(pairs) - _SHOWN} more" if len(pairs) > _SHOWN else "")
-
 
 _SIGN_WORDS = {"+1": 1, "1": 1, "must": 1, "must-link": 1, "ml": 1,
                "-1": -1, "cannot": -1, "cannot-link": -1, "cl": -1}
@@ -505,31 +490,6 @@ class PairwiseConstraints(_SampleIndexRows):
         return PairwiseConstraints(np.concatenate([self.pairs, other.pairs]),
                                    np.concatenate([self.signs, other.signs]),
                                    max(self.n_samples, other.n_samples))
-
-
-def warn_conflicts(constraints, stacklevel=2):
-    """Warn (:class:`ConstraintConflictWarning`) when ``constraints`` contradict themselves.
-
-    Parameters
-    ----------
-    constraints : PairwiseConstraints
-    stacklevel : int, default=2
-        Passed to :func:`warnings.warn`.
-
-    Returns
-    -------
-    ndarray of int64
-        :meth:`PairwiseConstraints.conflicts`.
-    """
-    bad = constraints.conflicts()
-    if bad.size:
-        warnings.warn(
-            f"{bad.size} cannot-link(s) join points that a chain of must-links connects: "
-            f"{_name_pairs(constraints.pairs[bad])}. At least one pair of each such cycle "
-            "is wrong; see PairwiseConstraints.conflicts() and the fitted NPKL's "
-            "suspicious_constraints().",
-            ConstraintConflictWarning, stacklevel=stacklevel + 1)
-    return bad
 
 
 def _resolve_count(value, n, name):

@@ -14,13 +14,15 @@ import time
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
 from psdlearn.constraints import as_constraints, warn_conflicts
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl._rounds import solve_rounds
+from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import NPKLProblem, auto_rank, rank_rule_count
-from psdlearn.npkl.solvers import NPKL_SOLVERS, RESTART
+from psdlearn.npkl.solvers import NPKL_SOLVERS, WARM
 
 
 def partial_fit(est, X, y):
@@ -43,6 +45,8 @@ def partial_fit(est, X, y):
         raise ValueError("partial_fit does not take a dask array: refit on the cluster "
                          "with all the side information.")
     n = len(est.embedding_)
+    if X is not None and est.graph == "knn":  # the usual message on a wrong n_features
+        X = validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=False)
     if not is_training_data(X, est.graph, getattr(est, "X_fit_", None), n):
         raise ValueError(
             "partial_fit adds side information over the points of fit: X must be the X "
@@ -60,10 +64,12 @@ def partial_fit(est, X, y):
                           est.gamma_, float(est.b))
     start = None
     if spec.warm_start and np.any(est.embedding_):
-        start = (np.array(est.embedding_, dtype=np.float64, order="C"), RESTART)
+        start = (np.array(est.embedding_, dtype=np.float64, order="C"), WARM)
     began = time.perf_counter()
     solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
     est.fit_time_ = time.perf_counter() - began
     est._warn_uncertified()
     est.side_info_ = C
+    est.constraint_scores_ = constraint_scores(est.embedding_, est.laplacian_, C.pairs,
+                                               C.signs)
     return est

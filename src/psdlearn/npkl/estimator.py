@@ -44,6 +44,7 @@ from psdlearn.npkl._fit_graph import (
 )
 from psdlearn.npkl._out_of_sample import harmonic_rows, normalized_rows, select_n_neighbors
 from psdlearn.npkl._rounds import solve_rounds
+from psdlearn.npkl._suspicious import constraint_scores, most_suspicious
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import (
     LOSSES,
@@ -210,6 +211,13 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Loss weight used.
     side_info_ : PairwiseConstraints
         The pairs used (derived from labels when ``y`` is a label vector).
+    constraint_scores_ : ndarray of shape (n_pairs,)
+        How strongly the learned kernel disagrees with each pair of ``side_info_``, in
+        ``[-1, 1]``, higher is more suspicious: ``-T_ij / 2`` times the sum of the
+        cosine of ``e_i, e_j`` and that of the rows predicted by their graph neighbours,
+        ``(diag(L) - L) E`` (the normalized margin of the loss, from the pair's own rows
+        and from the data around them). :meth:`suspicious_constraints` lists the top
+        ones. Not set by a fit on a dask array.
     solver_options_ : dict
         The solver's options used, defaults included.
     objective_history_ : list of float
@@ -509,6 +517,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 self.n_neighbors_, self.random_state)
         self.laplacian_ = L
         self.side_info_ = C
+        self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
         return self
 
     def partial_fit(self, X, y):
@@ -552,6 +561,27 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         from psdlearn.npkl._partial import partial_fit
 
         return partial_fit(self, X, y)
+
+    def suspicious_constraints(self, k=10):
+        """The ``k`` constraints the learned kernel disagrees with most.
+
+        Ranked by ``constraint_scores_``, highest first: candidates for a wrong answer,
+        to check by hand or to drop before a refit.
+
+        Parameters
+        ----------
+        k : int, default=10
+            How many (at most ``side_info_.n_pairs``).
+
+        Returns
+        -------
+        indices : ndarray of shape (k,), int64
+            Rows of ``side_info_.pairs``.
+        constraints : ndarray of shape (k, 3), int64
+            Their ``[i, j, +1/-1]`` rows.
+        """
+        check_is_fitted(self, "constraint_scores_")
+        return most_suspicious(self.constraint_scores_, self.side_info_, k)
 
     def _auto_rank(self, y, C, n):
         """The rank of ``rank="auto"``: :func:`auto_rank` of the constraint count

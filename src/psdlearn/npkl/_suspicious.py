@@ -1,0 +1,63 @@
+"""Which constraints the learned kernel disagrees with: ``NPKL.constraint_scores_``.
+
+A constraint ``(i, j)`` of sign ``T_ij`` is satisfied by the kernel when its normalized
+margin ``T_ij c_ij`` is positive, ``c_ij = K_ij / sqrt(K_ii K_jj)`` the cosine of the
+rows ``e_i, e_j`` (the margin ``z = T_ij K_ij`` that the loss penalizes, freed from the
+scale of ``K``). A wrong constraint pulls its own two rows, so its cosine alone is
+biased towards agreement; the rows predicted by the graph neighbours,
+``E_hat = (diag(L) - L) E`` (for the normalized Laplacian, the degree-normalized average
+of the neighbours' rows), are moved by the constraint only through the graph. The score
+averages both views:
+
+.. math::
+
+    s_{ij} = -\\frac{T_{ij}}{2}\\big(\\cos(e_i, e_j) + \\cos(\\hat e_i, \\hat e_j)\\big)
+    \\in [-1, 1],
+
+higher meaning more suspicious: ``s < 0`` when both views agree with the constraint,
+``s > 0`` when both contradict it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def _cosines(E, pairs):
+    i, j = pairs[:, 0], pairs[:, 1]
+    norms = np.sqrt(np.einsum("ij,ij->i", E, E))
+    dot = np.einsum("ij,ij->i", E[i], E[j])
+    denom = norms[i] * norms[j]
+    return np.divide(dot, denom, out=np.zeros_like(dot), where=denom > 0)
+
+
+def constraint_scores(E, L, pairs, signs):
+    """Suspicion score of each constraint (see the module).
+
+    Parameters
+    ----------
+    E : ndarray of shape (n_samples, r)
+        The learned embedding.
+    L : sparse matrix of shape (n_samples, n_samples)
+        The graph Laplacian of the fit.
+    pairs : ndarray of shape (m, 2)
+    signs : ndarray of shape (m,)
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        Scores in ``[-1, 1]``, higher is more suspicious.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    L = sp.csr_matrix(L)
+    neighbours = sp.diags(L.diagonal()) @ E - L @ E
+    return -0.5 * np.asarray(signs, dtype=np.float64) * (
+        _cosines(E, pairs) + _cosines(neighbours, pairs))
+
+
+def most_suspicious(scores, constraints, k):
+    """The ``k`` highest scores: their indices and ``[i, j, sign]`` rows (ties by index)."""
+    k = min(int(k), len(scores))
+    order = np.argsort(-scores, kind="stable")[:k]
+    return order, constraints.to_array()[order]
