@@ -9,7 +9,7 @@ from psdlearn.cli import main
 
 
 def test_help_on_every_command(capsys):
-    for cmd in ([], ["datasets"], ["demo"], ["fit"], ["cluster"]):
+    for cmd in ([], ["datasets"], ["demo"], ["fit"], ["cluster"], ["query"]):
         with pytest.raises(SystemExit) as exc:
             main([*cmd, "--help"])
         assert exc.value.code == 0
@@ -108,7 +108,8 @@ def _subparsers(parser):
 def test_commands_are_the_users():
     from psdlearn.cli import _parser
 
-    assert set(_subparsers(_parser())) == {"datasets", "demo", "fit", "cluster"}
+    assert set(_subparsers(_parser())) == {"datasets", "demo", "fit", "cluster",
+                                            "query"}
     with pytest.raises(SystemExit):
         main(["reproduce", "list"])
 
@@ -119,7 +120,7 @@ def test_top_level_help_is_plain_text(capsys):
     out = capsys.readouterr().out
     assert "``" not in out and ":class:" not in out and ":func:" not in out
     assert "counted from 0" in out and "--one-based" in out
-    for cmd in ("datasets", "demo", "fit", "cluster"):
+    for cmd in ("datasets", "demo", "fit", "cluster", "query"):
         assert f"psdlearn {cmd}" in out  # an example of each command
 
 
@@ -225,3 +226,57 @@ def test_cluster_needs_n_clusters(tmp_path, capsys):
         main(["cluster", "X.csv", "c.csv"])
     assert exc.value.code == 2
     assert "--n-clusters" in capsys.readouterr().err
+
+
+def _query_files(tmp_path, one_based=False):
+    X, y = pl.datasets.load("iris")
+    np.savetxt(tmp_path / "X.csv", X, delimiter=",")
+    C = pl.PairwiseConstraints.from_labels(y, n_must=10, n_cannot=10, random_state=0)
+    base = 1 if one_based else 0
+    rows = "".join(f"{i + base},{j + base},{'must' if s > 0 else 'cannot'}\n"
+                   for (i, j), s in zip(C.pairs.tolist(), C.signs.tolist(), strict=True))
+    (tmp_path / "c.csv").write_text("i,j,label\n" + rows)
+    return X, y, C
+
+
+@pytest.mark.parametrize("strategy", ["uncertainty", "explore_consolidate", "min_max",
+                                      "random"])
+def test_query_writes_new_pairs_to_answer(tmp_path, capsys, strategy):
+    X, y, C = _query_files(tmp_path)
+    out = tmp_path / "next.csv"
+    assert main(["query", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "--n", "15",
+                 "-k", "3", "--strategy", strategy, "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "i,j,label" and len(lines) == 16
+    pairs = np.array([[int(v) for v in line.split(",")[:2]] for line in lines[1:]])
+    assert all(line.endswith(",") for line in lines[1:])
+    asked = {tuple(p) for p in C.pairs.tolist()}
+    assert len({tuple(p) for p in pairs.tolist()} - asked) == 15
+    assert pairs.min() >= 0 and pairs.max() < len(X)
+    assert "15 pairs" in capsys.readouterr().out
+    # once answered, the file is a valid constraints file
+    filled = "".join(f"{i},{j},{'must' if y[i] == y[j] else 'cannot'}\n" for i, j in pairs)
+    (tmp_path / "c.csv").write_text((tmp_path / "c.csv").read_text() + filled)
+    assert pl.PairwiseConstraints.from_csv(tmp_path / "c.csv").n_pairs == 35
+
+
+def test_query_one_based_counts_from_one(tmp_path):
+    X, _, C = _query_files(tmp_path, one_based=True)
+    out0, out1 = tmp_path / "a.csv", tmp_path / "b.csv"
+    (tmp_path / "c0.csv").write_text(
+        "".join(f"{i},{j},{s}\n" for (i, j), s in zip(C.pairs.tolist(), C.signs.tolist(),
+                                                      strict=True)))
+    args = ["--n", "5", "-k", "3", "--strategy", "min_max"]
+    assert main(["query", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "--one-based",
+                 "-o", str(out1), *args]) == 0
+    assert main(["query", str(tmp_path / "X.csv"), str(tmp_path / "c0.csv"),
+                 "-o", str(out0), *args]) == 0
+    p0 = np.loadtxt(out0, delimiter=",", skiprows=1, usecols=(0, 1), dtype=int)
+    p1 = np.loadtxt(out1, delimiter=",", skiprows=1, usecols=(0, 1), dtype=int)
+    assert np.array_equal(p1, p0 + 1)
+
+
+def test_query_rejects_bad_n(tmp_path, capsys):
+    _query_files(tmp_path)
+    assert main(["query", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "--n", "0"]) == 2
+    assert "--n" in capsys.readouterr().err

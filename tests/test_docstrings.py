@@ -23,6 +23,7 @@ docscrape = pytest.importorskip("numpydoc.docscrape")
 #: The public modules: every name in their ``__all__`` is checked.
 PUBLIC_MODULES = (
     "psdlearn",
+    "psdlearn.active",
     "psdlearn.cluster",
     "psdlearn.constraints",
     "psdlearn.datasets",

@@ -15,10 +15,10 @@ information as ``y``:
 
 Side information is held by :class:`PairwiseConstraints` and :class:`Triplets`; the
 evaluation measures are in :mod:`psdlearn.metrics`, the data sets of the papers in
-:mod:`psdlearn.datasets`.
+:mod:`psdlearn.datasets`, the choice of the pairs to ask in :mod:`psdlearn.active`.
 """
 
-from psdlearn import datasets, graph, metrics, model_selection
+from psdlearn import active, datasets, graph, metrics, model_selection
 from psdlearn._version import __version__
 from psdlearn.cluster import ConstrainedClustering, kernel_kmeans
 from psdlearn.constraints import (
@@ -49,6 +49,7 @@ __all__ = [
     "PairwiseConstraints",
     "Triplets",
     "__version__",
+    "active",
     "datasets",
     "graph",
     "kernel_kmeans",

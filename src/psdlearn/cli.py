@@ -38,6 +38,7 @@ examples:
   psdlearn datasets
   psdlearn cluster features.csv constraints.csv --n-clusters 3 -o labels.csv
   psdlearn fit features.csv constraints.csv -o embedding.npy --n-clusters 3
+  psdlearn query features.csv constraints.csv --n 20 -k 3 -o next_pairs.csv
 
 Run 'psdlearn COMMAND --help' for the options of a command.
 """
@@ -232,6 +233,35 @@ def _cmd_cluster(args):
     return 0
 
 
+def _cmd_query(args):
+    from psdlearn import active
+
+    X = _read_features(args.features)
+    C = _read_constraints(args, X.shape[0])
+    if args.n < 1:
+        raise ValueError(f"--n must be at least 1, got {args.n}.")
+    if args.n_clusters is not None and args.n_clusters < 1:
+        raise ValueError(f"--n-clusters must be at least 1, got {args.n_clusters}.")
+    model = None
+    if args.strategy == "uncertainty" and C.n_pairs:
+        import psdlearn as pl
+
+        model = pl.ConstrainedClustering(n_clusters=args.n_clusters or 2,
+                                         random_state=args.seed,
+                                         verbose=0).fit(X, C)
+    cls = active.STRATEGIES[args.strategy]
+    strategy = cls() if args.strategy == "random" else cls(args.n_clusters)
+    pairs = strategy.select(X, C, args.n, model=model, random_state=args.seed)
+    base = 1 if args.one_based else 0
+    with open(args.output, "w", encoding="utf-8") as fh:
+        fh.write("i,j,label\n")
+        fh.writelines(f"{i + base},{j + base},\n" for i, j in pairs.tolist())
+    print(f"{len(pairs)} pairs to answer ({args.strategy}, after {C.n_pairs} answered) "
+          f"written to {args.output}: fill the label column with must or cannot and append "
+          "the rows to the constraints file")
+    return 0
+
+
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the line breaks of descriptions and epilogs (the examples)."""
 
@@ -339,7 +369,41 @@ def _parser():
                    help="random seed, for results that repeat exactly (default: 0)")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_fit)
+
+    s = _add_parser(sub, "query", "choose the next pairs to ask about",
+                    "Choose the next pairs of points to ask a person about (active "
+                    "learning), given the answers so far in the constraints file. Writes a "
+                    "CSV i,j,label with the label column empty: fill it with must or cannot, "
+                    "append the rows to the constraints file and run query again. Row "
+                    "numbers are counted as in the constraints file (from 0, or from 1 "
+                    "with --one-based).",
+                    ["psdlearn query features.csv constraints.csv --n 20 -k 3 "
+                     "-o next_pairs.csv",
+                     "psdlearn query features.csv constraints.csv --n 10 "
+                     "--strategy explore_consolidate -k 4"])
+    _add_common_input(s)
+    s.add_argument("--n", type=int, default=20,
+                   help="number of pairs to choose (default: 20)")
+    s.add_argument("-k", "--n-clusters", type=int,
+                   help="number of groups expected; used by explore_consolidate, min_max "
+                   "and uncertainty (default: unknown; uncertainty then assumes 2)")
+    s.add_argument("--strategy", default="uncertainty", choices=_strategy_names(),
+                   help="how pairs are chosen (default: uncertainty): uncertainty, the "
+                   "pairs the kernel learned from the answers is least sure of; "
+                   "explore_consolidate (Basu et al. 2004) and min_max (Mallapragada et "
+                   "al. 2008), one point per group first, then the others; random")
+    s.add_argument("-o", "--output", default="next_pairs.csv",
+                   help="CSV of the chosen pairs (default: next_pairs.csv)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed, for results that repeat exactly (default: 0)")
+    s.set_defaults(func=_cmd_query)
     return p
+
+
+def _strategy_names():
+    from psdlearn.active import STRATEGIES
+
+    return list(STRATEGIES)
 
 
 def _loss_names():
