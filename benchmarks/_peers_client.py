@@ -145,6 +145,36 @@ def write_with_runs(write_results, results_dir, name, columns, rows, notes, extr
     path.write_text(json.dumps(payload, indent=1, default=float))
 
 
+#: what the per-seed JSON keeps beside the tables
+RUN_KEYS = ("runs", "run_notes", "psdlearn_version", "peers_versions", "peers_python",
+            "seeds", "sets_this_run", "wall_seconds")
+
+
+def finish(write_results, results_dir, name, columns, rows, notes, extra, no_write):
+    """Print the rows (``--no-write``) or write the tables with the per-seed records."""
+    if no_write:
+        print(json.dumps(rows, indent=1, default=float))
+        return
+    write_with_runs(write_results, results_dir, name, columns, rows, notes,
+                    {key: extra[key] for key in RUN_KEYS})
+
+
+def parser(description):
+    """The command line shared by the peer benchmarks."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="thread pools of every method (BLAS, OpenMP, numba)")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--tables-only", action="store_true",
+                    help="rebuild the tables from the per-seed records of the JSON, no fit")
+    return ap
+
+
 def log(msg):
     """Progress to stderr (stdout carries the tables)."""
     sys.stderr.write(msg + "\n")

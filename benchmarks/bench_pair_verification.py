@@ -39,7 +39,6 @@ Protocol, fixed before measuring:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -47,17 +46,17 @@ import time
 import numpy as np
 from _common import RESULTS, write_results
 from _peers_client import (
-    DEFAULT_PEERS_PYTHON,
     SETS,
     PeerProcess,
     accuracy_threshold,
+    finish,
     limit_threads,
     load_set,
     log,
     mean_sd,
     median,
+    parser,
     sample_pairs,
-    write_with_runs,
 )
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -214,26 +213,11 @@ def write_tables(runs, run_notes, extra, no_write):
         "min.",
         *run_notes,
     ]
-    if no_write:
-        print(json.dumps(rows, indent=1, default=float))
-        return
-    write_with_runs(write_results, RESULTS, NAME, columns, rows, notes,
-                    {key: extra[key] for key in ("runs", "run_notes", "psdlearn_version",
-                                                 "peers_versions", "peers_python", "seeds",
-                                                 "sets_this_run", "wall_seconds")})
+    finish(write_results, RESULTS, NAME, columns, rows, notes, extra, no_write)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
-    ap.add_argument("--sets", default=",".join(SETS))
-    ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="thread pools of every method (BLAS, OpenMP, numba)")
-    ap.add_argument("--no-write", action="store_true", help="print only")
-    ap.add_argument("--tables-only", action="store_true",
-                    help="rebuild the tables from the per-seed records of the JSON, no fit")
-    args = ap.parse_args()
+    args = parser(__doc__.split("\n\n")[0]).parse_args()
     if args.tables_only:
         old = json.loads((RESULTS / f"{NAME}.json").read_text())
         write_tables(old["runs"], old["run_notes"], old, args.no_write)

@@ -49,26 +49,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import nnls
+from sklearn.preprocessing import KernelCenterer
 
 __all__ = ["AlignmentResult", "alignment", "alignment_weights", "center_kernel", "cone_fit",
            "target_kernel"]
 
 
 def center_kernel(K):
-    """``H K H`` with ``H = I - 1 1^T / n``, without forming ``H``; returns a new array.
-
-    Parameters
-    ----------
-    K : array-like of shape (n, n)
-
-    Returns
-    -------
-    ndarray of shape (n, n)
-        Every row and column sums to zero.
-    """
-    K = np.asarray(K, dtype=np.float64)
-    K = K - K.mean(axis=0, keepdims=True)
-    return K - K.mean(axis=1, keepdims=True)
+    """``H K H`` with ``H = I - 1 1^T / n`` (scikit-learn's ``KernelCenterer``); a new array."""
+    return KernelCenterer().fit_transform(np.asarray(K, dtype=np.float64))
 
 
 def target_kernel(y):
