@@ -209,9 +209,11 @@ def _row_keys(X):
 
 
 def _default_learner():
+    """NPKL without its duality certificate: a diagnostic of the solve that does not change
+    the kernel, and on small sets costs more than the solve itself."""
     from psdlearn.npkl import NPKL
 
-    return NPKL()
+    return NPKL(certificate_tol=None)
 
 
 def check_learner(learner, owner):
@@ -293,7 +295,9 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     estimator : psdlearn estimator, default=None
         The learner of the embedding, cloned at fit: any psdlearn estimator with
         ``embedding_`` (NPKL, KernelMetricLearner) or ``transform`` (PSDBoost, RCA,
-        GeneralizedNystroem). ``None`` is ``NPKL()``.
+        GeneralizedNystroem). ``None`` is ``NPKL(certificate_tol=None)``: the duality
+        certificate, which checks the solve but does not change the kernel, is skipped;
+        pass ``NPKL()`` to compute it.
     n_init : int, default=10
         k-means restarts; the partition of lowest inertia is kept.
     random_state : int, RandomState instance or None, default=None

@@ -21,7 +21,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from psdlearn._compat import StrOptions, _fit_context
-from psdlearn.cluster import check_learner, learner_embedding
+from psdlearn.cluster import _default_learner, check_learner, learner_embedding
 from psdlearn.constraints import PairwiseConstraints
 
 __all__ = ["PairsClassifier", "calibrated_threshold"]
@@ -152,7 +152,9 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         The learner, cloned at fit: NPKL, KernelMetricLearner, GeneralizedNystroem
         (kernels), PSDBoost, RCA (Mahalanobis metrics), or any estimator taking
         ``fit(X, PairwiseConstraints)`` with ``embedding_`` or ``transform``. ``None`` is
-        ``NPKL()``. Its parameters are reachable as ``estimator__name`` (GridSearchCV).
+        ``NPKL(certificate_tol=None)`` (no duality certificate, which checks the solve but
+        does not change the kernel). Its parameters are reachable as ``estimator__name``
+        (GridSearchCV).
     preprocessor : array-like of shape (n_samples, n_features), default=None
         The points that ``(m, 2)`` index pairs refer to; not needed for ``(m, 2, d)``
         pairs.
@@ -335,7 +337,7 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
             idx = inverse.reshape(-1, 2)
         C = self._constraints(idx, y, len(X)) if kind == "points" else \
             PairwiseConstraints(idx, y, n_samples=len(X))
-        learner = clone(self.estimator) if self.estimator is not None else _npkl()
+        learner = clone(self.estimator) if self.estimator is not None else _default_learner()
         check_learner(learner, "PairsClassifier")
         self.estimator_ = learner.fit(X, C)
         self.similarity_ = self.similarity
@@ -529,10 +531,4 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         EX = self._transform(X)
         EY = EX if Y is None else self._transform(Y)
         return EX @ EY.T
-
-
-def _npkl():
-    from psdlearn.npkl import NPKL
-
-    return NPKL()
 
