@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 from psdlearn.constraints import as_constraints, warn_conflicts
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl._rounds import solve_rounds
+from psdlearn.npkl._settings import warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import NPKLProblem, auto_rank, rank_rule_count
@@ -68,7 +69,7 @@ def partial_fit(est, X, y):
     began = time.perf_counter()
     solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
     est.fit_time_ = time.perf_counter() - began
-    est._warn_uncertified()
+    warn_uncertified(est)
     est.side_info_ = C
     est.constraint_scores_ = constraint_scores(est.embedding_, est.laplacian_, C.pairs,
                                                C.signs)

@@ -29,7 +29,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import factorized
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -44,6 +43,7 @@ from psdlearn.npkl._fit_graph import (
 )
 from psdlearn.npkl._out_of_sample import harmonic_rows, normalized_rows, select_n_neighbors
 from psdlearn.npkl._rounds import solve_rounds
+from psdlearn.npkl._settings import resolve_solver_options, warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores, most_suspicious
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import (
@@ -53,15 +53,9 @@ from psdlearn.npkl.problem import (
     label_pairs,
     rank_rule_count,
 )
-from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames, resolve_options
+from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames
 
 __all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
-
-#: Deprecated top-level parameters of NPKL and their ``solver_options`` keys.
-DEPRECATED_OPTIONS = {"unconstrained": "unconstrained", "omega": "omega",
-                      "hinge_smoothing": "hinge_smoothing", "sdp_max_samples": "max_samples",
-                      "sdp_force": "force", "rho": "rho", "init": "init", "B": "B"}
-
 
 class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Nonparametric low-rank kernel learning from pairwise constraints.
@@ -476,7 +470,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             from psdlearn.npkl.distributed import fit_dask
 
             return fit_dask(self, X, y)
-        self.solver_options_ = self._resolve_solver_options()
+        self.solver_options_ = resolve_solver_options(self)
         start_graph = time.perf_counter()
         L = self._build_laplacian(X)
         self.graph_time_ = time.perf_counter() - start_graph
@@ -509,7 +503,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         start = time.perf_counter()
         solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
         self.fit_time_ = time.perf_counter() - start
-        self._warn_uncertified()
+        warn_uncertified(self)
         self.n_neighbors_transform_ = self.n_neighbors_
         if self.neighbor_index_ is not None:
             self.n_neighbors_transform_ = select_n_neighbors(
@@ -592,57 +586,6 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         pairs, signs = ((C.pairs, C.signs) if side.kind == "pairs"
                         else label_pairs(side.codes))
         return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
-
-    def _warn_uncertified(self):
-        """A ConvergenceWarning that says what to change when ``certificate_`` fails.
-
-        The gap bound is ``<S, K> - tau min(lambda_min, 0)`` (:mod:`certificate`): the
-        first term is the stationarity of the iterate, which a smaller ``tol`` reduces
-        (on small sets the gap fell about as ``tol^0.75``, hence the suggested decades);
-        the second is the negative curvature that a larger rank removes.
-        """
-        cert = getattr(self, "certificate_", None)
-        if cert is None or cert.certified:
-            return
-        rank_part = -cert.trace_bound * min(cert.lambda_min, 0.0)
-        head = (f"NPKL(solver={self.solver!r}) is not certified: relative duality gap "
-                f"{cert.relative_gap:.2g} > certificate_tol={self.certificate_tol:g} "
-                "(certificate_). ")
-        if not self.converged_:
-            advice = (f"The solver stopped at max_iter={self.max_iter} before tol="
-                      f"{self.tol:g}: refit with max_iter={4 * self.max_iter}.")
-        elif rank_part >= 0.5 * cert.gap_bound and self.rank != "adaptive":
-            advice = (f"The dual matrix has a negative eigenvalue ({cert.lambda_min:.2g}): "
-                      f"rank={self.rank_} is too small; refit with "
-                      f"rank={self.rank_ + self.rank_init} or rank='adaptive'.")
-        else:
-            decades = max(1, int(np.ceil(4.0 / 3.0 * np.log10(
-                cert.relative_gap / self.certificate_tol))))
-            advice = (f"The solver stopped at tol={self.tol:g}, too loose for that gap: "
-                      f"refit with tol={self.tol * 10.0 ** -decades:g} (and max_iter="
-                      f"{max(self.max_iter, 10 * self.n_iter_)} if it stops there).")
-        warnings.warn(head + advice + " certificate_tol=None skips the certificate.",
-                      ConvergenceWarning, stacklevel=4)
-
-    def _resolve_solver_options(self):
-        """``solver_options`` checked against the solver's keys, with the deprecated
-        top-level names (FutureWarning) and the defaults filled in."""
-        spec = NPKL_SOLVERS[self.solver]
-        given = dict(self.solver_options or {})
-        accepted = getattr(spec, "options", {}) or {}
-        for old, key in DEPRECATED_OPTIONS.items():
-            value = getattr(self, old)
-            if isinstance(value, str) and value == "deprecated":
-                continue
-            warnings.warn(f"NPKL({old}=...) is deprecated and will be removed in the next "
-                          f"release; pass solver_options={{{key!r}: {value!r}}} instead "
-                          "(read by solver="
-                          + " / ".join(repr(s.name) for s in NPKL_SOLVERS
-                                       if key in (getattr(s, "options", {}) or {}))
-                          + ").", FutureWarning, stacklevel=4)
-            if key in accepted and key not in given:  # other solvers ignored it before
-                given[key] = value
-        return resolve_options(spec, given)
 
     def _resolve_gamma(self, L, C):
         if self.gamma != "auto":

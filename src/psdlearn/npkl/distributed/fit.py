@@ -19,6 +19,7 @@ from sklearn.utils import check_random_state
 
 from psdlearn._progress import progress_bar
 from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES
+from psdlearn.npkl._settings import resolve_solver_options
 from psdlearn.npkl.losses import LOSS_TABLE, get_loss
 from psdlearn.npkl.problem import auto_rank, pair_terms, rank_rule_count
 
@@ -109,7 +110,7 @@ def fit_dask(est, X, y, *, n_blocks=None):
 
     if est.graph != "knn":
         raise ValueError("a dask array X is read as feature vectors: use graph='knn'.")
-    est.solver_options_ = est._resolve_solver_options()
+    est.solver_options_ = resolve_solver_options(est)
     spec = NPKL_SOLVERS[est.solver]
     if not spec.distributed or est.loss not in DASK_LOSSES[est.solver]:
         raise ValueError(f"on a dask array, NPKL runs solver='admm' with the losses "

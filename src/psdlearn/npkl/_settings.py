@@ -1,0 +1,68 @@
+"""NPKL's settings resolved at fit: the solver's options and the advice of an
+uncertified fit. Private: the estimator, its Dask path and ``partial_fit`` call these."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from psdlearn.npkl.solvers import NPKL_SOLVERS, resolve_options
+
+#: Deprecated top-level parameters of NPKL and their ``solver_options`` keys.
+DEPRECATED_OPTIONS = {"unconstrained": "unconstrained", "omega": "omega",
+                      "hinge_smoothing": "hinge_smoothing", "sdp_max_samples": "max_samples",
+                      "sdp_force": "force", "rho": "rho", "init": "init", "B": "B"}
+
+
+def warn_uncertified(est):
+    """A ConvergenceWarning that says what to change when ``certificate_`` fails.
+
+    The gap bound is ``<S, K> - tau min(lambda_min, 0)`` (:mod:`certificate`): the
+    first term is the stationarity of the iterate, which a smaller ``tol`` reduces
+    (on small sets the gap fell about as ``tol^0.75``, hence the suggested decades);
+    the second is the negative curvature that a larger rank removes.
+    """
+    cert = getattr(est, "certificate_", None)
+    if cert is None or cert.certified:
+        return
+    rank_part = -cert.trace_bound * min(cert.lambda_min, 0.0)
+    head = (f"NPKL(solver={est.solver!r}) is not certified: relative duality gap "
+            f"{cert.relative_gap:.2g} > certificate_tol={est.certificate_tol:g} "
+            "(certificate_). ")
+    if not est.converged_:
+        advice = (f"The solver stopped at max_iter={est.max_iter} before tol="
+                  f"{est.tol:g}: refit with max_iter={4 * est.max_iter}.")
+    elif rank_part >= 0.5 * cert.gap_bound and est.rank != "adaptive":
+        advice = (f"The dual matrix has a negative eigenvalue ({cert.lambda_min:.2g}): "
+                  f"rank={est.rank_} is too small; refit with "
+                  f"rank={est.rank_ + est.rank_init} or rank='adaptive'.")
+    else:
+        decades = max(1, int(np.ceil(4.0 / 3.0 * np.log10(
+            cert.relative_gap / est.certificate_tol))))
+        advice = (f"The solver stopped at tol={est.tol:g}, too loose for that gap: "
+                  f"refit with tol={est.tol * 10.0 ** -decades:g} (and max_iter="
+                  f"{max(est.max_iter, 10 * est.n_iter_)} if it stops there).")
+    warnings.warn(head + advice + " certificate_tol=None skips the certificate.",
+                  ConvergenceWarning, stacklevel=4)
+
+def resolve_solver_options(est):
+    """``solver_options`` checked against the solver's keys, with the deprecated
+    top-level names (FutureWarning) and the defaults filled in."""
+    spec = NPKL_SOLVERS[est.solver]
+    given = dict(est.solver_options or {})
+    accepted = getattr(spec, "options", {}) or {}
+    for old, key in DEPRECATED_OPTIONS.items():
+        value = getattr(est, old)
+        if isinstance(value, str) and value == "deprecated":
+            continue
+        warnings.warn(f"NPKL({old}=...) is deprecated and will be removed in the next "
+                      f"release; pass solver_options={{{key!r}: {value!r}}} instead "
+                      "(read by solver="
+                      + " / ".join(repr(s.name) for s in NPKL_SOLVERS
+                                   if key in (getattr(s, "options", {}) or {}))
+                      + ").", FutureWarning, stacklevel=4)
+        if key in accepted and key not in given:  # other solvers ignored it before
+            given[key] = value
+    return resolve_options(spec, given)
