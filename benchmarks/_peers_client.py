@@ -159,6 +159,33 @@ def finish(write_results, results_dir, name, columns, rows, notes, extra, no_wri
                     {key: extra[key] for key in RUN_KEYS})
 
 
+def close_run(peers, args, runs, sets, path, start_load, t_start):
+    """Close the peer process; merge the records of the sets not rerun from ``path``;
+    return ``(runs, run_notes, extra)`` for the tables and the JSON."""
+    import time
+
+    peer_versions, peer_reason = peers.versions, peers.reason
+    peers.close()
+    if set(sets) != set(SETS) and path.exists() and not args.no_write:
+        old = json.loads(path.read_text())
+        runs = [r for r in old.get("runs", []) if r["set"] not in sets] + runs
+    run_notes = [
+        "Peers ran in " + (f"their own interpreter ({args.peers_python}): " + ", ".join(
+            f"{k} {v}" for k, v in peer_versions.items()) if peer_versions else
+            f"no interpreter: skipped ({peer_reason})") + ".",
+        f"Every method ran with {args.threads} thread(s) (BLAS, OpenMP, numba). "
+        f"Shared machine: 1-minute load average {start_load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores; other jobs ran "
+        "beside this one, so times are inflated alike for all methods (they are "
+        "interleaved per seed) and the ratios are the figures to read.",
+    ]
+    extra = {"runs": runs, "run_notes": run_notes, "psdlearn_version": pl.__version__,
+             "peers_versions": peer_versions, "peers_python": args.peers_python,
+             "seeds": args.seeds, "sets_this_run": sets,
+             "wall_seconds": time.perf_counter() - t_start}
+    return runs, run_notes, extra
+
+
 def parser(description):
     """The command line shared by the peer benchmarks."""
     import argparse

@@ -50,6 +50,7 @@ from _peers_client import (
     SETS,
     PeerProcess,
     accuracy_threshold,
+    close_run,
     finish,
     limit_threads,
     load_set,
@@ -246,27 +247,8 @@ def main():
                              "test_pairs": len(task["test_y"]),
                              "results": run_cell(peers, task, seed)})
                 log(f"{set_name} m={m} seed={seed} done ({time.perf_counter() - t_start:.0f} s)")
-    peer_versions, peer_reason = peers.versions, peers.reason
-    peers.close()
-
-    path = RESULTS / f"{NAME}.json"
-    if set(sets) != set(SETS) and path.exists() and not args.no_write:
-        old = json.loads(path.read_text())
-        runs = [r for r in old.get("runs", []) if r["set"] not in sets] + runs
-    run_notes = [
-        "Peers ran in " + (f"their own interpreter ({args.peers_python}): " + ", ".join(
-            f"{k} {v}" for k, v in peer_versions.items()) if peer_versions else
-            f"no interpreter: skipped ({peer_reason})") + ".",
-        f"Every method ran with {args.threads} thread(s) (BLAS, OpenMP, numba). "
-        f"Shared machine: 1-minute load average {start_load:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores; other jobs ran "
-        "beside this one, so times are inflated alike for all methods (they are "
-        "interleaved per seed) and the ratios are the figures to read.",
-    ]
-    extra = {"runs": runs, "run_notes": run_notes, "psdlearn_version": pl.__version__,
-             "peers_versions": peer_versions, "peers_python": args.peers_python,
-             "seeds": args.seeds, "sets_this_run": sets,
-             "wall_seconds": time.perf_counter() - t_start}
+    runs, run_notes, extra = close_run(peers, args, runs, sets, RESULTS / f"{NAME}.json",
+                                       start_load, t_start)
     write_tables(runs, run_notes, extra, args.no_write)
 
 
