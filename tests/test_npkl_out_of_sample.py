@@ -125,7 +125,7 @@ def test_training_rows_lookup_is_exact():
     """Matches are exact values (dense or sparse, -0.0 == 0.0); rows that a linear hash of
     the bits would confuse (signs flipped in two columns) are not matched; a duplicated
     training row answers with its smallest index."""
-    from psdlearn.npkl._training_rows import TrainingRows, row_hashes
+    from psdlearn._training_rows import TrainingRows, row_hashes
 
     rng = np.random.default_rng(0)
     A = rng.normal(size=(50, 6))

@@ -20,6 +20,7 @@ from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 
 __all__ = ["ConstrainedClustering", "kernel_kmeans"]
@@ -191,21 +192,6 @@ def constrained_lloyd(E, centers, units, edges, max_iter=10):
         full = counts > 0
         centers[full] = sums[full] / counts[full, None]
     return labels, centers
-
-
-def _row_keys(X):
-    """A hashable key per row of ``X`` (dense or CSR): its non-zero columns and values."""
-    if sp.issparse(X):
-        X = X.tocsr(copy=True)
-        X.eliminate_zeros()
-        X.sort_indices()
-        return [(X.indices[a:b].astype(np.int64).tobytes(), X.data[a:b].tobytes())
-                for a, b in zip(X.indptr[:-1], X.indptr[1:], strict=True)]
-    keys = []
-    for row in np.asarray(X):
-        nz = np.flatnonzero(row)
-        keys.append((nz.astype(np.int64).tobytes(), row[nz].tobytes()))
-    return keys
 
 
 def _default_learner():
@@ -443,8 +429,8 @@ default=None
         self.n_iter_ = int(km.n_iter_)
         # training rows whose label is not their nearest centre: predict returns labels_
         moved = np.flatnonzero(labels != dist.argmin(1))
-        keys = _row_keys(X[moved]) if len(moved) else []
-        self._moved_rows = dict(zip(keys, labels[moved].tolist(), strict=True))
+        self._moved_rows = TrainingRows(X[moved]) if len(moved) else None
+        self._moved_labels = labels[moved]
         return self
 
     def fit_predict(self, X, y=None, **kwargs):
@@ -490,8 +476,8 @@ default=None
         """
         E = self._embed(X)
         labels = _squared_distances(E, self.cluster_centers_).argmin(1).astype(np.int64)
-        if self._moved_rows:
+        if self._moved_rows is not None:
             X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            for i, key in enumerate(_row_keys(X)):
-                labels[i] = self._moved_rows.get(key, labels[i])
+            match = self._moved_rows.match(X)
+            labels[match >= 0] = self._moved_labels[match[match >= 0]]
         return labels

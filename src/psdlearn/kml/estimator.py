@@ -46,6 +46,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from psdlearn._compat import Interval, RealNotInt, StrOptions, _fit_context
 from psdlearn._linalg import center_kernel
 from psdlearn._progress import progress_bar, warn_interrupted
+from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 from psdlearn.kml._lle import local_weights
 from psdlearn.kml._similar import similar_set
@@ -77,13 +78,6 @@ def _sparse_rows(indices, weights, n_columns):
     W.eliminate_zeros()
     W.sum_duplicates()
     return W
-
-
-def _row_keys(X):
-    """One opaque key per row of ``X`` (its bytes): equal rows, equal keys (``-0.0`` is
-    read as ``0.0``)."""
-    X = np.ascontiguousarray(X + 0.0)
-    return X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
 
 
 def median_heuristic_kernel_gamma(X, kernel="rbf", random_state=None):
@@ -507,9 +501,8 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             self._fit_landmarks(X, similar, landmarks, basis)
         self.rank_ = len(self.beta_)
         train = X if landmarks is None else self.landmarks_
-        self._keys = _row_keys(train)
-        self._key_order = np.argsort(self._keys, kind="stable")
-        self._key_rows = np.arange(n) if landmarks is None else landmarks
+        self._training = TrainingRows(train)
+        self._training_index = np.arange(n) if landmarks is None else landmarks
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -772,11 +765,8 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
 
     def _training_rows(self, X):
         """Training index of each row of ``X`` that equals a kept training row, else -1."""
-        keys = _row_keys(X)
-        sorted_keys = self._keys[self._key_order]
-        pos = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        hit = sorted_keys[pos] == keys
-        return np.where(hit, self._key_rows[self._key_order[pos]], -1)
+        match = self._training.match(X)
+        return np.where(match >= 0, self._training_index[match], -1)
 
     def _out_of_sample(self, X):
         if self.n_landmarks is None:

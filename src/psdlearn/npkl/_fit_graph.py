@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from psdlearn._training_rows import TrainingRows
 from psdlearn.graph import (
     graph_from_neighbors,
     knn_graph,
@@ -23,7 +24,6 @@ from psdlearn.graph import (
     neighbors_from_distance_graph,
     normalized_laplacian,
 )
-from psdlearn.npkl._training_rows import TrainingRows
 
 
 def check_square(X, what, graph):

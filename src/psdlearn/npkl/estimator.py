@@ -693,8 +693,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Embed points: training rows get their fitted row, new points the extension.
 
-        A row of ``X`` equal to a row of the training input (an exact match, see
-        :mod:`psdlearn.npkl._training_rows`) returns that row of ``embedding_``, so
+        A row of ``X`` equal to a row of the training input (an exact match, looked up
+        by a hash of each row and confirmed by value) returns that row of ``embedding_``, so
         ``transform`` of the training data is the fitted embedding and a Pipeline sees
         the kernel that was learned. Any other row gets the per-point out-of-sample
         extension of Hu & Kwok (2015), section III-E: the training embedding ``E`` stays

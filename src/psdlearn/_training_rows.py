@@ -1,8 +1,9 @@
-"""Recognising training rows in ``NPKL.transform``: an exact-match lookup of the fit's input.
+"""Recognising training rows: an exact-match lookup of a fit's input.
 
-A training point has a known embedding, its row of ``embedding_``; :meth:`NPKL.transform`
-returns it for every row of ``X`` equal to a training row and keeps the per-point
-out-of-sample extension for the others. The lookup hashes every row once at fit time (a
+A training point has a known answer: its row of ``embedding_`` (``NPKL.transform``,
+``KernelMetricLearner.transform``) or its fitted label (``ConstrainedClustering.predict``).
+Those methods return it for every row of ``X`` equal to a training row and compute the
+out-of-sample answer for the others. The lookup hashes every row once at fit time (a
 64-bit hash per row: each nonzero entry's bits, xor a per-column salt, through the
 splitmix64 finalizer, summed modulo ``2^64``; zeros contribute nothing, so a dense and a
 sparse copy of a row hash alike) and keeps the sorted hashes. A query row is hashed the
