@@ -361,17 +361,25 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
     return (lam - res)[order], U[:, order]
 
 
-def _null_basis(S, E):
-    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
-
-    The left singular vectors ``u`` of ``E`` with ``||S u|| <= 1e-7 c`` (``c`` the
-    Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
-    singular value is not held to it, and deflating it would only weaken the bound.
-    """
+def _range_basis(E):
+    """Orthonormal basis of ``range(E)``: the left singular vectors of ``E`` whose singular
+    values are not negligible (computed once per certificate; every dual candidate filters
+    it in :func:`_null_basis`)."""
     if E.shape[1] == 0:
         return np.zeros((E.shape[0], 0))
     U, sv, _ = np.linalg.svd(E, full_matrices=False)
-    U = U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+    return U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+
+
+def _null_basis(S, U):
+    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
+
+    The columns ``u`` of ``U`` (:func:`_range_basis`) with ``||S u|| <= 1e-7 c`` (``c`` the
+    Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
+    singular value is not held to it, and deflating it would only weaken the bound.
+    """
+    if U.shape[1] == 0:
+        return U
     c = float(np.max(abs(S) @ np.ones(S.shape[0])))
     return U[:, np.linalg.norm(S @ U, axis=0) <= 1e-7 * c]
 
@@ -494,9 +502,11 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         candidates = candidates[:1]
     eig_tol = 1e-9 if refine else CHEAP_EIG_TOL
 
+    range_E = _range_basis(E)
+
     def prepare(alpha):
         S, conj = dual_matrix(problem, E, alpha)
-        Q = _null_basis(S, E)
+        Q = _null_basis(S, range_E)
         # split R^n = range(Q) + its complement, Q a basis of (most of) range(E): with
         # omega = lambda_min(Q^T S Q) and eps = ||(I - Q Q^T) S Q||, the cross terms are
         # 2 x^T S y >= -eps (eta ||x||^2 + ||y||^2 / eta), so S >= omega - eps eta on

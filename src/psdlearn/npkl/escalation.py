@@ -54,6 +54,7 @@ from .certificate import (
     CHEAP_EIG_TOL,
     _kinked,
     _null_basis,
+    _range_basis,
     certify,
     dual_matrix,
     smallest_eigenpairs,
@@ -309,7 +310,7 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
         if n_eig == 1:
             return cert, E_one
         S, _ = dual_matrix(problem, E, multipliers)
-        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, E),
+        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, _range_basis(E)),
                                               tol=CHEAP_EIG_TOL)
     E_new, step = escalate(problem, E, values[:n_eig], vectors[:, :n_eig], smoothing)
     if descends(E_new, step):

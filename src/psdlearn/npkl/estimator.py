@@ -33,6 +33,7 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn._memory import guard_npkl_fit, npkl_estimate
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
@@ -471,6 +472,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
             return fit_dask(self, X, y)
         self.solver_options_ = resolve_solver_options(self)
+        guard_npkl_fit(self, X, y)  # MemoryError before any allocation, estimate if verbose
         start_graph = time.perf_counter()
         L = self._build_laplacian(X)
         self.graph_time_ = time.perf_counter() - start_graph
@@ -599,6 +601,38 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                           "every gamma; gamma = 1 is used.", UserWarning, stacklevel=4)
             return 1.0
         return gamma
+
+    def memory_estimate(self, n_samples, n_features, *, n_pairs=0, nnz=None):
+        """Predicted peak memory of :meth:`fit` on ``n_samples`` x ``n_features`` data.
+
+        The largest of the fit's phases (graph, solve, certificate), each the sum of the
+        arrays it holds: ``X``, the neighbour index (exact: a copy of ``X``; approximate:
+        the HNSW index, ``n (4 d + 96)`` bytes), the neighbour lists and graph assembly
+        (``k`` neighbours per point), the Laplacian (``12`` bytes per stored entry, about
+        ``2 n k``), the embedding (``n rank`` floats of ``dtype``, with its copies) and the
+        certificate's Lanczos vectors, plus the interpreter and libraries. :meth:`fit`
+        checks it against the memory left to the process (``MemAvailable`` and the
+        cgroup limit) and raises ``MemoryError`` before allocating when it does not fit,
+        naming a lower rank, float32, the approximate search or a Dask array that would.
+
+        Parameters
+        ----------
+        n_samples : int
+        n_features : int
+            Columns of ``X`` (0 for a precomputed graph).
+        n_pairs : int, default=0
+            Constrained pairs; with ``rank="auto"`` they set the rank
+            (``r (r + 1) / 2 <= m``).
+        nnz : int, optional
+            Stored entries of a sparse ``X``.
+
+        Returns
+        -------
+        MemoryEstimate
+            ``peak_bytes``, ``peak_gb``, ``phase`` (of the peak), ``breakdown`` (bytes per
+            array at the peak), ``config``; ``fits()`` compares with the memory available.
+        """
+        return npkl_estimate(self, n_samples, n_features, n_pairs=n_pairs, nnz=nnz)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit and return ``embedding_``, shape (n_samples, rank_).
