@@ -59,10 +59,11 @@ def _worker(case, data_path, seed):
     """Run one case on the psdlearn found on ``sys.path``; print a JSON record."""
     import warnings
 
-    import psdlearn as pl
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_rand_score
     from sklearn.svm import LinearSVC
+
+    import psdlearn as pl
 
     warnings.simplefilter("ignore")
     data = np.load(data_path)
