@@ -106,6 +106,8 @@ BLOCK_RESTARTS = 20
 #: Ritz values are lowered by their residuals, so the bound stays valid, only looser; the
 #: intermediate rounds need the eigenvectors as directions, not ``lambda_min`` to 1e-9.
 CHEAP_EIG_TOL = 1e-6
+#: The tightest Lanczos tolerance of the full bound (``certify`` ties it to ``tol``).
+FINE_EIG_TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -500,7 +502,17 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
     if not refine:
         candidates = candidates[:1]
-    eig_tol = 1e-9 if refine else CHEAP_EIG_TOL
+    def lanczos_tol(S):
+        # the bound loses at most tau times the Lanczos residual, which ARPACK keeps below
+        # its tolerance times the shift 2 c: a twentieth of the certificate's tolerance
+        # (of |f|) is enough, between FINE_EIG_TOL and CHEAP_EIG_TOL
+        if not refine:
+            return CHEAP_EIG_TOL
+        c = float(np.max(abs(S) @ np.ones(n)))
+        if not (np.isfinite(tau) and tau > 0 and c > 0):
+            return FINE_EIG_TOL
+        return float(np.clip(0.05 * tol * abs(f) / (2.0 * c * tau), FINE_EIG_TOL,
+                             CHEAP_EIG_TOL))
 
     range_E = _range_basis(E)
 
@@ -520,7 +532,8 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
 
     def bound(prepared, k, v0=None, **lanczos):
         S, conj, Q, omega, eps = prepared
-        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=eig_tol, v0=v0, **lanczos)
+        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=lanczos_tol(S), v0=v0,
+                                              **lanczos)
         if len(values) == 0:  # a block that did not converge (fallback=False)
             return -np.inf, None, values, vectors
         w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin)
