@@ -7,6 +7,7 @@ import pytest
 
 import psdlearn as pl
 import psdlearn._memory as memory
+from psdlearn._progress import memory_in_use
 from psdlearn.npkl import estimator as npkl_estimator
 
 
@@ -103,3 +104,21 @@ def test_unknown_available_memory_skips_the_check(monkeypatch, data):
     model = pl.NPKL(loss="square", rank=4, max_iter=200, certificate_tol=None,
                     random_state=0).fit(X, C)
     assert np.all(np.isfinite(model.embedding_))
+
+
+def test_memory_in_use_sees_an_allocation():
+    before = memory_in_use()
+    block = np.ones(25_000_000)  # 200 MB, every page touched
+    after = memory_in_use()
+    assert before is not None and after - before > 150e6
+    del block
+
+
+def test_progress_names_the_phase_and_shows_memory(monkeypatch, capsys, data):
+    X, C = data
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**12)
+    pl.NPKL(loss="square", rank=4, max_iter=200, certificate_tol=None, verbose=1,
+            random_state=0).fit(X, C)
+    err = capsys.readouterr().err
+    # the solve's bar: phase, steps with elapsed<remaining, and the memory in use
+    assert re.search(r"NPKL bcd: .*\d+/200 \[\d\d:\d\d<\d\d:\d\d.*mem=\d+MB", err)

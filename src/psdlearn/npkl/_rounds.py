@@ -161,7 +161,12 @@ def _certify(est, problem, res, round_=None, multipliers=None):
     certified, at the ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or
     in the certificate itself; the fit then returns at once with its last iterate).
     """
-    from psdlearn.npkl.certificate import certify_and_escalate, laplacian_lower_bound
+    from psdlearn.npkl.certificate import (
+        CERTIFICATE_MIN_SECONDS,
+        CERTIFICATE_SHARE,
+        certify_and_escalate,
+        laplacian_lower_bound,
+    )
 
     est.certificate_ = None
     E = res.embedding
@@ -178,12 +183,16 @@ def _certify(est, problem, res, round_=None, multipliers=None):
         if est._laplacian_min_eig is None:
             est._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
         lmin = est._laplacian_min_eig
+    # a fixed rank's certificate costs at most CERTIFICATE_SHARE of the solve (or
+    # CERTIFICATE_MIN_SECONDS); the adaptive rounds need its eigenvectors to grow the rank
+    budget = (None if est.rank == "adaptive" else
+              max(CERTIFICATE_SHARE * res.time_history[-1], CERTIFICATE_MIN_SECONDS))
     try:
         cert, E_new = certify_and_escalate(
             problem, E, res.multipliers if multipliers is None else multipliers,
             tol=est.certificate_tol,
             laplacian_min_eig=lmin, n_eig=n_eig,
-            intermediate=round_ is not None and round_.intermediate,
+            intermediate=round_ is not None and round_.intermediate, time_budget=budget,
             **({"smoothing": round_.smoothing} if round_ is not None else {}))
     except KeyboardInterrupt:
         warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)

@@ -249,7 +249,8 @@ ESCALATION_MIN_DECREASE = 1e-2
 
 
 def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_eig,
-                         intermediate=False, smoothing=HINGE_ESCALATION_SMOOTHING):
+                         intermediate=False, smoothing=HINGE_ESCALATION_SMOOTHING,
+                         time_budget=None):
     """One round of ``NPKL(rank="adaptive")``: the certificate of ``E``, then its growth.
 
     Parameters
@@ -271,6 +272,8 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
         escalates: its rank was set by the intermediate rounds, where the escalation is a
         descent step of a differentiable objective (module docstring).
     smoothing : float, default=HINGE_ESCALATION_SMOOTHING
+    time_budget : float, optional
+        Seconds the certificate may take (:func:`certify`).
 
     Returns
     -------
@@ -292,7 +295,8 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
     cert, values, vectors = certify(problem, E, multipliers, tol=tol,
                                     laplacian_min_eig=laplacian_min_eig,
                                     n_eig=1 if intermediate or kinked else max(n_eig, 1),
-                                    return_eigenvectors=True, refine=not intermediate)
+                                    return_eigenvectors=True, refine=not intermediate,
+                                    time_budget=time_budget)
     if cert.certified or n_eig <= 0 or (kinked and not intermediate):
         return cert, None
     objective = _escalation_objective(problem, terms, smoothing)
