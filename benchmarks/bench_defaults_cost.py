@@ -81,10 +81,6 @@ def _worker(case, data_path, seed):
         rec["quality"] = 100.0 * float(np.mean(clf.predict(Q[~lab]) == y[~lab]))
         rec["detail"] = f"lambda {getattr(model, 'lambda_', None)}"
     elif case == "npkl_a1a":
-        import scipy.sparse as sp
-
-        X = sp.csr_matrix((data["data"], data["indices"], data["indptr"]),
-                          shape=tuple(data["shape"]))
         warm, wy = pl.datasets.make_two_gaussians(300, random_state=0)
         pl.NPKL(loss="hinge", random_state=0).fit(
             warm, pl.PairwiseConstraints.from_labels(wy, random_state=0))
@@ -147,9 +143,7 @@ def _data(case, tmp, seed, cert_n):
         np.savez(path, X=X.astype(np.float64), y=y, yp=yp)
     elif case == "npkl_a1a":
         X, y = pl.datasets.load("a1a")
-        X = X.tocsr()
-        np.savez(path, data=X.data, indices=X.indices, indptr=X.indptr,
-                 shape=np.array(X.shape), X=np.zeros(0), y=y)
+        np.savez(path, X=np.asarray(X.toarray() if hasattr(X, "toarray") else X), y=y)
     else:
         X, y = pl.datasets.make_two_gaussians(cert_n, n_features=10, random_state=seed)
         rng = np.random.default_rng(seed)
