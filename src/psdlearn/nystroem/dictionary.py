@@ -189,7 +189,7 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
     ``X = C (U^T S U) C``, ``C = diag((sqrt(lam) + d_i)^{1/2})``: a congruence, so ``X``
     is PSD exactly when ``S`` is and the projection is unchanged, while the curvature
     becomes ``(lam + d_i d_j) / ((sqrt(lam) + d_i)(sqrt(lam) + d_j))``, within
-    ``[sqrt(lam) / (sqrt(lam) + d_max), 1]`` up to a factor 2: about the square root of
+    ``[sqrt(lam) / (sqrt(lam) + d_max), 1]`` up to a factor 4: about the square root of
     the condition number ``(lam + d_max^2) / lam`` of the unscaled problem. The optimum
     is the same; ``step`` is then the curvature estimate of ``X``.
 
