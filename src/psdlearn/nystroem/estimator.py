@@ -536,15 +536,18 @@ default="kmeans"
             raise ValueError("kernel_gammas must be a non-empty array of positive floats.")
         return factors
 
-    def _candidate_order(self, lambdas, side):
-        """Indices of the candidates to score, the largest ``lambda`` first; only the
-        largest, with a warning, when the side information holds a single class."""
+    def _candidate_order(self, lambdas, side, descending=False):
+        """Indices of the candidates to score (in the given order, or the largest
+        ``lambda`` first); only the largest, with a warning, when the side information
+        holds a single class."""
         if side.Y.shape[1] < 2:
             warnings.warn(
                 "GeneralizedNystroem: the side information holds a single class (or "
                 "group), whose ideal kernel has no contrast to align with; lambda is the "
                 f"largest candidate, {lambdas.max():g}.", UserWarning, stacklevel=5)
             return [int(np.argmax(lambdas))]
+        if not descending:
+            return list(range(len(lambdas)))
         return [int(i) for i in np.argsort(-lambdas, kind="stable")]
 
     def _search(self, lambdas, side, solve, score):
@@ -667,7 +670,7 @@ default="kmeans"
         starts = [None] * len(folds)
         best = None
         try:
-            for i in self._candidate_order(lambdas, side):
+            for i in self._candidate_order(lambdas, side, descending=True):
                 accuracy = []
                 for f, (train, test, data) in enumerate(folds):
                     res = solve_dictionary(prior, lambdas[i], data, S_init=starts[f],
