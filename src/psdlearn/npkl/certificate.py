@@ -108,7 +108,7 @@ BLOCK_RESTARTS = 20
 #: intermediate rounds need the eigenvectors as directions, not ``lambda_min`` to 1e-9.
 CHEAP_EIG_TOL = 1e-6
 #: ``NPKL.fit`` at a fixed rank gives its certificate at most this share of the solve's
-#: seconds, or :data:`CERTIFICATE_MIN_SECONDS` if more: past it the bound is skipped and
+#: CPU seconds, or :data:`CERTIFICATE_MIN_SECONDS` if more: past it the bound is skipped and
 #: ``certificate_.note`` says so (at 2e6 points the eigen-solve outlasted the solve).
 CERTIFICATE_SHARE = 0.2
 #: The certificate's budget is never below this many seconds (small fits certify as ever).
@@ -122,7 +122,7 @@ class _OverBudget(Exception):
 
 
 def _check(deadline):
-    if deadline is not None and time.perf_counter() > deadline:
+    if deadline is not None and time.process_time() > deadline:
         raise _OverBudget
 
 
@@ -334,7 +334,7 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
         (below). ``False``: the block only if all ``k`` converged, else nothing (for a
         caller that already has the smallest eigenpair).
     deadline : float, optional
-        A ``time.perf_counter()`` value after which a product with ``S`` raises the
+        A ``time.process_time()`` value after which a product with ``S`` raises the
         private ``_OverBudget`` (:func:`certify` catches it).
 
     Returns
@@ -502,16 +502,16 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         (``w_i = tau``; the CG solves on ``L`` are skipped) and Lanczos to
         :data:`CHEAP_EIG_TOL`. Still valid, only looser.
     time_budget : float, optional
-        Seconds the certificate may take (checked at every product of the eigen-solve and
-        before every CG solve of the weights); past it the bound is skipped and the
-        certificate says so in ``note`` (its bounds NaN, ``certified`` False). None: no
-        limit.
+        Seconds of process CPU time the certificate may take (checked at every product of
+        the eigen-solve and before every CG solve of the weights); past it the bound is
+        skipped and the certificate says so in ``note`` (its bounds NaN, ``certified``
+        False). None: no limit.
 
     Returns
     -------
     Certificate, or (Certificate, values, vectors)
     """
-    start = time.perf_counter()
+    start = time.process_time()
     deadline = None if time_budget is None else start + float(time_budget)
     E = np.asarray(E, dtype=np.float64)
     n = E.shape[0]
@@ -523,8 +523,8 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
                         deadline=deadline)
     except _OverBudget:
         nan = float("nan")
-        note = (f"skipped: the bound's eigen-solve passed its budget of {time_budget:.3g} s "
-                f"after {time.perf_counter() - start:.3g} s (psdlearn.npkl.certificate."
+        note = (f"skipped: the bound's eigen-solve passed its budget of {time_budget:.3g} CPU s "
+                f"after {time.process_time() - start:.3g} s (psdlearn.npkl.certificate."
                 "certify(problem, E) bounds it without a budget)")
         cert = Certificate(objective=f, lower_bound=nan, gap_bound=nan, relative_gap=nan,
                            lambda_min=nan, trace_bound=nan, certified=False,
