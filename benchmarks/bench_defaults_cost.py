@@ -170,6 +170,9 @@ def main():
     ap.add_argument("--before", default=BEFORE_REF)
     ap.add_argument("--cert-n", type=int, default=200_000)
     ap.add_argument("--name", default="defaults_cost")
+    ap.add_argument("--versions", nargs="+", default=["first", "before", "after"],
+                    choices=["first", "before", "after"],
+                    help="versions to run (the ratios are to the first one given)")
     args = ap.parse_args()
     if args.worker:
         case, path, seed = args.worker
@@ -181,7 +184,7 @@ def main():
         trees = {"first": _extract(args.first, tmp), "before": _extract(args.before, tmp),
                  "after": REPO / "src"}
         for case in args.cases:
-            versions = ["before", "after"] if case == "cert" else list(trees)
+            versions = [v for v in args.versions if case != "cert" or v != "first"]
             seeds = 1 if case == "cert" else args.seeds
             recs = {v: [] for v in versions}
             for seed in range(seeds):

@@ -603,34 +603,26 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return gamma
 
     def memory_estimate(self, n_samples, n_features, *, n_pairs=0, nnz=None):
-        """Predicted peak memory of :meth:`fit` on ``n_samples`` x ``n_features`` data.
-
-        The largest of the fit's phases (graph, solve, certificate), each the sum of the
-        arrays it holds: ``X``, the neighbour index (exact: a copy of ``X``; approximate:
-        the HNSW index, ``n (4 d + 96)`` bytes), the neighbour lists and graph assembly
-        (``k`` neighbours per point), the Laplacian (``12`` bytes per stored entry, about
-        ``2 n k``), the embedding (``n rank`` floats of ``dtype``, with its copies) and the
-        certificate's Lanczos vectors, plus the interpreter and libraries. :meth:`fit`
-        checks it against the memory left to the process (``MemAvailable`` and the
-        cgroup limit) and raises ``MemoryError`` before allocating when it does not fit,
-        naming a lower rank, float32, the approximate search or a Dask array that would.
+        """Predicted peak memory of :meth:`fit`: the largest of its phases (graph, solve,
+        certificate), each the sum of its arrays (``X``, neighbour index and lists,
+        Laplacian, ``n x rank`` embedding and copies, Lanczos vectors) plus the
+        interpreter. :meth:`fit` raises ``MemoryError`` before allocating when it exceeds
+        the memory left to the process, naming changes that would fit.
 
         Parameters
         ----------
-        n_samples : int
-        n_features : int
-            Columns of ``X`` (0 for a precomputed graph).
+        n_samples, n_features : int
+            Shape of ``X`` (``n_features`` 0 for a precomputed graph).
         n_pairs : int, default=0
-            Constrained pairs; with ``rank="auto"`` they set the rank
-            (``r (r + 1) / 2 <= m``).
+            Constrained pairs (they set ``rank="auto"``).
         nnz : int, optional
             Stored entries of a sparse ``X``.
 
         Returns
         -------
         MemoryEstimate
-            ``peak_bytes``, ``peak_gb``, ``phase`` (of the peak), ``breakdown`` (bytes per
-            array at the peak), ``config``; ``fits()`` compares with the memory available.
+            ``peak_bytes``, ``peak_gb``, ``phase``, ``breakdown`` (bytes per array),
+            ``config``; ``fits()`` compares with the memory available.
         """
         return npkl_estimate(self, n_samples, n_features, n_pairs=n_pairs, nnz=nnz)
 
