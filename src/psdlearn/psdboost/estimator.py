@@ -61,6 +61,7 @@ from psdlearn.constraints import (
     triplets_from_labels,
 )
 from psdlearn.psdboost._bounds import margin_scale
+from psdlearn.psdboost._outer import first_working_set, solve_rounds, target_pairs
 from psdlearn.psdboost._pricing import TripletOperator
 from psdlearn.psdboost.solvers import SOLVERS, TripletProblem
 
@@ -69,6 +70,10 @@ __all__ = ["PSDBoost"]
 #: ``C="auto"`` is ``1 / (AUTO_NU * t)``: at most this fraction of the triplets ends with a
 #: positive slack (see the ``C`` parameter).
 AUTO_NU = 0.3
+#: With ``impostors="active"``, ``C="auto"`` is ``1 / (AUTO_ACTIVE_NU * p)`` for ``p``
+#: target pairs: at most this fraction of the target pairs' count of impostor triplets
+#: ends with a positive slack.
+AUTO_ACTIVE_NU = 0.1
 #: LPBoost's usual ``nu`` (Demiriz et al. 2002), ``C = 1 / (0.1 t)``: the slack price of the
 #: reproductions of Shen et al. (2008).
 LPBOOST_NU = 0.1
@@ -334,6 +339,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         "smoothing": [Interval(numbers.Real, 0, 1, closed="left")],
         "max_bases": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
+        "impostors": [StrOptions({"active", "nearest"})],
         "n_triplets": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "eigen_solver": [StrOptions({"auto", "dense", "lanczos"})],
         "solver": [StrOptions({"auto", *SOLVERS.names()})],
@@ -344,7 +350,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
     def __init__(self, *, C="auto", tol=1e-5, max_iter=1000, n_columns=5, smoothing=0.8,
                  max_bases=None, n_triplets=None, eigen_solver="auto", solver="auto",
-                 max_time=None, random_state=None, verbose=0, n_neighbors=3):
+                 max_time=None, random_state=None, verbose=0, n_neighbors=3,
+                 impostors="active"):
         self.C = C
         self.solver = solver
         self.max_time = max_time
@@ -355,6 +362,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         self.max_bases = max_bases
         self.n_triplets = n_triplets
         self.n_neighbors = n_neighbors
+        self.impostors = impostors
         self.eigen_solver = eigen_solver
         self.random_state = random_state
         self.verbose = verbose
@@ -403,8 +411,11 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 "PSDBoost requires y to be passed, but the target y is None: pass partial "
                 "labels, pairwise constraints or a psdlearn.Triplets.")
         rng = check_random_state(self.random_state)
-        triplets = self._triplets(X, y, rng)
-        self._fit(X, triplets, rng)
+        side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
+        if side.kind == "labels" and self.impostors == "active":
+            self._fit_active(X, self._codes(side.labels), rng, start)
+        else:
+            self._fit(X, self._triplets(X, side, rng), rng)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -431,9 +442,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
             triplets = Triplets(triplets, n_samples=shape[0] if shape else None)
         return self.fit(X, triplets)
 
-    def _triplets(self, X, y, rng):
-        """The triplets of ``y`` (see :meth:`fit`), as a (t, 3) int64 array."""
-        side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
+    def _triplets(self, X, side, rng):
+        """The triplets of ``side`` (see :meth:`fit`), as a (t, 3) int64 array."""
         if side.kind == "triplets":
             triplets = side.triplets.triplets
             if len(triplets) == 0:
@@ -448,13 +458,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                     "needs a must-link (i, j) and a cannot-link (i, k) that share the "
                     "sample i.")
             return triplets
-        labelled = labelled_mask(side.labels)
-        codes = np.full(len(X), -1, dtype=np.int64)
-        classes, codes[labelled] = np.unique(side.labels[labelled], return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(
-                f"y has labelled samples of {len(classes)} class(es): the triplets of "
-                "PSDBoost need labelled samples of at least 2 classes.")
+        codes = self._codes(side.labels)
         triplets = triplets_from_labels(X, codes, n_triplets=self.n_triplets, random_state=rng,
                                         n_neighbors=self.n_neighbors)
         if len(triplets) == 0:
@@ -462,17 +466,30 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                              "labelled samples.")
         return triplets
 
+    @staticmethod
+    def _codes(labels):
+        """Class codes ``0..c-1`` of the labels, ``-1`` for the unlabelled points."""
+        labelled = labelled_mask(labels)
+        codes = np.full(len(labels), -1, dtype=np.int64)
+        classes, codes[labelled] = np.unique(labels[labelled], return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                f"y has labelled samples of {len(classes)} class(es): the triplets of "
+                "PSDBoost need labelled samples of at least 2 classes.")
+        return codes
+
     # ------------------------------------------------------------------ solver
-    def _resolve_C(self, t):
+    def _resolve_C(self, t, nu=AUTO_NU, what="triplets"):
         if self.C == "auto":
-            return 1.0 / (AUTO_NU * t)
+            return 1.0 / (nu * t)
         C = float(self.C)
         if C * t < 1.0 - 1e-12:
-            raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g} for t={t} triplets: the "
+            raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g} for t={t} {what}: the "
                              "LP (3) is then unbounded (sum w = 1 cannot hold with w <= C).")
         return C
 
     def _fit(self, X, triplets, rng):
+        """Problem (3) on the fixed ``triplets``."""
         t = len(triplets)
         C = self._resolve_C(t)
         op = TripletOperator(X, triplets)
@@ -485,35 +502,83 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 "a shorter multiple of a_i - a_k): the triplets do not constrain the "
                 "metric, and PSDBoost only maximizes the smallest margin.",
                 UserWarning, stacklevel=4)
-        self.solver_ = self._select_solver(t, X.shape[1])
         self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
-        self.side_info_ = Triplets(triplets, n_samples=len(X))
+        res, spec = self._solve(X, triplets, C, rng, self.max_time, op)
+        self._store(X, triplets, res, spec)
+        self.n_rounds_ = 1
+        self.rounds_ = [{"n_triplets": t, "objective": self.objective_,
+                         "upper_bound": self.upper_bound_, "n_violated": 0,
+                         "seconds": self.time_history_[-1] if self.time_history_ else 0.0}]
+        self._warn_unconverged(res, spec, res.status == "max_time")
+        return self
+
+    def _fit_active(self, X, codes, rng, start):
+        """Problem (3) over all impostor triplets of the target pairs, by re-selection
+        (:func:`psdlearn.psdboost._outer.solve_rounds`)."""
+        pairs = target_pairs(X, codes, self.n_neighbors)
+        if len(pairs) == 0:
+            raise ValueError("y gives no triplet: a triplet needs a class with at least 2 "
+                             "labelled samples.")
+        C = self._resolve_C(len(pairs), AUTO_ACTIVE_NU, "target pairs")
+        first = first_working_set(X, codes, pairs, C)
+        nj, nk, _ = TripletOperator(X, first).difference_stats()
+        self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
+        deadline = None if self.max_time is None else start + self.max_time
+
+        def solve(triplets):
+            left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+            return self._solve(X, triplets, C, rng, left)
+
+        res, spec, triplets, rounds, status = solve_rounds(
+            X, codes, pairs, first, C, self.eps_, solve, deadline=deadline)
+        self._store(X, triplets, res, spec)
+        self.n_rounds_, self.rounds_ = len(rounds), rounds
+        self.converged_ = bool(self.converged_ and status == "optimal")
+        if status == "max_rounds" and not res.interrupted:
+            warnings.warn(
+                f"PSDBoost stopped after {len(rounds)} rounds of impostor re-selection with "
+                f"{rounds[-1]['n_violated']} impostor triplets still below the margin rho: "
+                "metric_ is optimal for the working set side_info_ only.",
+                ConvergenceWarning, stacklevel=4)
+        else:
+            self._warn_unconverged(res, spec, status == "max_time")
+        return self
+
+    def _solve(self, X, triplets, C, rng, max_time, op=None):
+        """Problem (3) on ``triplets`` by the selected solver: ``(result, spec)``."""
+        self.solver_ = self._select_solver(len(triplets), X.shape[1])
         spec = SOLVERS[self.solver_]
+        op = TripletOperator(X, triplets) if op is None else op
         problem = TripletProblem(X, triplets, C, op, self.eps_)
+        params = {**self.get_params(deep=False), "max_time": max_time}
         options = SolveOptions(max_iter=self.max_iter, tol=self.tol, random_state=rng,
-                               verbose=self.verbose, params=self.get_params(deep=False))
-        res = spec.solve(problem, None, options)
+                               verbose=self.verbose, params=params)
+        return spec.solve(problem, None, options), spec
+
+    def _store(self, X, triplets, res, spec):
+        """The fitted attributes of the solver's result on ``triplets``."""
+        self.side_info_ = Triplets(triplets, n_samples=len(X))
         self.components_ = res.embedding.T
         self.rank_ = self.components_.shape[0]
         for name in spec.attributes:
             setattr(self, f"{name}_", res.info[name])
-        self.objective_ = float(self.rho_ - C * self.slacks_.sum())
+        self.objective_ = float(self.rho_ - self.C_ * self.slacks_.sum())
         self.upper_bound_ = float(self.upper_bound_)
         self.objective_history_ = list(res.objective_history)
         self.time_history_ = list(res.time_history)
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
+
+    def _warn_unconverged(self, res, spec, timed_out):
         if res.interrupted:
-            warn_interrupted("PSDBoost", res.n_iter, unit=spec.unit, stacklevel=5)
+            warn_interrupted("PSDBoost", res.n_iter, unit=spec.unit, stacklevel=6)
         elif not res.converged:
-            stop = (f"max_time={self.max_time} s" if res.status == "max_time"
-                    else f"max_iter={self.max_iter}")
+            stop = f"max_time={self.max_time} s" if timed_out else f"max_iter={self.max_iter}"
             warnings.warn(
                 f"PSDBoost ({self.solver_}) stopped at {stop} before {spec.stop_rule}, with "
                 f"a certified gap upper_bound_ - objective_ = "
                 f"{self.upper_bound_ - self.objective_:.3g} > eps = {self.eps_:.3g}: "
-                f"{spec.hint}.", ConvergenceWarning, stacklevel=4)
-        return self
+                f"{spec.hint}.", ConvergenceWarning, stacklevel=5)
 
     def _select_solver(self, t, n_features):
         if self.solver != "auto":
