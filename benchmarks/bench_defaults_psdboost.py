@@ -102,8 +102,10 @@ def violated(X, T):
 def fit(Xtr, ytr, seed, nu=None, **params):
     """PSDBoost on the training labels; ``nu`` sets ``C = 1 / (nu t)``."""
     if nu is not None:
+        # C = 1 / (nu t) is for the fixed triplets of impostors="nearest".
         t = len(pl.triplets_from_labels(Xtr, ytr, n_neighbors=params.get("n_neighbors", 3)))
         params["C"] = 1.0 / (nu * t)
+        params["impostors"] = "nearest"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
