@@ -187,22 +187,33 @@ def main():
     ap.add_argument("--large-seeds", type=int, default=3)
     ap.add_argument("--peer-limit", type=float, default=300.0)
     ap.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--name", default="metric_learning")
+    ap.add_argument("--merge-logs", default="",
+                    help="comma-separated logs of earlier runs (their per-seed JSON lines): "
+                         "merge their records, write the tables, fit nothing")
     args = ap.parse_args()
     limit_threads(1)
     start_load, t_start = os.getloadavg()[0], time.perf_counter()
-    peers = Peers(args.peers_python) if os.path.exists(args.peers_python) else None
     path = Path(RESULTS) / f"{args.name}.json"
     old = json.loads(path.read_text()).get("runs", []) if path.exists() else []
-    sets = args.sets.split(",")
-    runs = [r for r in old if r["set"] not in sets]
+    if args.merge_logs:
+        runs = [json.loads(line) for log in args.merge_logs.split(",")
+                for line in Path(log).read_text().splitlines() if line.startswith("{")]
+        peers, versions = None, Peers(args.peers_python).versions
+        sets = []
+    else:
+        peers = Peers(args.peers_python) if os.path.exists(args.peers_python) else None
+        versions = peers.versions if peers else None
+        sets = args.sets.split(",")
+        runs = [r for r in old if r["set"] not in sets]
     for name in sets:
         n_train = len(split(name, 0)[0])
-        for seed in range(args.large_seeds if n_train > 1000 else args.seeds):
+        n_seeds = args.large_seeds if n_train > 1000 else args.seeds
+        for seed in range(args.first_seed, args.first_seed + n_seeds):
             rec = run_seed(name, seed, peers, args.peer_limit)
             runs.append(rec)
-            print(json.dumps({k: v for k, v in rec.items() if "error" not in k}), flush=True)
-    versions = peers.versions if peers else None
+            print(json.dumps(rec), flush=True)
     if peers:
         peers.close()
     order = [s for s in SETS if any(r["set"] == s for r in runs)]

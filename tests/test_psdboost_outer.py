@@ -33,7 +33,7 @@ def _all_impostor_triplets(X, y, n_neighbors):
         same = np.flatnonzero((y == y[i]) & (np.arange(len(X)) != i))
         targets = same[np.argsort(D2[i, same], kind="stable")[:n_neighbors]]
         for j in targets:
-            rows += [(i, j, l) for l in np.flatnonzero(y != y[i])]
+            rows += [(i, j, o) for o in np.flatnonzero(y != y[i])]
     return np.array(rows)
 
 
@@ -90,7 +90,7 @@ def test_reselection_never_increases_the_optimum_and_ends_at_that_of_the_union()
     res, _, W, rounds, status = solve_rounds(X, codes, pairs, first, C, 1e-9, solve,
                                              record=True)
     assert status == "optimal" and len(rounds) >= 3
-    for a, b in zip(rounds, rounds[1:]):
+    for a, b in zip(rounds[:-1], rounds[1:], strict=True):
         assert b["objective"] <= a["upper_bound"] + 1e-9
     v = [solve_ipm(X, r["triplets"], C, tol=1e-11, max_iter=200,
                    max_triplets=10**5).objective_history[-1] for r in rounds]
@@ -113,8 +113,8 @@ def test_impostor_search_finds_every_triplet_below_the_threshold():
     for threshold in (-0.5, 0.3, 2.0):
         T, margins = impostor_triplets(Z, codes, pairs, threshold, n_first=1)
         D2 = ((Z[:, None] - Z[None]) ** 2).sum(-1)
-        expect = {(i, j, l) for i, j in pairs for l in np.flatnonzero(codes >= 0)
-                  if codes[l] != codes[i] and D2[i, l] - D2[i, j] < threshold}
+        expect = {(i, j, o) for i, j in pairs for o in np.flatnonzero(codes >= 0)
+                  if codes[o] != codes[i] and D2[i, o] - D2[i, j] < threshold}
         assert set(map(tuple, T.tolist())) == expect and len(T) == len(expect)
         assert np.allclose(margins, D2[T[:, 0], T[:, 2]] - D2[T[:, 0], T[:, 1]])
 
@@ -130,7 +130,7 @@ def test_active_and_nearest_rules():
     assert m.n_rounds_ == len(m.rounds_) and m.rounds_[-1]["n_violated"] == 0
     assert m.rounds_[-1]["n_triplets"] == len(m.side_info_.triplets)
     ups = [r["upper_bound"] for r in m.rounds_]
-    assert all(b <= a + m.eps_ for a, b in zip(ups, ups[1:]))
+    assert all(b <= a + m.eps_ for a, b in zip(ups[:-1], ups[1:], strict=True))
     paper = pl.PSDBoost(n_neighbors=1, impostors="nearest", random_state=0).fit(X, y)
     assert paper.n_rounds_ == 1
     assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))

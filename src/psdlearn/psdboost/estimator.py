@@ -122,9 +122,11 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         smallest margin and ``rho - C sum xi`` is the mean of the ``nu t`` smallest
         margins: (3) maximizes the mean margin of the hardest fraction ``nu`` of the
         triplets (the ``nu``-parametrization of LPBoost, Demiriz et al. 2002). ``"auto"``
-        is ``nu = 0.3``: at most 30% of the triplets keep a positive slack, whatever the
-        number of triplets and the scale of the data. ``C = 1 / t`` maximizes the mean
-        margin (a rank-one metric), ``C >= 1`` the smallest one (hard margin).
+        is ``nu = 0.3`` for fixed triplets; with re-selected impostors (see
+        ``impostors``) it is ``C = 1 / (0.1 p)`` for ``p`` target pairs, the same in every
+        round (at most ``0.1 p`` impostor triplets keep a positive slack), and a given
+        ``C`` needs ``C p >= 1``. ``C = 1 / t`` maximizes the mean margin (a rank-one
+        metric), ``C >= 1`` the smallest one (hard margin).
     tol : float, default=1e-5
         Stop when ``upper_bound_ - objective_ <= eps_`` with ``eps_ = tol * s``, where
         ``s = mean_r (||x_i - x_j||^2 + ||x_i - x_k||^2) / D`` bounds the mean
@@ -150,9 +152,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         eigenvectors plus one aggregated trace-one column for its tail; the master value
         never decreases. Must exceed ``min(n_columns, n_features)``. None: no cap.
     n_triplets : int or None, default=None
-        Size of a random subsample of the triplets that :meth:`fit` derives from labels
-        or pairs; all of them when None. Triplets passed as :class:`psdlearn.Triplets`
-        are used as given.
+        Size of a random subsample of the triplets that :meth:`fit` derives from pairs,
+        or from labels with ``impostors="nearest"``; all of them when None. Triplets
+        passed as :class:`psdlearn.Triplets` are used as given.
     eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
         Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"``
         runs ARPACK on the product ``u -> H(w) u``, ``O(n D + t)`` each; ``"auto"`` is
@@ -182,8 +184,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
           ``D <= 128`` features, ``"working-set"`` otherwise.
     max_time : float or None, default=None
-        Wall-clock budget in seconds: the solver stops at its first check after it
-        (after each Newton step or pricing) and returns the certified pair reached,
+        Wall-clock budget in seconds, for all rounds together: the solver stops at its
+        first check after it (after each Newton step or pricing; no new round starts)
+        and returns the certified pair reached,
         with a ``ConvergenceWarning`` stating the gap ``upper_bound_ - objective_``.
         None: no budget.
     random_state : int, RandomState instance or None, default=None
@@ -192,12 +195,30 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         ``>= 1``: a progress bar on stderr over the iterations, with the bounds
         reached. Nothing is written to stdout.
     n_neighbors : int, default=3
-        Triplets per labelled point that :meth:`fit` derives from labels: ``(i, j, k)``
-        for each of the ``n_neighbors`` nearest same-class neighbours ``j`` of ``i``
-        (target neighbours, as in large-margin nearest neighbours), ``k`` its nearest
-        other-class neighbour (:func:`psdlearn.triplets_from_labels`). ``1`` is the rule
-        of Shen et al. (2008, section 6). Ignored for pairwise constraints and
-        triplets.
+        Target neighbours per labelled point: its ``n_neighbors`` nearest same-class
+        points in the Euclidean metric (as in large-margin nearest neighbours), fixed
+        during the fit. Ignored for pairwise constraints and triplets.
+    impostors : {"active", "nearest"}, default="active"
+        How :meth:`fit` pairs the target neighbours with other-class points when ``y``
+        holds labels.
+
+        - ``"active"``: problem (3) over every triplet ``(i, j, l)`` with ``j`` a target
+          neighbour of ``i`` and ``l`` any point of another class, solved by re-selection
+          (row generation). Each round solves (3) on a working set ``W`` by ``solver``,
+          then searches under the new metric for the *active impostors*, the rows with
+          ``d(i, l)^2 - d(i, j)^2 < rho - eps``; the most violated join ``W`` (at most
+          ``1 / C`` per round) and rows with zero dual weight and a margin above ``rho``
+          leave it. With ``C`` fixed, dropping zero-weight rows keeps the optimum of (3)
+          on ``W`` and adding rows can only lower it, so the optimum of each round never
+          exceeds that of the previous one. The fit ends when no row lies below
+          ``rho - eps``: then ``metric_`` is optimal for all the impostor triplets, with
+          the certified gap of the last round (a row outside ``W`` with margin at least
+          ``rho`` meets the optimality conditions with ``w_r = 0``). The first ``W``
+          holds the ``max(1.5 / C, 1 / C + 50)`` target pairs of smallest Euclidean
+          margin, each with the nearest other-class point of ``i``.
+        - ``"nearest"``: fixed triplets, each target pair with the nearest other-class
+          point of ``i`` (Euclidean; :func:`psdlearn.triplets_from_labels`), solved once.
+          With ``n_neighbors=1`` this is the rule of Shen et al. (2008, section 6).
 
     Attributes
     ----------
@@ -212,9 +233,18 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         generation, when at most ``n_features``), else the numerical rank of
         ``metric_``.
     side_info_ : Triplets
-        The triplets of the fit (derived from ``y``, or ``y`` itself), rows
-        ``(i, j, k)`` for ``d(i, j) < d(i, k)``; ``side_info_.triplets`` is the
-        ``(t, 3)`` array.
+        The triplets of the fit (derived from ``y``, or ``y`` itself; with
+        ``impostors="active"`` the last working set), rows ``(i, j, k)`` for
+        ``d(i, j) < d(i, k)``; ``side_info_.triplets`` is the ``(t, 3)`` array. The
+        solver's attributes below (``slacks_``, ``dual_weights_``, histories) are those
+        of the last solve, on these rows.
+    n_rounds_ : int
+        Solves of (3): re-selection rounds with ``impostors="active"``, else 1.
+    rounds_ : list of dict
+        Per solve: ``n_triplets`` (rows of its working set), ``objective`` and
+        ``upper_bound`` (its certified pair), ``n_violated`` (impostor triplets outside
+        the working set found below ``rho - eps`` after it; 0 at the last round of a
+        converged fit) and ``seconds`` since the start of the solves.
     C_ : float
         The slack price used.
     eps_ : float
@@ -245,8 +275,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     n_iter_ : int
         Iterations that completed: master solves, or Newton steps (interior point).
     converged_ : bool
-        Whether the stopping test held; False after ``max_iter``, ``max_time`` or an
-        interrupted fit.
+        Whether the stopping test held (with re-selection: in the last round, and no
+        impostor triplet left below ``rho - eps``); False after ``max_iter``,
+        ``max_time``, 50 rounds or an interrupted fit.
     n_matvec_ : int
         Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
     theta_ : ndarray of shape (n_master_columns,)
@@ -291,12 +322,16 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     Notes
     -----
     PSDBoost learns a linear metric, so it helps where the classes are separated by a
-    reweighting of the features: with the default triplets (three same-class
-    neighbours per point), a k-nearest-neighbour classifier in the learned metric is
-    close to or above the Euclidean one on most data sets, but where classes overlap
-    much (a third or more of the nearest-neighbour triplets violated by every metric),
-    maximizing the smallest margins concentrates ``metric_`` on a few directions and
-    k-NN can lose accuracy. Compare with the Euclidean metric by cross-validation.
+    reweighting of the features. Where classes overlap much (a third or more of the
+    nearest-neighbour triplets violated by every metric), maximizing the smallest
+    margins concentrates ``metric_`` on a few directions and k-NN can lose accuracy.
+    Compare with the Euclidean metric by cross-validation.
+
+    The re-selection of impostors (``impostors="active"``) is an extension of Shen et
+    al. (2008), who fix one triplet per point; every round is their problem (3) on the
+    working set, so its certificate holds for that set, and for all impostor triplets
+    once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
+    on the working set, whose size is about ``1 / C`` plus the rows at the margin.
 
     A Ctrl-C (``KeyboardInterrupt``) during the fit stops it at the last complete
     iteration: the fitted attributes hold that iterate, a
@@ -311,6 +346,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
     Demiriz, A., Bennett, K. P. & Shawe-Taylor, J. (2002). Linear programming boosting
     via column generation. Machine Learning 46.
+
+    Weinberger, K. Q. & Saul, L. K. (2009). Distance metric learning for large margin
+    nearest neighbor classification. Journal of Machine Learning Research 10 (target
+    neighbours and impostors).
 
     Wentges, P. (1997). Weighted Dantzig-Wolfe decomposition for linear mixed-integer
     programming. International Transactions in Operational Research 4(2).
@@ -373,11 +412,12 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         What is derived from each kind of ``y``:
 
-        - partial labels (1-D, ``-1`` = unlabelled): the triplets of Shen et al. (2008,
-          section 6), ``n_neighbors`` per point: for every labelled point ``i``, ``j`` =
-          each of its ``n_neighbors`` nearest labelled neighbours of the same class and
-          ``k`` = its nearest labelled neighbour of another class (Euclidean), subsampled
-          to ``n_triplets`` (:func:`psdlearn.triplets_from_labels`);
+        - partial labels (1-D, ``-1`` = unlabelled): for every labelled point ``i`` its
+          ``n_neighbors`` target neighbours ``j`` (nearest labelled points of the same
+          class), and ``k`` = the active impostors of ``i``, re-selected as the metric
+          changes (``impostors="active"``), or its nearest labelled point of another
+          class (``impostors="nearest"``, the triplets of Shen et al. 2008, section 6,
+          subsampled to ``n_triplets``; :func:`psdlearn.triplets_from_labels`);
         - a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
           ``[i, j, +1/-1]`` rows: every must-link ``(i, j)`` and cannot-link ``(i, k)``
           sharing a point ``i`` give ``(i, j, k)``, subsampled to ``n_triplets``
@@ -402,7 +442,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            ``y`` is missing, gives no triplet, or ``C < 1 / t``.
+            ``y`` is missing, gives no triplet, or ``C < 1 / t`` (``C < 1 / p`` for ``p``
+            target pairs with ``impostors="active"``).
         """
         start = time.perf_counter()
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
