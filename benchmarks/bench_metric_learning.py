@@ -164,8 +164,9 @@ def summarize(name, recs, limit):
             f"{np.mean(acc):.1f} ({len(acc)}/{len(recs)})" if acc else "-")
         if method != "euclidean":
             t = float(np.median(times)) if times else None
-            timed_out = any("time limit" in str(r.get(f"{method}_error")) for r in recs)
-            row[f"{method}_s"] = f"> {limit:g}" if timed_out else (
+            cut = [r[f"{method}_time"] for r in recs
+                   if "time limit" in str(r.get(f"{method}_error"))]
+            row[f"{method}_s"] = f"> {min(cut):.0f}" if cut else (
                 "-" if t is None else f"{t:.3g}")
     peers = [float(np.mean([r[m] for r in recs])) for m in ("nca", "lmnn", "itml")
              if all(r.get(m) is not None for r in recs)]
@@ -192,14 +193,18 @@ def main():
     ap.add_argument("--merge-logs", default="",
                     help="comma-separated logs of earlier runs (their per-seed JSON lines): "
                          "merge their records, write the tables, fit nothing")
+    ap.add_argument("--load-note", default="load not recorded",
+                    help="with --merge-logs: the load the logged runs saw")
     args = ap.parse_args()
     limit_threads(1)
     start_load, t_start = os.getloadavg()[0], time.perf_counter()
     path = Path(RESULTS) / f"{args.name}.json"
     old = json.loads(path.read_text()).get("runs", []) if path.exists() else []
     if args.merge_logs:
-        runs = [json.loads(line) for log in args.merge_logs.split(",")
-                for line in Path(log).read_text().splitlines() if line.startswith("{")]
+        records = [json.loads(line) for log in args.merge_logs.split(",")
+                   for line in Path(log).read_text().splitlines() if line.startswith("{")]
+        # one record per (set, seed): the last one logged
+        runs = list({(r["set"], r["seed"]): r for r in records}.values())
         peers, versions = None, Peers(args.peers_python).versions
         sets = []
     else:
@@ -221,6 +226,8 @@ def main():
     columns = ["set", "n_train", "D", "seeds", *METHODS,
                *(f"{m}_s" for m in METHODS[1:]), "new-eucl", "new-best_peer", "new_s/nca_s",
                "rounds"]
+    load = (f"1-minute load average {start_load:.1f} at the start of this run, "
+            f"{os.getloadavg()[0]:.1f} at the end" if sets else args.load_note)
     notes = [
         "Accuracies: 3-NN on the held-out 30%, % (mean over seeds); *_s: median seconds of "
         "fit, one thread each; psdboost = PSDBoost() (active impostors), psdboost_old = "
@@ -228,9 +235,8 @@ def main():
         "and minus the best of NCA, LMNN and ITML; new_s/nca_s: ratio of median fit times "
         "in the same run; rounds: median re-selection rounds.",
         f"Peers: {versions}." if versions else "Peers: not run (no interpreter).",
-        f"Shared machine (2 cores, other jobs running): 1-minute load average "
-        f"{start_load:.1f} at the start of this run, {os.getloadavg()[0]:.1f} at the end; "
-        "methods are interleaved per seed, so the time ratios are the figures to read.",
+        f"Shared machine (2 cores, other jobs running): {load}; methods are interleaved "
+        "per seed, so the time ratios are the figures to read.",
     ]
     write_results(args.name, columns, rows, notes=notes)
     payload = json.loads(path.read_text())
