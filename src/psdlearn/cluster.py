@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
+from sklearn.metrics import euclidean_distances
 from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -103,8 +104,8 @@ def constraint_units(y, n_samples):
 
 
 def _squared_distances(E, centers):
-    d = ((E * E).sum(1)[:, None] - 2.0 * E @ centers.T + (centers * centers).sum(1)[None])
-    return np.maximum(d, 0.0)
+    # E is X itself, possibly sparse, when the clustering had no learner
+    return euclidean_distances(E, centers, squared=True)
 
 
 def assign_units(cost, edges):
@@ -422,6 +423,10 @@ default=None
         if units is not None:
             labels, centers = constrained_lloyd(E, centers, units, edges)
         dist = _squared_distances(E, centers)
+        if units is None:
+            # a point equidistant from two centres (duplicated points, n_clusters above
+            # the distinct points) gets the first, as predict gives it
+            labels = dist.argmin(1).astype(np.int64)
         self.embedding_ = E
         self.labels_ = labels
         self.cluster_centers_ = centers
@@ -464,7 +469,8 @@ default=None
         embedding (``estimator_.transform``, which gives the training points their rows of
         ``embedding_``; ``X`` itself when ``estimator_`` is None). A row equal to a
         training row whose label is not its nearest centre (``assign="constrained"``)
-        gets that label, so ``predict(X_train)`` equals ``labels_``.
+        gets that label, so ``predict(X_train)`` equals ``labels_`` (a row repeated in
+        ``X_train`` gets the label of its first occurrence).
 
         Parameters
         ----------
