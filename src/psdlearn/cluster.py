@@ -423,10 +423,6 @@ default=None
         if units is not None:
             labels, centers = constrained_lloyd(E, centers, units, edges)
         dist = _squared_distances(E, centers)
-        if units is None:
-            # a point equidistant from two centres (duplicated points, n_clusters above
-            # the distinct points) gets the first, as predict gives it
-            labels = dist.argmin(1).astype(np.int64)
         self.embedding_ = E
         self.labels_ = labels
         self.cluster_centers_ = centers
