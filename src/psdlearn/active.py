@@ -112,7 +112,7 @@ class _Batch:
 
 
 def _check_select_args(X, n_pairs):
-    X = check_array(X, accept_sparse=False, dtype=np.float64)
+    X = check_array(X, accept_sparse=False, dtype=np.float64, input_name="X")
     if not isinstance(n_pairs, numbers.Integral) or n_pairs < 0:
         raise ValueError(f"n_pairs must be a non-negative integer, got {n_pairs!r}.")
     return X

@@ -570,7 +570,7 @@ def triplets_from_labels(X, y, n_triplets=None, random_state=None, n_neighbors=1
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    if X.ndim != 2 or len(X) != len(y):
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"X (n, d) and y (n,) disagree: {X.shape} vs {y.shape}.")
     if int(n_neighbors) < 1:
         raise ValueError(f"n_neighbors must be at least 1, got {n_neighbors}.")

@@ -292,6 +292,8 @@ class NeighborIndex:
         if Q.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {Q.shape[1]} features, the index has "
                              f"{self.n_features_in_}.")
+        if not isinstance(n_neighbors, numbers.Integral):
+            raise TypeError(f"n_neighbors must be an integer, got {n_neighbors!r}.")
         k = int(n_neighbors)
         available = self.n_samples_fit_ - (1 if own else 0)
         if k < 1 or k > available:

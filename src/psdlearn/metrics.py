@@ -137,7 +137,7 @@ def class_separation(Z, y, *, max_exact=EXACT_SEPARATION_MAX, n_pairs=1_000_000,
     Z = np.asarray(Z, dtype=np.float64)
     y = np.asarray(y)
     n = len(Z)
-    if Z.ndim != 2 or len(y) != n:
+    if Z.ndim != 2 or y.ndim != 1 or len(y) != n:
         raise ValueError(f"Z (n, d) and y (n,) disagree: {Z.shape} vs {y.shape}.")
     if not np.all(np.isfinite(Z)):
         raise ValueError("Z contains NaN or inf.")

@@ -181,3 +181,25 @@ def test_label_oracle_names_an_index_out_of_range():
     with pytest.raises(ValueError, match="i=0, j=3: the oracle knows the labels of 3"):
         oracle.query(0, 3)
     assert oracle.n_queries_ == 0
+
+
+def test_kneighbors_refuses_a_non_integer_n_neighbors():
+    index = graph.NeighborIndex("exact").fit(X6)
+    for k in (None, 2.5):
+        with pytest.raises(TypeError, match="n_neighbors must be an integer"):
+            index.kneighbors(n_neighbors=k)
+
+
+def test_labels_as_a_column_are_refused_by_name():
+    y = np.array([[0], [0], [1], [1]])
+    with pytest.raises(ValueError, match="y"):
+        metrics.class_separation(np.zeros((4, 1)), y)
+    with pytest.raises(ValueError, match="y"):
+        pl.triplets_from_labels(np.zeros((4, 1)), y)
+
+
+def test_query_strategies_name_x_with_nan():
+    X = X6.copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        active.ExploreConsolidate(2).select(X, None, 1, random_state=0)
