@@ -273,7 +273,7 @@ class PairwiseConstraints(_SampleIndexRows):
         rng = check_random_state(random_state)
         counts = [_resolve_count(v, n, name) for v, name in ((n_must, "n_must"),
                                                             (n_cannot, "n_cannot"))]
-        labelled = np.flatnonzero(y != -1)
+        labelled = np.flatnonzero(labelled_mask(y))
         yl = y[labelled]
         _, yl_codes, sizes = np.unique(yl, return_inverse=True, return_counts=True)
         n_same = int(np.sum(sizes * (sizes - 1) // 2))
@@ -575,7 +575,7 @@ def triplets_from_labels(X, y, n_triplets=None, random_state=None, n_neighbors=1
     if int(n_neighbors) < 1:
         raise ValueError(f"n_neighbors must be at least 1, got {n_neighbors}.")
     rng = check_random_state(random_state)
-    labelled = np.flatnonzero(y != -1)
+    labelled = np.flatnonzero(labelled_mask(y))
     classes = np.unique(y[labelled])
     if len(classes) < 2:
         raise ValueError("triplets need labelled points from at least 2 classes.")

@@ -203,3 +203,12 @@ def test_query_strategies_name_x_with_nan():
     X[0, 0] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         active.ExploreConsolidate(2).select(X, None, 1, random_state=0)
+
+
+def test_string_labels_minus_one_are_unlabelled():
+    y = np.array(["-1", "-1", "0", "0", "1"])
+    C = pl.PairwiseConstraints.from_labels(y, n_must=1, n_cannot=2, random_state=0)
+    assert set(C.pairs.ravel().tolist()) <= {2, 3, 4}
+    X = np.array([[0.0], [0.1], [1.0], [1.1], [5.0]])
+    T = pl.triplets_from_labels(X, y)
+    assert set(T.ravel().tolist()) <= {2, 3, 4}
