@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 
 import psdlearn as pl
@@ -87,6 +87,8 @@ def pair_rows(draw, n, max_pairs=12, valid=False):
     rows = draw(st.lists(st.tuples(st.integers(lo, hi), st.integers(lo, hi),
                                    st.sampled_from(signs)), max_size=max_pairs))
     if valid:
+        if n >= 3:  # at least a must-link and a cannot-link
+            rows = [(0, 1, 1), (1, n - 1, -1)] + rows
         seen, kept = set(), []
         for i, j, s in rows:
             key = (min(i, j), max(i, j))
@@ -105,6 +107,8 @@ def partial_labels(draw, n, valid=False):
     y = np.array(draw(st.lists(st.sampled_from([-1, 0, 1, 2, 7]), min_size=length,
                                max_size=length)), dtype=np.int64)
     if valid:
+        if n >= 3:  # at least two classes, one of two points
+            y[[0, 1, n - 1]] = [0, 0, 1]
         return y
     kind = draw(st.sampled_from(["int", "int", "float", "nan", "str", "bool", "2d"]))
     if kind == "float":
@@ -221,11 +225,13 @@ def call(fn, *args, expected=DOCUMENTED, **kwargs):
     """
     before = [snapshot(a) for a in args] + [snapshot(v) for v in kwargs.values()]
     out = io.StringIO()
+    name = getattr(fn, "__name__", type(fn).__name__)
     try:
         with contextlib.redirect_stdout(out), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             value = fn(*args, **kwargs)
     except expected as exc:
+        event(f"{name}: {type(exc).__name__}")  # the statistics: how often each outcome
         message = str(exc)
         assert (_ARGUMENT_WORDS.search(message) or _SKLEARN_COMPLEX.search(message)
                 or _names_a_parameter(fn, message)), (
@@ -235,7 +241,8 @@ def call(fn, *args, expected=DOCUMENTED, **kwargs):
         assert out.getvalue() == "", f"printed to stdout: {out.getvalue()[:200]!r}"
         after = list(args) + list(kwargs.values())
         for i, (a, b) in enumerate(zip(after, before, strict=True)):
-            assert same(a, b), f"argument {i} of {getattr(fn, '__name__', fn)} was modified"
+            assert same(a, b), f"argument {i} of {name} was modified"
+    event(f"{name}: returned")
     return value
 
 

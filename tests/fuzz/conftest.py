@@ -20,7 +20,7 @@ _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_t
 
 settings.register_profile("ci", max_examples=25, derandomize=True, deadline=None,
                           suppress_health_check=_QUIET, print_blob=True)
-settings.register_profile("long", max_examples=1000, deadline=None,
+settings.register_profile("long", max_examples=400, deadline=None,
                           suppress_health_check=_QUIET, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 if os.environ.get("FUZZ_EXAMPLES"):  # another number of examples, for a quick look
