@@ -148,8 +148,18 @@ def _public_api_files():
             + _documentation_files())
 
 
+#: private names a file may use, with the reason: the A/B benchmark of the kd-tree's
+#: query blocks sets the block size of the search it times (no public knob exists)
+ALLOWED = {
+    "benchmarks/bench_knn_query_order.py: psdlearn.graph._KD_TREE_BLOCK",
+    "benchmarks/bench_knn_query_order.py: psdlearn.graph._QUERY_WORK",
+}
+
+
 def test_reproductions_benchmarks_examples_and_docs_use_only_public_psdlearn_names():
-    assert private_uses(_public_api_files()) == []
+    uses = private_uses(_public_api_files())
+    assert [use for use in uses if use not in ALLOWED] == []
+    assert ALLOWED <= set(uses), "an allowed private use is gone: remove it from ALLOWED"
 
 
 def test_the_public_api_check_reads_code_in_every_place():
