@@ -47,9 +47,11 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import NearestNeighbors
+from sklearn.neighbors import KDTree, NearestNeighbors
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils.extmath import row_norms
 
+from psdlearn import _exact_knn
 from psdlearn._compat import hnsw_build_threads
 from psdlearn._hnsw import HNSW
 from psdlearn._order import spatial_order
@@ -123,6 +125,8 @@ _QUERY_WORK = 2e8
 #: while each call's fixed cost (about 1 ms) stays small; much smaller blocks slow the
 #: search down several times.
 _KD_TREE_BLOCK = 8192
+#: Leaf size of the kd-tree (scikit-learn's ``NearestNeighbors`` default).
+_KD_TREE_LEAF = 30
 
 
 def _n_threads(n_jobs):
@@ -241,7 +245,11 @@ class NeighborIndex:
         if method == "exact":
             tree = not sp.issparse(X) and d <= KD_TREE_MAX_FEATURES
             self.backend_ = "kd_tree" if tree else "brute"
-            self._nn = NearestNeighbors(algorithm=self.backend_, n_jobs=self.n_jobs).fit(X)
+            self._X = _exact_knn.canonical(X)
+            if tree:
+                self._tree = KDTree(self._X, leaf_size=_KD_TREE_LEAF)
+            else:
+                self._norms = row_norms(self._X, squared=True)
         else:
             self.backend_ = "hnsw"
             self._build_hnsw(X)
@@ -370,8 +378,14 @@ class NeighborIndex:
             ef = max(int(np.ceil(HNSW_EF_FACTOR * k)), HNSW_EF_MIN)
             tie = HNSW_INTEGER_TIE_FACTOR if self._hnsw.integer else HNSW_TIE_FACTOR
             return self._hnsw.search(Q, k, entry, ef=ef, tie_factor=tie)
-        dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
-        return dist, ind.astype(np.int64)
+        # exact: candidates by the tree or by BLAS, ranked by (canonical distance, index)
+        # so that the lists depend on the values only, not on the container
+        if self.backend_ == "kd_tree":
+            Q = _exact_knn.canonical(Q.toarray() if sp.issparse(Q) else Q)
+            return _exact_knn.tree_search(self._tree, Q, self._X, k, _n_threads(self.n_jobs))
+        Q = (sp.csr_matrix(Q) if sp.issparse(self._X) else
+             Q.toarray() if sp.issparse(Q) else Q)
+        return _exact_knn.brute_force(_exact_knn.canonical(Q), self._X, self._norms, k)
 
     def estimate_recall(self, n_neighbors, n_queries=256, random_state=None):
         """Mean recall@k of :meth:`kneighbors` on indexed points, against exact neighbours.

@@ -1,0 +1,189 @@
+"""Exact k-nearest-neighbour lists that depend on the values of the points only.
+
+The exact backends of :class:`psdlearn.graph.NeighborIndex` find candidates fast (BLAS
+products for brute force, scikit-learn's kd-tree) and then rank them exactly:
+
+1. **Canonical distances.** The squared distance of two rows is recomputed as the sum of
+   ``(x_c - y_c)^2`` over the columns ``c`` in increasing order, one addition at a time.
+   Adding the ``0.0`` of a column where both rows are zero leaves the sum unchanged, so
+   the same values give bit-identical distances whether the rows are dense or sparse,
+   C- or F-ordered, float32 or float64 holding the same numbers.
+2. **Ties by index.** The ``k`` neighbours are the first ``k`` in (distance, index) order.
+3. **Complete candidates.** A fast distance ``a`` of a pair differs from its canonical
+   value ``e`` by at most ``tau`` (below). With ``a_k`` the fast ``k``-th smallest, the
+   canonical ``k``-th smallest is at most ``a_k + tau`` and every point at most that far
+   has ``a <= a_k + 2 tau``: those are the candidates, a superset of the answer.
+
+For the brute-force products ``a = |q|^2 + |x|^2 - 2 q.x``, the rounding error of each
+dot product of ``d`` terms is at most ``d u |q| |x|`` (``u`` the unit roundoff; Higham
+2002, eq. 3.5, any summation order), so ``tau = BRUTE_ERROR_FACTOR (d + 2) u
+(|q|^2 + max |x|^2)`` covers the sum with a margin. The kd-tree sums the same squares in
+another association: ``|a - e| <= (d + 2) u e``.
+
+Reference: Higham, N. J. (2002). Accuracy and Stability of Numerical Algorithms, 2nd ed.
+SIAM, section 3.1.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit, prange
+from sklearn.utils.extmath import row_norms, safe_sparse_dot
+
+#: Safety factor on the rounding bound ``(d + 2) u (|q|^2 + |x|^2)`` of a brute-force
+#: squared distance: a wider margin only adds candidates, never changes the answer.
+BRUTE_ERROR_FACTOR = 4.0
+#: The same for the kd-tree's squared distances, relative to their value.
+TREE_ERROR_FACTOR = 4.0
+_U = np.finfo(np.float64).eps / 2
+#: Entries of the fast distance block of one chunk of queries (64 MiB of float64).
+_BLOCK_ENTRIES = 1 << 23
+
+
+@njit(cache=True, parallel=True)
+def _sqdist_dense(Q, X, rows, cols):
+    """``sum_c (Q[rows[t], c] - X[cols[t], c])^2``, columns in order, one add at a time."""
+    out = np.empty(len(rows))
+    d = Q.shape[1]
+    for t in prange(len(rows)):
+        q, x = rows[t], cols[t]
+        s = 0.0
+        for c in range(d):
+            diff = Q[q, c] - X[x, c]
+            s += diff * diff
+        out[t] = s
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _sqdist_csr(q_data, q_ind, q_ptr, x_data, x_ind, x_ptr, rows, cols):
+    """:func:`_sqdist_dense` over CSR rows (sorted, no duplicates): the stored columns
+    merged in increasing order; a column missing from one row is its 0."""
+    out = np.empty(len(rows))
+    for t in prange(len(rows)):
+        a, a_end = q_ptr[rows[t]], q_ptr[rows[t] + 1]
+        b, b_end = x_ptr[cols[t]], x_ptr[cols[t] + 1]
+        s = 0.0
+        while a < a_end or b < b_end:
+            if b >= b_end or (a < a_end and q_ind[a] < x_ind[b]):
+                diff = q_data[a]
+                a += 1
+            elif a >= a_end or x_ind[b] < q_ind[a]:
+                diff = -x_data[b]
+                b += 1
+            else:
+                diff = q_data[a] - x_data[b]
+                a += 1
+                b += 1
+            s += diff * diff
+        out[t] = s
+    return out
+
+
+def canonical(X):
+    """``X`` (float64, from validation) in the layout the exact kernels read: dense rows
+    contiguous, CSR with sorted column indices and no duplicates. A copy only when needed;
+    the caller's matrix is never modified."""
+    if sp.issparse(X):
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        return X
+    return np.ascontiguousarray(X)
+
+
+def squared_distances(Q, X, rows, cols):
+    """Canonical squared distances of the pairs ``(Q[rows[t]], X[cols[t]])``.
+
+    ``Q`` and ``X`` as returned by :func:`canonical`, both dense or both CSR.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    if sp.issparse(X):
+        return _sqdist_csr(Q.data, Q.indices, Q.indptr, X.data, X.indices, X.indptr,
+                           rows, cols)
+    return _sqdist_dense(Q, X, rows, cols)
+
+
+def rank_candidates(Q, X, rows, cols, n_queries, k):
+    """The ``k`` first candidates of each query in (canonical distance, index) order.
+
+    ``rows``, ``cols``: candidate pairs, at least ``k`` per query. Returns
+    ``(distances, indices)`` of shape ``(n_queries, k)``: Euclidean distances (square roots
+    of the canonical squared distances) and int64 indices.
+    """
+    d2 = squared_distances(Q, X, rows, cols)
+    order = np.lexsort((cols, d2, rows))
+    counts = np.bincount(rows, minlength=n_queries)
+    rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
+    first = order[rank < k]
+    return (np.sqrt(d2[first]).reshape(n_queries, k),
+            cols[first].astype(np.int64).reshape(n_queries, k))
+
+
+def brute_force(Q, X, x_norms, k):
+    """Exact ``k`` nearest rows of ``X`` for each row of ``Q`` (both :func:`canonical`,
+    both dense or both CSR; ``x_norms``: the squared row norms of ``X``)."""
+    n_q, n = Q.shape[0], X.shape[0]
+    tau_scale = BRUTE_ERROR_FACTOR * (X.shape[1] + 2) * _U
+    x_max = float(x_norms.max()) if n else 0.0
+    step = max(1, _BLOCK_ENTRIES // max(n, 1))
+    dist = np.empty((n_q, k))
+    ind = np.empty((n_q, k), dtype=np.int64)
+    for start in range(0, n_q, step):
+        block = Q[start:start + step]
+        q_norms = row_norms(block, squared=True)
+        fast = safe_sparse_dot(block, X.T, dense_output=True)
+        fast *= -2.0
+        fast += q_norms[:, None]
+        fast += x_norms[None, :]
+        kth = np.partition(fast, k - 1, axis=1)[:, k - 1]
+        tau = tau_scale * (q_norms + x_max)
+        rows, cols = np.nonzero(fast <= (kth + 2.0 * tau)[:, None])
+        stop = start + block.shape[0]
+        dist[start:stop], ind[start:stop] = rank_candidates(block, X, rows, cols,
+                                                            block.shape[0], k)
+    return dist, ind
+
+
+def _threaded(func, Q, n_threads):
+    """``func(Q_part)`` over row slices of ``Q`` on ``n_threads`` threads (the tree's
+    queries release the GIL), results concatenated."""
+    size = max(1, -(-len(Q) // n_threads))
+    parts = [Q[i:i + size] for i in range(0, len(Q), size)]
+    if len(parts) <= 1:
+        return func(Q)
+    with ThreadPoolExecutor(len(parts)) as pool:
+        results = list(pool.map(func, parts))
+    if isinstance(results[0], tuple):
+        return tuple(np.concatenate(r) for r in zip(*results, strict=True))
+    return np.concatenate(results)
+
+
+def tree_search(tree, Q, X, k, n_threads=1):
+    """Exact ``k`` nearest for the dense rows ``Q`` by the kd-tree ``tree``
+    (:class:`sklearn.neighbors.KDTree`) over the dense ``X`` (both :func:`canonical`).
+
+    The tree returns ``k + 1`` neighbours; a query whose ``(k + 1)``-th tree distance lies
+    beyond the candidate radius has all its candidates among them, the others (ties or
+    near-ties across the ``k``-th place) ask the tree for every point within the radius.
+    """
+    n_q, n = Q.shape[0], X.shape[0]
+    k_tree = min(k + 1, n)
+    t_dist, t_ind = _threaded(lambda part: tree.query(part, k=k_tree), Q, n_threads)
+    # tree distances are square roots of sums within relative rel of the canonical ones
+    rel = TREE_ERROR_FACTOR * (X.shape[1] + 2) * _U
+    radius = t_dist[:, k - 1] * (1.0 + rel)
+    inside = t_dist <= radius[:, None]
+    crossing = inside[:, -1] if k_tree > k else np.zeros(n_q, bool)
+    rows, cols = np.nonzero(inside & ~crossing[:, None])
+    cols = t_ind[rows, cols]
+    if crossing.any():
+        which = np.flatnonzero(crossing)
+        found = tree.query_radius(Q[which], r=radius[which])
+        rows = np.concatenate([rows, np.repeat(which, [len(f) for f in found])])
+        cols = np.concatenate([cols, *found])
+    return rank_candidates(Q, X, rows.astype(np.int64), cols.astype(np.int64), n_q, k)
