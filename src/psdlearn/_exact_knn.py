@@ -187,3 +187,59 @@ def tree_search(tree, Q, X, k, n_threads=1):
         rows = np.concatenate([rows, np.repeat(which, [len(f) for f in found])])
         cols = np.concatenate([cols, *found])
     return rank_candidates(Q, X, rows.astype(np.int64), cols.astype(np.int64), n_q, k)
+
+
+#: Seed of the fixed directions of :func:`value_order` (any fixed value: the order only
+#: has to be the same from one call to the next).
+_ORDER_SEED = 20_151_009
+#: Number of fixed directions: rows are sorted by their projection on the first, ties
+#: (equal rows, or a coincidence of the first sums) by the next.
+_ORDER_KEYS = 2
+
+
+@njit(cache=True)
+def _project_dense(X, W):
+    out = np.empty((X.shape[0], W.shape[1]))
+    for i in range(X.shape[0]):
+        for j in range(W.shape[1]):
+            s = 0.0
+            for c in range(X.shape[1]):
+                s += X[i, c] * W[c, j]
+            out[i, j] = s
+    return out
+
+
+@njit(cache=True)
+def _project_csr(data, ind, ptr, W):
+    out = np.empty((len(ptr) - 1, W.shape[1]))
+    for i in range(len(ptr) - 1):
+        for j in range(W.shape[1]):
+            s = 0.0
+            for t in range(ptr[i], ptr[i + 1]):
+                s += data[t] * W[ind[t], j]
+            out[i, j] = s
+    return out
+
+
+def value_order(X):
+    """An order of the rows of ``X`` set by their values, not by their positions.
+
+    Rows are sorted by their projections on fixed pseudo-random directions, summed over
+    the columns in increasing order one addition at a time (a stored or a missing zero
+    adds ``0.0``): the same rows in any order, in any container, get the same keys, so
+    ``X[value_order(X)]`` is the same matrix for every row permutation of ``X``, except
+    among equal rows, which keep their input order.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features), float64
+
+    Returns
+    -------
+    order : ndarray of shape (n_samples,), int64
+    """
+    W = np.random.default_rng(_ORDER_SEED).standard_normal((X.shape[1], _ORDER_KEYS))
+    X = canonical(sp.csr_matrix(X) if sp.issparse(X) else X)
+    keys = (_project_csr(X.data, X.indices, X.indptr, W) if sp.issparse(X)
+            else _project_dense(X, W))
+    return np.lexsort(keys.T[::-1]).astype(np.int64)

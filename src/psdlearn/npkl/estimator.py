@@ -33,10 +33,12 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn._exact_knn import value_order
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
     build_laplacian,
+    in_order,
     is_training_data,
     joint_laplacian,
     transform_neighbors,
@@ -497,11 +499,16 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._rank_cap = max(rule, rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
-        self.gamma_ = self._resolve_gamma(L, C)
-        problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
+        # gamma_0 and the solver see the points in an order set by their values, so that
+        # the random start and sweep orders follow the points, not their positions
+        order = value_order(self.X_fit_) if self.graph == "knn" else None
+        L_o, pairs_o = in_order(L, C.pairs, order)
+        self.gamma_ = self._resolve_gamma(L_o, pairs_o, C.signs)
+        problem = NPKLProblem(L_o, pairs_o, C.signs.astype(np.float64), self.loss,
                               self.gamma_, float(self.b))
         start = time.perf_counter()
-        solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
+        solve_rounds(self, spec, problem, rank, check_random_state(self.random_state),
+                     order=order)
         self.fit_time_ = time.perf_counter() - start
         warn_uncertified(self)
         self.n_neighbors_transform_ = self.n_neighbors_
@@ -587,12 +594,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                         else label_pairs(side.codes))
         return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
 
-    def _resolve_gamma(self, L, C):
+    def _resolve_gamma(self, L, pairs, signs):
         if self.gamma != "auto":
             return float(self.gamma)
         from psdlearn.npkl.gamma import auto_gamma
 
-        gamma, _ = auto_gamma(L, C.pairs, C.signs, self.loss)
+        gamma, _ = auto_gamma(L, pairs, signs, self.loss)
         if not np.isfinite(gamma):
             warnings.warn("gamma='auto': no nonzero kernel lowers the loss of these "
                           "constraints (lambda_max(G, L) <= 0), so K = 0 is optimal for "
