@@ -146,6 +146,7 @@ def test_row_permutation_permutes_the_model(loss, solver):
         b = pl.NPKL(**kw).fit(X[perm], Cp)
     assert abs(b.laplacian_[where][:, where] - a.laplacian_).max() <= 1e-14
     assert b.gamma_ == pytest.approx(a.gamma_, rel=1e-9)
+    assert b.n_neighbors_transform_ == a.n_neighbors_transform_
     K_a = a.embedding_ @ a.embedding_.T
     K_b = (b.embedding_ @ b.embedding_.T)[where][:, where]
     assert np.abs(K_a - K_b).max() <= 1e-6 * np.abs(K_a).max()

@@ -26,8 +26,6 @@ SIAM, section 3.1.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
@@ -108,85 +106,135 @@ def squared_distances(Q, X, rows, cols):
     return _sqdist_dense(Q, X, rows, cols)
 
 
+@njit(cache=True, parallel=True)
+def _first_k(ptr, cols, d2, k):
+    """For each row (candidates ``ptr[i]:ptr[i + 1]``), the ``k`` first candidates in
+    (squared distance, index) order, by insertion into a sorted buffer."""
+    n_q = len(ptr) - 1
+    out_d = np.empty((n_q, k))
+    out_i = np.empty((n_q, k), dtype=np.int64)
+    for i in prange(n_q):
+        best_d = np.full(k, np.inf)
+        best_i = np.full(k, np.iinfo(np.int64).max)
+        for t in range(ptr[i], ptr[i + 1]):
+            dv, cv = d2[t], cols[t]
+            if dv < best_d[k - 1] or (dv == best_d[k - 1] and cv < best_i[k - 1]):
+                pos = k - 1
+                while pos > 0 and (best_d[pos - 1] > dv
+                                   or (best_d[pos - 1] == dv and best_i[pos - 1] > cv)):
+                    best_d[pos] = best_d[pos - 1]
+                    best_i[pos] = best_i[pos - 1]
+                    pos -= 1
+                best_d[pos] = dv
+                best_i[pos] = cv
+        out_d[i] = np.sqrt(best_d)
+        out_i[i] = best_i
+    return out_d, out_i
+
+
 def rank_candidates(Q, X, rows, cols, n_queries, k):
     """The ``k`` first candidates of each query in (canonical distance, index) order.
 
-    ``rows``, ``cols``: candidate pairs, at least ``k`` per query. Returns
+    ``rows``, ``cols``: candidate pairs, at least ``k`` distinct per query. Returns
     ``(distances, indices)`` of shape ``(n_queries, k)``: Euclidean distances (square roots
     of the canonical squared distances) and int64 indices.
     """
+    if len(rows) > 1 and np.any(rows[1:] < rows[:-1]):
+        order = np.argsort(rows, kind="stable")
+        rows, cols = rows[order], cols[order]
     d2 = squared_distances(Q, X, rows, cols)
-    order = np.lexsort((cols, d2, rows))
-    counts = np.bincount(rows, minlength=n_queries)
-    rank = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
-    first = order[rank < k]
-    return (np.sqrt(d2[first]).reshape(n_queries, k),
-            cols[first].astype(np.int64).reshape(n_queries, k))
+    ptr = np.zeros(n_queries + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_queries), out=ptr[1:])
+    return _first_k(ptr, cols, d2, k)
+
+
+@njit(cache=True, parallel=True)
+def _brute_candidates(G, q_norms, x_norms, k, tau):
+    """Candidates of each row of a block: the ``j`` with ``a_ij <= a_(k) + 2 tau_i``,
+    ``a_ij = |q_i|^2 + |x_j|^2 - 2 G_ij`` the fast squared distances and ``a_(k)`` the
+    ``k``-th smallest of row ``i``. Returns ``(rows, cols)``."""
+    b, n = G.shape
+    thresholds = np.empty(b)
+    counts = np.zeros(b + 1, dtype=np.int64)
+    for i in prange(b):
+        best = np.full(k, np.inf)   # the k smallest so far; worst at best[top]
+        top = 0
+        for j in range(n):
+            a = q_norms[i] + x_norms[j] - 2.0 * G[i, j]
+            if a < best[top]:
+                best[top] = a
+                for t in range(k):
+                    if best[t] > best[top]:
+                        top = t
+        thresholds[i] = best[top] + 2.0 * tau[i]
+        c = 0
+        for j in range(n):
+            if q_norms[i] + x_norms[j] - 2.0 * G[i, j] <= thresholds[i]:
+                c += 1
+        counts[i + 1] = c
+    offsets = np.cumsum(counts)
+    rows = np.empty(offsets[-1], dtype=np.int64)
+    cols = np.empty(offsets[-1], dtype=np.int64)
+    for i in prange(b):
+        at = offsets[i]
+        for j in range(n):
+            if q_norms[i] + x_norms[j] - 2.0 * G[i, j] <= thresholds[i]:
+                rows[at] = i
+                cols[at] = j
+                at += 1
+    return rows, cols
 
 
 def brute_force(Q, X, x_norms, k):
-    """Exact ``k`` nearest rows of ``X`` for each row of ``Q`` (both :func:`canonical`,
-    both dense or both CSR; ``x_norms``: the squared row norms of ``X``)."""
-    n_q, n = Q.shape[0], X.shape[0]
-    tau_scale = BRUTE_ERROR_FACTOR * (X.shape[1] + 2) * _U
-    x_max = float(x_norms.max()) if n else 0.0
+    """Exact ``k`` nearest rows of ``X`` for each row of ``Q``, ties by index (both
+    :func:`canonical`, both dense or both CSR; ``x_norms``: the squared row norms of
+    ``X``). One BLAS product per block of queries gives the fast distances and the
+    candidates (module docstring), which are then ranked exactly."""
+    n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
+    tau_scale = BRUTE_ERROR_FACTOR * (d + 2) * _U
+    x_max = float(x_norms.max())
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
     dist = np.empty((n_q, k))
     ind = np.empty((n_q, k), dtype=np.int64)
     for start in range(0, n_q, step):
         block = Q[start:start + step]
         q_norms = row_norms(block, squared=True)
-        fast = safe_sparse_dot(block, X.T, dense_output=True)
-        fast *= -2.0
-        fast += q_norms[:, None]
-        fast += x_norms[None, :]
-        kth = np.partition(fast, k - 1, axis=1)[:, k - 1]
-        tau = tau_scale * (q_norms + x_max)
-        rows, cols = np.nonzero(fast <= (kth + 2.0 * tau)[:, None])
+        G = np.ascontiguousarray(safe_sparse_dot(block, X.T, dense_output=True))
+        rows, cols = _brute_candidates(G, q_norms, x_norms, k, tau_scale * (q_norms + x_max))
         stop = start + block.shape[0]
         dist[start:stop], ind[start:stop] = rank_candidates(block, X, rows, cols,
                                                             block.shape[0], k)
     return dist, ind
 
 
-def _threaded(func, Q, n_threads):
-    """``func(Q_part)`` over row slices of ``Q`` on ``n_threads`` threads (the tree's
-    queries release the GIL), results concatenated."""
-    size = max(1, -(-len(Q) // n_threads))
-    parts = [Q[i:i + size] for i in range(0, len(Q), size)]
-    if len(parts) <= 1:
-        return func(Q)
-    with ThreadPoolExecutor(len(parts)) as pool:
-        results = list(pool.map(func, parts))
-    if isinstance(results[0], tuple):
-        return tuple(np.concatenate(r) for r in zip(*results, strict=True))
-    return np.concatenate(results)
+def tree_search(nn, Q, X, k):
+    """Exact ``k`` nearest rows of the dense ``X`` for each dense row of ``Q``, ties by
+    index, with scikit-learn's kd-tree ``NearestNeighbors`` ``nn`` fitted on ``X``.
 
-
-def tree_search(tree, Q, X, k, n_threads=1):
-    """Exact ``k`` nearest for the dense rows ``Q`` by the kd-tree ``tree``
-    (:class:`sklearn.neighbors.KDTree`) over the dense ``X`` (both :func:`canonical`).
-
-    The tree returns ``k + 1`` neighbours; a query whose ``(k + 1)``-th tree distance lies
-    beyond the candidate radius has all its candidates among them, the others (ties or
-    near-ties across the ``k``-th place) ask the tree for every point within the radius.
+    ``nn`` returns ``k + 1`` neighbours; a query whose ``(k + 1)``-th lies beyond the
+    candidate radius has all its candidates among them, the others (ties or near-ties
+    across the ``k``-th place) ask the tree for every point within the radius, grouped
+    by radius (integer data has few).
     """
-    n_q, n = Q.shape[0], X.shape[0]
-    k_tree = min(k + 1, n)
-    t_dist, t_ind = _threaded(lambda part: tree.query(part, k=k_tree), Q, n_threads)
-    # tree distances are square roots of sums within relative rel of the canonical ones
-    rel = TREE_ERROR_FACTOR * (X.shape[1] + 2) * _U
-    radius = t_dist[:, k - 1] * (1.0 + rel)
-    inside = t_dist <= radius[:, None]
-    crossing = inside[:, -1] if k_tree > k else np.zeros(n_q, bool)
+    n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
+    k_nn = min(k + 1, n)
+    dist, ind = nn.kneighbors(Q, n_neighbors=k_nn)
+    # tree distances: square roots of sums within a relative (d + 2) u of the canonical
+    # ones; the last factor covers the square roots' own rounding
+    radius = dist[:, k - 1] * (1.0 + TREE_ERROR_FACTOR * (d + 2) * _U) * (1.0 + 8.0 * _U)
+    inside = dist <= radius[:, None]
+    crossing = inside[:, -1] if k_nn > k else np.zeros(n_q, dtype=bool)
     rows, cols = np.nonzero(inside & ~crossing[:, None])
-    cols = t_ind[rows, cols]
-    if crossing.any():
-        which = np.flatnonzero(crossing)
-        found = tree.query_radius(Q[which], r=radius[which])
-        rows = np.concatenate([rows, np.repeat(which, [len(f) for f in found])])
-        cols = np.concatenate([cols, *found])
-    return rank_candidates(Q, X, rows.astype(np.int64), cols.astype(np.int64), n_q, k)
+    parts_r, parts_c = [rows], [ind[rows, cols]]
+    which = np.flatnonzero(crossing)
+    for r in np.unique(radius[which]):
+        group = which[radius[which] == r]
+        found = nn.radius_neighbors(Q[group], radius=r, return_distance=False)
+        parts_r.append(np.repeat(group, [len(f) for f in found]))
+        parts_c.extend(found)
+    rows = np.concatenate(parts_r).astype(np.int64)
+    cols = np.concatenate(parts_c).astype(np.int64)
+    return rank_candidates(Q, X, rows, cols, n_q, k)
 
 
 #: Seed of the fixed directions of :func:`value_order` (any fixed value: the order only

@@ -47,7 +47,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import KDTree, NearestNeighbors
+from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.extmath import row_norms
 
@@ -125,8 +125,6 @@ _QUERY_WORK = 2e8
 #: while each call's fixed cost (about 1 ms) stays small; much smaller blocks slow the
 #: search down several times.
 _KD_TREE_BLOCK = 8192
-#: Leaf size of the kd-tree (scikit-learn's ``NearestNeighbors`` default).
-_KD_TREE_LEAF = 30
 
 
 def _n_threads(n_jobs):
@@ -247,7 +245,7 @@ class NeighborIndex:
             self.backend_ = "kd_tree" if tree else "brute"
             self._X = _exact_knn.canonical(X)
             if tree:
-                self._tree = KDTree(self._X, leaf_size=_KD_TREE_LEAF)
+                self._nn = NearestNeighbors(algorithm="kd_tree", n_jobs=self.n_jobs).fit(X)
             else:
                 self._norms = row_norms(self._X, squared=True)
         else:
@@ -380,12 +378,11 @@ class NeighborIndex:
             return self._hnsw.search(Q, k, entry, ef=ef, tie_factor=tie)
         # exact: candidates by the tree or by BLAS, ranked by (canonical distance, index)
         # so that the lists depend on the values only, not on the container
+        Q = _exact_knn.canonical(sp.csr_matrix(Q) if sp.issparse(self._X) else
+                                 Q.toarray() if sp.issparse(Q) else Q)
         if self.backend_ == "kd_tree":
-            Q = _exact_knn.canonical(Q.toarray() if sp.issparse(Q) else Q)
-            return _exact_knn.tree_search(self._tree, Q, self._X, k, _n_threads(self.n_jobs))
-        Q = (sp.csr_matrix(Q) if sp.issparse(self._X) else
-             Q.toarray() if sp.issparse(Q) else Q)
-        return _exact_knn.brute_force(_exact_knn.canonical(Q), self._X, self._norms, k)
+            return _exact_knn.tree_search(self._nn, Q, self._X, k)
+        return _exact_knn.brute_force(Q, self._X, self._norms, k)
 
     def estimate_recall(self, n_neighbors, n_queries=256, random_state=None):
         """Mean recall@k of :meth:`kneighbors` on indexed points, against exact neighbours.

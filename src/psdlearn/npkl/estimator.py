@@ -515,7 +515,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if self.neighbor_index_ is not None:
             self.n_neighbors_transform_ = select_n_neighbors(
                 self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
-                self.n_neighbors_, self.random_state)
+                self.n_neighbors_, self.random_state, order=order)
         self.laplacian_ = L
         self.side_info_ = C
         self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
