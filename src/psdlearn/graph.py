@@ -16,9 +16,12 @@ degree matrix. The eigenvalues of ``D^{-1/2} S D^{-1/2}`` lie in ``[-1, 1]``, so
 All neighbour searches of the library go through :class:`NeighborIndex`:
 
 - ``"exact"``: scikit-learn's kd-tree in at most :data:`KD_TREE_MAX_FEATURES` dense
-  dimensions (queries in Z-order, :mod:`psdlearn._order`), else its brute force
-  (squared distances by BLAS products, in chunks of queries, on all cores; dense or CSR
-  input, sparse input is never densified);
+  dimensions (queries in Z-order, :mod:`psdlearn._order`), else brute force (squared
+  distances by BLAS products, in chunks of queries, on all cores; dense or CSR input,
+  sparse input is never densified). Both only propose candidates: the lists are the
+  first ``k`` in (distance, index) order, with every distance recomputed as a sum over
+  the columns in a fixed order, so the same values give bit-identical lists from dense
+  (C or F order), CSR, CSC, float32 or float64 input (:mod:`psdlearn._exact_knn`);
 - ``"approximate"``: a hierarchical navigable small world (HNSW) graph (faiss-cpu's
   ``IndexHNSWFlat``, optional extra ``ann``; Malkov & Yashunin 2020), deterministic for a
   given seed on one thread (``n_jobs=1``). On integer-valued data it indexes the distinct
@@ -167,7 +170,9 @@ class NeighborIndex:
     ----------
     method : {"auto", "exact", "approximate"}, default="auto"
         ``"exact"``: kd-tree in at most ``KD_TREE_MAX_FEATURES`` dense dimensions, else
-        brute force (BLAS, chunked, sparse input kept sparse). ``"approximate"``: HNSW
+        brute force (BLAS, chunked, sparse input kept sparse); the ``k`` first points
+        in (distance, index) order, the same lists for the same values in any container.
+        ``"approximate"``: HNSW
         (faiss); among points tied at the k-th distance it keeps the lowest indices of
         the ``HNSW_TIE_FACTOR * k`` candidates it found, as the exact search tends to, and
         on integer-valued data it searches by (distance, index) (``HNSW_INDEX_BIAS``).

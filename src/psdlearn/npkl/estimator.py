@@ -189,7 +189,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Start from the previous ``embedding_`` when it has the shape of this fit
         (``bcd`` and ``admm``).
     random_state : int, RandomState instance or None, default=None
-        Seeds the initial ``E`` and the order of the rows in each sweep.
+        Seeds the initial ``E`` and the order of the rows in each sweep. With
+        ``graph="knn"`` both are drawn for the points ordered by their values (fixed
+        projections), not by their positions: the rows of ``X`` in another order, with
+        the pairs relabelled to match, give the same model with its rows in that order
+        (points tied at the k-th distance are ranked by index, see
+        :class:`psdlearn.graph.NeighborIndex`).
     verbose : int, default=0
         ``verbose >= 1``: progress bars on stderr (neighbour search, then the sweeps).
     unconstrained, omega, hinge_smoothing, sdp_max_samples, sdp_force, rho, init, B : deprecated

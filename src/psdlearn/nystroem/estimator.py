@@ -486,7 +486,9 @@ default="kmeans"
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training points; sparse input is converted to CSR (the landmarks are dense).
+            Training points; sparse input is converted to CSR (the landmarks are dense;
+            k-means clusters a dense copy of it up to ``DENSE_KMEANS_MAX_ENTRIES``
+            entries, so that it gives the landmarks of the dense array).
         y : None, array-like of shape (n_samples,) or (m, 3), or PairwiseConstraints
             Side information, as above.
 
