@@ -138,13 +138,23 @@ def _laplacian_from_sklearn(X):
 def npkl_rows(n):
     X, y = pl.datasets.load("a1a")
     X, y = X[:n], y[:n]
-    C = pl.PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=0)
     L_dense, L_sparse = _laplacian_from_sklearn(X), _laplacian_from_sklearn(sp.csr_matrix(X))
-    rows = [{"case": "sklearn lists (before)", "n": len(X),
+    rows = [{"data": "a1a", "case": "sklearn lists (before)", "n": len(X),
              "laplacian_entries_differ": int((L_dense != L_sparse).nnz),
              "largest_difference": float(abs(L_dense - L_sparse).max()),
              "gamma_a": "", "gamma_b": "", "objective_a": "", "objective_b": "",
              "kernel_rel_diff": ""}]
+    rows += _npkl_pair_rows("a1a", X, y)
+    # continuous features, no ties: the row order must not matter
+    rng = np.random.default_rng(0)
+    labels = np.arange(n) % 2
+    Z = rng.normal(size=(n, 10)) + 2.0 * np.eye(10)[labels]
+    return rows + _npkl_pair_rows("Gaussian blobs, 10-d", Z, labels)
+
+
+def _npkl_pair_rows(data, X, y):
+    C = pl.PairwiseConstraints.from_labels(y, n_must=0.6, n_cannot=0.6, random_state=0)
+    rows = []
     perm = np.random.default_rng(1).permutation(len(X))
     where = np.argsort(perm)
     with warnings.catch_warnings():
@@ -161,7 +171,7 @@ def npkl_rows(n):
         L_b = b.laplacian_[back][:, back]
         K_b = (b.embedding_ @ b.embedding_.T)[back][:, back]
         rows.append({
-            "case": f"NPKL dense vs {name}", "n": len(X),
+            "data": data, "case": f"NPKL dense vs {name}", "n": len(X),
             "laplacian_entries_differ": int((a.laplacian_ != L_b).nnz),
             "largest_difference": float(abs(a.laplacian_ - L_b).max()),
             "gamma_a": round(a.gamma_, 6), "gamma_b": round(b.gamma_, 6),
@@ -216,6 +226,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tables", nargs="+", default=["exact", "npkl", "approximate"])
     args = parser.parse_args()
     start_load = os.getloadavg()[0]
     if args.quick:
@@ -230,8 +241,15 @@ def main():
                  ("grid (ties)", _grid, 100_000, 3)]
         approx = [("Gaussian", _gaussian, 20_000, 10), ("a1a (binary)", _a_set("a1a"), 1605, 0),
                   ("a9a (binary)", _a_set("a9a"), 10_000, 0)]
-    note_load = load_note(start_load)
-    rows = exact_rows(exact, args.repeats)
+    if "exact" in args.tables:
+        write_exact(exact_rows(exact, args.repeats), load_note(start_load))
+    if "npkl" in args.tables:
+        write_npkl(npkl_rows(400 if args.quick else 1605), load_note(start_load))
+    if "approximate" in args.tables:
+        write_approximate(approximate_rows(approx), load_note(start_load))
+
+
+def write_exact(rows, note_load):
     write_results("invariance_exact", list(rows[0]), rows, notes=[
         "sklearn_s / former_s / psdlearn_s: median wall seconds of fit + "
         "kneighbors(n_neighbors=10) of the indexed points: scikit-learn's NearestNeighbors "
@@ -240,13 +258,19 @@ def main():
         "*_rows_dense_ne_csr: rows whose lists differ between the dense and the CSR copy "
         "of the same array.",
         note_load])
-    rows = npkl_rows(400 if args.quick else 1605)
+
+
+def write_npkl(rows, note_load):
     write_results("invariance_npkl", list(rows[0]), rows, notes=[
-        "NPKL(loss='square', n_neighbors=10, random_state=0) on a1a, constraints "
-        "from_labels(n_must=0.6, n_cannot=0.6, random_state=0); permuted: rows in a random "
-        "order (seed 1), constraints relabelled; kernel_rel_diff: max |K_a - K_b| / max |K_a| "
-        "(K = embedding_ @ embedding_.T, rows mapped back).", note_load])
-    rows = approximate_rows(approx)
+        "NPKL(loss='square', n_neighbors=10, random_state=0) on a1a (binary features, ties "
+        "at the 10th distance) and on two Gaussian blobs in 10-d (seed 0, no ties), "
+        "constraints from_labels(n_must=0.6, n_cannot=0.6, random_state=0); permuted: rows "
+        "in a random order (seed 1), constraints relabelled; kernel_rel_diff: "
+        "max |K_a - K_b| / max |K_a| (K = embedding_ @ embedding_.T, rows mapped back).",
+        note_load])
+
+
+def write_approximate(rows, note_load):
     write_results("invariance_approximate", list(rows[0]), rows, notes=[
         "NeighborIndex('approximate', n_jobs=1, random_state=0), k = 10; recall: tie-aware "
         "recall@10 against the exact search, over all points; overlap_permuted: mean "

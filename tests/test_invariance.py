@@ -52,7 +52,8 @@ def _by_distance_then_index(X, Q, k, own):
     return np.sqrt(np.take_along_axis(D2, ind, axis=1)), ind
 
 
-@pytest.mark.parametrize("d", [3, 30])   # kd-tree (dense) and brute force
+# kd-tree (dense), direct canonical distances (dense, few features), BLAS candidates
+@pytest.mark.parametrize("d", [3, 12, 30])
 def test_exact_lists_identical_in_every_container(d):
     X, _ = _binary(300, d, seed=d)
     Q = _binary(40, d, seed=d + 1)[0]
@@ -200,6 +201,23 @@ def test_permutation_with_ties_keeps_each_points_distances():
     _, sigma_a = pl.graph.knn_graph(X, n_neighbors=10, knn_method="exact")
     _, sigma_b = pl.graph.knn_graph(X[perm], n_neighbors=10, knn_method="exact")
     assert sigma_a == pytest.approx(sigma_b, rel=1e-12)
+
+
+def test_ctrl_c_in_the_exact_search_raises_keyboard_interrupt():
+    """A Ctrl-C that lands in a compiled kernel of the search is the user's interrupt,
+    not a SystemError."""
+    import _thread
+    import threading
+
+    X = np.random.default_rng(0).normal(size=(60_000, 10))
+    NeighborIndex("exact").fit(X[:50]).kneighbors(n_neighbors=3)   # compiled already
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            NeighborIndex("exact").fit(X).kneighbors(n_neighbors=10)
+    finally:
+        timer.cancel()
 
 
 def test_approximate_lists_same_across_containers_and_close_under_permutation():

@@ -37,8 +37,26 @@ BRUTE_ERROR_FACTOR = 4.0
 #: The same for the kd-tree's squared distances, relative to their value.
 TREE_ERROR_FACTOR = 4.0
 _U = np.finfo(np.float64).eps / 2
+#: Dense data in at most this many features is searched by canonical distances to every
+#: point directly: a BLAS product gains little at this width.
+DIRECT_MAX_FEATURES = 16
 #: Entries of the fast distance block of one chunk of queries (64 MiB of float64).
 _BLOCK_ENTRIES = 1 << 23
+
+
+def _call(kernel, *args):
+    """``kernel(*args)``; a Ctrl-C that arrives while a parallel numba kernel runs comes
+    back from numba as a ``SystemError`` chained to the ``KeyboardInterrupt``: raise the
+    interrupt itself, so that callers see what the user did."""
+    try:
+        return kernel(*args)
+    except SystemError as exc:
+        cause = exc
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        raise KeyboardInterrupt from exc
 
 
 @njit(cache=True, parallel=True)
@@ -101,9 +119,9 @@ def squared_distances(Q, X, rows, cols):
     rows = np.asarray(rows, dtype=np.int64)
     cols = np.asarray(cols, dtype=np.int64)
     if sp.issparse(X):
-        return _sqdist_csr(Q.data, Q.indices, Q.indptr, X.data, X.indices, X.indptr,
-                           rows, cols)
-    return _sqdist_dense(Q, X, rows, cols)
+        return _call(_sqdist_csr, Q.data, Q.indices, Q.indptr, X.data, X.indices,
+                     X.indptr, rows, cols)
+    return _call(_sqdist_dense, Q, X, rows, cols)
 
 
 @njit(cache=True, parallel=True)
@@ -145,7 +163,7 @@ def rank_candidates(Q, X, rows, cols, n_queries, k):
     d2 = squared_distances(Q, X, rows, cols)
     ptr = np.zeros(n_queries + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n_queries), out=ptr[1:])
-    return _first_k(ptr, cols, d2, k)
+    return _call(_first_k, ptr, cols, d2, k)
 
 
 @njit(cache=True, parallel=True)
@@ -185,12 +203,44 @@ def _brute_candidates(G, q_norms, x_norms, k, tau):
     return rows, cols
 
 
+@njit(cache=True, parallel=True)
+def _brute_direct(Q, X, k):
+    """Exact ``k`` nearest rows of the dense ``X`` for each dense row of ``Q``: canonical
+    squared distances to every row, the ``k`` first in (distance, index) order kept by
+    insertion (rows scanned in index order, so a tie never displaces a lower index)."""
+    n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
+    out_d = np.empty((n_q, k))
+    out_i = np.empty((n_q, k), dtype=np.int64)
+    for i in prange(n_q):
+        best_d = np.full(k, np.inf)
+        best_i = np.full(k, np.iinfo(np.int64).max)
+        for j in range(n):
+            s = 0.0
+            for c in range(d):
+                diff = Q[i, c] - X[j, c]
+                s += diff * diff
+            if s < best_d[k - 1]:
+                pos = k - 1
+                while pos > 0 and best_d[pos - 1] > s:
+                    best_d[pos] = best_d[pos - 1]
+                    best_i[pos] = best_i[pos - 1]
+                    pos -= 1
+                best_d[pos] = s
+                best_i[pos] = j
+        out_d[i] = np.sqrt(best_d)
+        out_i[i] = best_i
+    return out_d, out_i
+
+
 def brute_force(Q, X, x_norms, k):
     """Exact ``k`` nearest rows of ``X`` for each row of ``Q``, ties by index (both
     :func:`canonical`, both dense or both CSR; ``x_norms``: the squared row norms of
     ``X``). One BLAS product per block of queries gives the fast distances and the
-    candidates (module docstring), which are then ranked exactly."""
+    candidates (module docstring), which are then ranked exactly; dense data in at most
+    ``DIRECT_MAX_FEATURES`` features skips the product."""
     n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
+    if not sp.issparse(X) and d <= DIRECT_MAX_FEATURES:
+        return _call(_brute_direct, Q, X, k)
     tau_scale = BRUTE_ERROR_FACTOR * (d + 2) * _U
     x_max = float(x_norms.max())
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
@@ -200,7 +250,8 @@ def brute_force(Q, X, x_norms, k):
         block = Q[start:start + step]
         q_norms = row_norms(block, squared=True)
         G = np.ascontiguousarray(safe_sparse_dot(block, X.T, dense_output=True))
-        rows, cols = _brute_candidates(G, q_norms, x_norms, k, tau_scale * (q_norms + x_max))
+        rows, cols = _call(_brute_candidates, G, q_norms, x_norms, k,
+                           tau_scale * (q_norms + x_max))
         stop = start + block.shape[0]
         dist[start:stop], ind[start:stop] = rank_candidates(block, X, rows, cols,
                                                             block.shape[0], k)
@@ -288,6 +339,6 @@ def value_order(X):
     """
     W = np.random.default_rng(_ORDER_SEED).standard_normal((X.shape[1], _ORDER_KEYS))
     X = canonical(sp.csr_matrix(X) if sp.issparse(X) else X)
-    keys = (_project_csr(X.data, X.indices, X.indptr, W) if sp.issparse(X)
-            else _project_dense(X, W))
+    keys = (_call(_project_csr, X.data, X.indices, X.indptr, W) if sp.issparse(X)
+            else _call(_project_dense, X, W))
     return np.lexsort(keys.T[::-1]).astype(np.int64)
