@@ -276,6 +276,8 @@ def select_gamma(scores, rule="best"):
     if scores.ndim != 2 or scores.shape[0] == 0 or scores.shape[1] == 0:
         raise ValueError(f"scores must be a non-empty (n_gammas, n_folds) table, got shape "
                          f"{scores.shape}.")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores contains NaN or inf.")
     if rule not in ("best", "one_se"):
         raise ValueError(f"rule must be 'best' or 'one_se', got {rule!r}.")
     mean = scores.mean(axis=1)

@@ -21,7 +21,7 @@ from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.solvers import RESTART, WARM, map_rows
 
 
-def solve_rounds(est, spec, problem, rank, rng, start=None):
+def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
     """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
 
     The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
@@ -41,6 +41,11 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
     ``start``, when given, is ``(E0, state)``: the solver's start and its
     ``options.state``, used instead of the random or ``warm_start`` one
     (:mod:`psdlearn.npkl._partial`).
+
+    ``order``, when given: sample ``k`` of ``problem`` is the caller's sample ``order[k]``
+    (:func:`psdlearn.npkl._fit_graph.in_order`). The random start is drawn in the order of
+    ``problem``, a warm start is mapped into it, and ``embedding_`` comes back in the
+    caller's order.
     """
     from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
@@ -53,10 +58,16 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
         if warm:
             name, kept = getattr(est, "_warm_state", None) or (None, None)
             state = kept if name == spec.name and kept is not None else WARM
+        if warm and order is not None:
+            E0, state = E0[order], map_rows(state, order)
     if getattr(spec, "renumber", False):
-        perm, inverse, problem = problem.renumbered()
+        perm, _, problem = problem.renumbered()
         E0 = None if E0 is None else E0[perm]
         state = map_rows(state, perm)
+        order = perm if order is None else order[perm]
+    if order is not None:
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
     bar = progress_bar(est.verbose, total=est.max_iter, desc=f"NPKL {spec.name}",
                        unit=spec.unit)
 

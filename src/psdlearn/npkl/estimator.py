@@ -33,11 +33,13 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn._exact_knn import value_order
 from psdlearn._memory import guard_npkl_fit, npkl_estimate
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
     build_laplacian,
+    in_order,
     is_training_data,
     joint_laplacian,
     transform_neighbors,
@@ -188,7 +190,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Start from the previous ``embedding_`` when it has the shape of this fit
         (``bcd`` and ``admm``).
     random_state : int, RandomState instance or None, default=None
-        Seeds the initial ``E`` and the order of the rows in each sweep.
+        Seeds the initial ``E`` and the order of the rows in each sweep. With
+        ``graph="knn"`` both are drawn for the points ordered by their values (fixed
+        projections), not by their positions: the rows of ``X`` in another order, with
+        the pairs relabelled to match, give the same model with its rows in that order
+        (points tied at the k-th distance are ranked by index, see
+        :class:`psdlearn.graph.NeighborIndex`).
     verbose : int, default=0
         ``verbose >= 1``: progress bars on stderr (neighbour search, then the sweeps).
     unconstrained, omega, hinge_smoothing, sdp_max_samples, sdp_force, rho, init, B : deprecated
@@ -499,18 +506,23 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._rank_cap = max(rule, rank)
         if rank > n:
             raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
-        self.gamma_ = self._resolve_gamma(L, C)
-        problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
+        # gamma_0 and the solver see the points in an order set by their values, so that
+        # the random start and sweep orders follow the points, not their positions
+        order = value_order(self.X_fit_) if self.graph == "knn" else None
+        L_o, pairs_o = in_order(L, C.pairs, order)
+        self.gamma_ = self._resolve_gamma(L_o, pairs_o, C.signs)
+        problem = NPKLProblem(L_o, pairs_o, C.signs.astype(np.float64), self.loss,
                               self.gamma_, float(self.b))
         start = time.perf_counter()
-        solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
+        solve_rounds(self, spec, problem, rank, check_random_state(self.random_state),
+                     order=order)
         self.fit_time_ = time.perf_counter() - start
         warn_uncertified(self)
         self.n_neighbors_transform_ = self.n_neighbors_
         if self.neighbor_index_ is not None:
             self.n_neighbors_transform_ = select_n_neighbors(
                 self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
-                self.n_neighbors_, self.random_state)
+                self.n_neighbors_, self.random_state, order=order)
         self.laplacian_ = L
         self.side_info_ = C
         self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
@@ -589,12 +601,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                         else label_pairs(side.codes))
         return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
 
-    def _resolve_gamma(self, L, C):
+    def _resolve_gamma(self, L, pairs, signs):
         if self.gamma != "auto":
             return float(self.gamma)
         from psdlearn.npkl.gamma import auto_gamma
 
-        gamma, _ = auto_gamma(L, C.pairs, C.signs, self.loss)
+        gamma, _ = auto_gamma(L, pairs, signs, self.loss)
         if not np.isfinite(gamma):
             warnings.warn("gamma='auto': no nonzero kernel lowers the loss of these "
                           "constraints (lambda_max(G, L) <= 0), so K = 0 is optimal for "

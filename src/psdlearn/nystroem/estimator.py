@@ -63,6 +63,9 @@ CV_TOL = 1e-2
 #: and threading costs more than it gains (measured 15x slower eigh at m = 150 on 2 busy
 #: cores).
 SINGLE_THREAD_MAX_M = 512
+#: Sparse input is clustered (k-means landmarks) as a dense copy up to this many entries
+#: (256 MiB of float64), so that sparse and dense input give the same landmarks.
+DENSE_KMEANS_MAX_ENTRIES = 1 << 25
 
 
 def mean_squared_distance(X):
@@ -386,6 +389,11 @@ default="kmeans"
                                  random_state=rng)
         else:
             km = KMeans(n_clusters=m, n_init=1, random_state=rng)
+        # scikit-learn's sparse and dense k-means round distances differently, which
+        # decides ties (binary features): cluster a dense copy where it is affordable, so
+        # that the same values give the same landmarks in either container
+        if sp.issparse(X) and X.shape[0] * X.shape[1] <= DENSE_KMEANS_MAX_ENTRIES:
+            X = X.toarray()
         return km.fit(X).cluster_centers_
 
     def _kernel_gamma(self, X):
@@ -485,7 +493,9 @@ default="kmeans"
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training points; sparse input is converted to CSR (the landmarks are dense).
+            Training points; sparse input is converted to CSR (the landmarks are dense;
+            k-means clusters a dense copy of it up to ``DENSE_KMEANS_MAX_ENTRIES``
+            entries, so that it gives the landmarks of the dense array).
         y : None, array-like of shape (n_samples,) or (m, 3), or PairwiseConstraints
             Side information, as above.
 
