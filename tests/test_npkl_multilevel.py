@@ -167,3 +167,26 @@ def test_stall_rule_stops_a_stalled_run():
     run = solve_bcd(problem, E0, tol=1e-9, max_iter=3000, random_state=0, stall_tol=1e-12)
     assert run.n_iter > 3 * REFRESH
     assert run.objective_history[-1] <= done.objective_history[-1] * (1 + 1e-9)
+
+
+def test_an_interrupted_level_ends_the_start_with_its_iterate_prolonged():
+    _, y, L = _graph(3000, seed=5)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1.0)
+    calls = []
+
+    def solve(coarse, E):
+        calls.append(coarse.n_samples)
+        return E + 1.0, 7, True  # the first (coarsest) level is interrupted
+
+    E0 = initial_embedding(3000, 4, 0)
+    E, levels, interrupted = ML.multilevel_start(problem, E0, solve, coarsest=100)
+    assert interrupted and len(calls) == 1 and levels == [(calls[0], 7)]
+    hierarchy = ML.hierarchy(problem, 4, coarsest=100)
+    assert calls[0] == hierarchy[-1].problem.n_samples
+    # the coarsest iterate prolonged through every level to the fine one
+    assert len(hierarchy) >= 2 and E.shape == (3000, 4)
+    Ec = E0[:calls[0]] + 1.0
+    for level in reversed(hierarchy):
+        Ec = ML.prolong(level.labels, Ec)
+    np.testing.assert_array_equal(E, Ec)

@@ -215,7 +215,8 @@ def multilevel_start(problem, E0, solve, coarsest=None):
     levels : list of (int, int)
         ``(n_samples, sweeps)`` of each coarse level solved, coarsest first.
     interrupted : bool
-        A level was interrupted (``E`` is then its prolonged iterate).
+        A level was interrupted (``E`` is then its iterate prolonged to the fine level,
+        and ``levels`` ends with it).
     """
     levels = hierarchy(problem, E0.shape[1], coarsest)
     if not levels:
@@ -224,9 +225,8 @@ def multilevel_start(problem, E0, solve, coarsest=None):
     done = []
     interrupted = False
     for k in range(len(levels) - 1, -1, -1):
-        E, n_iter, interrupted = solve(levels[k].problem, E)
-        done.append((levels[k].problem.n_samples, int(n_iter)))
+        if not interrupted:  # after a Ctrl-C the iterate is only prolonged to the fine level
+            E, n_iter, interrupted = solve(levels[k].problem, E)
+            done.append((levels[k].problem.n_samples, int(n_iter)))
         E = prolong(levels[k].labels, E)
-        if interrupted:
-            break
     return E, done, interrupted

@@ -608,13 +608,16 @@ def fit_bcd(problem, E0, options):
     stall = STALL_FACTOR * (params.get("certificate_tol") or DEFAULT_CERTIFICATE_TOL)
     fresh = options.state is None or (isinstance(options.state, AdaptiveRound)
                                       and options.state.start == "random")
-    levels = []
+    omega = relaxation_factor(problem.laplacian, params["omega"])
+    levels, start_time = [], 0.0
     if fresh and use_multilevel(params.get("multilevel", False), problem.n_samples):
+        start_time = time.perf_counter()
         E0, levels, interrupted = multilevel_start(
             problem, E0, partial(_coarse_solve, options=options, schedule=schedule,
                                  stall=stall))
+        start_time = time.perf_counter() - start_time
         if interrupted:
-            return _interrupted_start(problem, E0, levels)
+            return _interrupted_start(problem, E0, levels, omega, start_time)
     if isinstance(options.state, AdaptiveRound):
         schedule = options.state.stages(schedule)
         if options.state.intermediate:
@@ -623,7 +626,6 @@ def fit_bcd(problem, E0, options):
             plateau = FINAL_PLATEAU_FACTOR * params["certificate_tol"]
     elif options.state == "restart":
         schedule = schedule[-3:]
-    omega = relaxation_factor(problem.laplacian, params["omega"])
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
     E, history, times, stages, multipliers = E0, [], [], [], []
@@ -634,7 +636,7 @@ def fit_bcd(problem, E0, options):
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback,
                         plateau_tol=None if mu > 0 else plateau, stall_tol=stall)
-        offset = times[-1] if times else 0.0
+        offset = times[-1] if times else start_time  # the coarse levels' seconds first
         history += res.objective_history[1 if history else 0:]
         times += [offset + t for t in res.time_history[1 if times else 0:]]
         stages.append((mu, res.n_iter))
@@ -669,10 +671,9 @@ def _coarse_solve(problem, E, *, options, schedule, stall):
     return res.embedding, res.n_iter, res.interrupted
 
 
-def _interrupted_start(problem, E, levels):
+def _interrupted_start(problem, E, levels, omega, seconds):
     """The result of a fit interrupted in a coarse level: the prolonged iterate."""
-    obj = problem.objective(E)
-    return SolverResult(embedding=E, objective_history=[obj], time_history=[0.0], n_iter=0,
-                        converged=False, interrupted=True, multipliers=[None],
-                        info={"omega": 1.0, "smoothing_stages": [],
-                              "multilevel_levels": levels})
+    return SolverResult(embedding=E, objective_history=[problem.objective(E)],
+                        time_history=[seconds], n_iter=0, converged=False, interrupted=True,
+                        multipliers=[None], info={"omega": omega, "smoothing_stages": [],
+                                                  "multilevel_levels": levels})
