@@ -68,6 +68,7 @@ MIN_REDUCTION = 0.5
 
 @njit(cache=True)
 def _aggregate(indptr, indices, data, n):  # pragma: no cover - compiled
+    # the edges of sample i: j != i with L_ij < 0, strength -L_ij
     agg = np.full(n, -1, dtype=np.int64)
     n_agg = 0
     # pass 1: a sample whose neighbours are all free roots an aggregate of itself and them
@@ -76,14 +77,16 @@ def _aggregate(indptr, indices, data, n):  # pragma: no cover - compiled
             continue
         free = True
         for p in range(indptr[i], indptr[i + 1]):
-            if agg[indices[p]] >= 0:
+            j = indices[p]
+            if j != i and data[p] < 0.0 and agg[j] >= 0:
                 free = False
                 break
         if not free:
             continue
         agg[i] = n_agg
         for p in range(indptr[i], indptr[i + 1]):
-            agg[indices[p]] = n_agg
+            if data[p] < 0.0:
+                agg[indices[p]] = n_agg
         n_agg += 1
     # pass 2: every sample left over has an aggregated neighbour (else it had rooted one);
     # it joins the aggregate of its strongest link among the pass-1 aggregates
@@ -91,11 +94,11 @@ def _aggregate(indptr, indices, data, n):  # pragma: no cover - compiled
     for i in range(n):
         if first[i] >= 0:
             continue
-        best, weight = -1, -np.inf
+        best, weight = -1, 0.0
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
-            if first[j] >= 0 and data[p] > weight:
-                best, weight = first[j], data[p]
+            if j != i and first[j] >= 0 and -data[p] > weight:
+                best, weight = first[j], -data[p]
         agg[i] = best
     return agg, n_agg
 
@@ -116,13 +119,9 @@ def aggregate(laplacian):
         sample (so the coarse problem keeps the locality of the fine order).
     n_aggregates : int
     """
-    W = sp.csr_matrix(laplacian, copy=True)
-    W.setdiag(0.0)
-    W.eliminate_zeros()
-    W.data = -W.data  # strengths: the weights of the graph
-    W.data[W.data < 0.0] = 0.0
-    labels, n_agg = _aggregate(W.indptr.astype(np.int64), W.indices.astype(np.int64),
-                               W.data.astype(np.float64), W.shape[0])
+    L = sp.csr_matrix(laplacian)
+    labels, n_agg = _aggregate(L.indptr.astype(np.int64), L.indices.astype(np.int64),
+                               L.data.astype(np.float64), L.shape[0])
     return labels, int(n_agg)
 
 
@@ -142,8 +141,10 @@ def coarse_problem(problem, labels, n_aggregates):
         Over the ``n_aggregates`` coarse samples; its pairs ``(a, b)``, ``a < b``, may
         repeat (multiplicity), and may be empty.
     """
-    P = prolongation(labels, n_aggregates)
-    Lc = (P.T @ problem.laplacian @ P).tocsr()
+    # (P^T L P)_ab = sum of L_ij over i in a, j in b: L's entries summed by label pairs
+    L = sp.coo_matrix(problem.laplacian)
+    Lc = sp.csr_matrix((L.data, (labels[L.row], labels[L.col])),
+                       shape=(n_aggregates, n_aggregates))
     Lc.sum_duplicates()
     Lc.sort_indices()
     pairs = labels[np.asarray(problem.pairs, dtype=np.int64).reshape(-1, 2)]
