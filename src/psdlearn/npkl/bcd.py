@@ -598,9 +598,11 @@ def fit_bcd(problem, E0, options):
         ``n_iter`` their sweeps, ``converged`` that of the exact stage, ``multipliers`` the
         list of each stage's (candidate duals of the certificate), ``info["omega"]`` and
         ``info["smoothing_stages"]`` (``(mu, sweeps)`` per stage). A vanished embedding
-        (mean ``K_ii`` below :data:`VANISHED`, i.e. ``K = 0`` is optimal) is returned as
-        zero, with a warning. ``info["multilevel_levels"]``: ``(n_samples, sweeps)`` of
-        each coarse level, coarsest first (empty without the multilevel start).
+        (mean ``K_ii`` below :data:`VANISHED`), or a converged one whose objective is no
+        lower than that of ``K = 0`` (as every ``E`` when ``K = 0`` is optimal), is
+        returned as zero, with a warning. ``info["multilevel_levels"]``: ``(n_samples,
+        sweeps)`` of each coarse level, coarsest first (empty without the multilevel
+        start).
     """
     params = options.params
     schedule = smoothing_schedule(problem.loss, params["hinge_smoothing"])
@@ -644,8 +646,11 @@ def fit_bcd(problem, E0, options):
         E = res.embedding
         if res.interrupted:
             break
-    if np.einsum("ij,ij->", E, E) <= VANISHED * len(E):
-        # K = 0 up to rounding, but the directions of such an E are noise
+    # K = 0 up to rounding (the directions of such an E are noise), or a converged E no
+    # better than K = 0 (a stalled run creeping towards the optimum K = 0): zero is
+    # returned; when K = 0 is optimal every E has an objective at least Phi(0)
+    if np.einsum("ij,ij->", E, E) <= VANISHED * len(E) or (
+            res.converged and history[-1] >= problem.objective(np.zeros((len(E), 1)))):
         E = np.zeros_like(E)
         warnings.warn(
             "The learned kernel is zero (K = 0 is optimal here): the loss weight "
