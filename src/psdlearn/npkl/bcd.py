@@ -69,12 +69,18 @@ INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
 #: escalation's own threshold (``ESCALATION_MIN_DECREASE``): a decrease that would not buy
 #: a column does not buy sweeps either.
 FINAL_PLATEAU_FACTOR = 1e-2
-#: The stopping rule of a stalled run (:func:`stalled`): stop when the decrease still to
-#: come is at most ``STALL_FACTOR * certificate_tol`` relative, a tenth of what the
-#: certificate could tell apart; ``certificate_tol=None`` uses its default,
-#: :data:`DEFAULT_CERTIFICATE_TOL`.
+#: The stopping rule of a stalled run (:func:`stalled`): at the default ``tol`` a stage
+#: stops when the decrease still to come is at most ``STALL_FACTOR * certificate_tol``
+#: relative, a tenth of the objective differences the certificate resolves, and a smaller
+#: ``tol`` asks proportionally more: ``stall_tol = STALL_FACTOR * certificate_tol * tol /
+#: DEFAULT_TOL`` (``certificate_tol=None``: :data:`DEFAULT_CERTIFICATE_TOL`). The bound of
+#: the certificate is first order in the distance to the optimum where the objective is
+#: second order, so a run whose objective has stalled can still tighten the bound: the
+#: factor ``tol / DEFAULT_TOL`` keeps that for the fits that ask for it (a smaller ``tol``
+#: is what an uncertified fit's warning advises).
 STALL_FACTOR = 0.1
 DEFAULT_CERTIFICATE_TOL = 1e-4
+DEFAULT_TOL = 1e-5
 #: The coarse levels of the multilevel start solve the hinge smoothed at this ``mu``: a
 #: start for the continuation's last stages (``mu = 1e-3, 1e-4``, then the exact hinge).
 COARSE_SMOOTHING = HINGE_SMOOTHING_AUTO[1]
@@ -573,7 +579,8 @@ def fit_bcd(problem, E0, options):
     its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``, the final one of the hinge with
     its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`). Every stage
     also stops when it has stalled: when the decrease still to come, extrapolated from the
-    last sweeps, is at most ``STALL_FACTOR * certificate_tol`` relative (:func:`stalled`).
+    last sweeps, is at most ``STALL_FACTOR * certificate_tol * tol / DEFAULT_TOL``
+    relative (:func:`stalled`).
 
     From a random start (a fresh fit, or the first round of ``rank="adaptive"``) with
     ``multilevel`` on, the start is first solved coarse to fine on aggregates of the graph
@@ -607,7 +614,8 @@ def fit_bcd(problem, E0, options):
     params = options.params
     schedule = smoothing_schedule(problem.loss, params["hinge_smoothing"])
     exact_tol, plateau = options.tol, None
-    stall = STALL_FACTOR * (params.get("certificate_tol") or DEFAULT_CERTIFICATE_TOL)
+    stall = (STALL_FACTOR * (params.get("certificate_tol") or DEFAULT_CERTIFICATE_TOL)
+             * options.tol / DEFAULT_TOL)
     fresh = options.state is None or (isinstance(options.state, AdaptiveRound)
                                       and options.state.start == "random")
     omega = relaxation_factor(problem.laplacian, params["omega"])
