@@ -190,3 +190,15 @@ def test_an_interrupted_level_ends_the_start_with_its_iterate_prolonged():
     for level in reversed(hierarchy):
         Ec = ML.prolong(level.labels, Ec)
     np.testing.assert_array_equal(E, Ec)
+
+
+def test_adaptive_rank_with_the_multilevel_start_is_certified(two_gaussians, monkeypatch):
+    X, C = two_gaussians
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    fits = [NPKL(loss="square", rank="adaptive", n_neighbors=8, random_state=0, tol=1e-7,
+                 solver_options={"multilevel": multilevel}).fit(X, C)
+            for multilevel in (False, True)]
+    plain, multi = fits
+    assert len(multi.multilevel_levels_) >= 1 and multi.certificate_.certified
+    assert abs(multi.objective() - plain.objective()) <= (
+        plain.certificate_.gap_bound + multi.certificate_.gap_bound)
