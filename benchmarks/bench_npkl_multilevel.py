@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from _common import RESULTS, load_note, scaling_exponent, write_results
+from _common import RESULTS, scaling_exponent, write_results
 from sklearn.metrics import rand_score
 
 import psdlearn as pl
@@ -100,7 +100,7 @@ def run(args):
                     fh.write(json.dumps(row, default=float) + "\n")
 
 
-def report(start_load):
+def report():
     rows = [json.loads(line) for line in RAW.read_text().splitlines() if line.strip()]
     notes = [
         "label main: the tree before the change (no multilevel start, no stall rule); "
@@ -114,7 +114,6 @@ def report(start_load):
         "default seed, random_state=None) rather than knn_laplacian(random_state=0); the "
         "1e4 graph is exact, the 1e5 one approximate with seed 0. All rows at one n share "
         "the same graph.",
-        load_note(start_load),
     ]
     for label, mode in sorted({(r["label"], r["multilevel"]) for r in rows}):
         for rank in sorted({r["rank"] for r in rows}):
@@ -127,8 +126,8 @@ def report(start_load):
                     f"{scaling_exponent(ns, [r['sweeps'] for r in sel]):.2f}, work ~ n^"
                     f"{scaling_exponent(ns, [r['work'] for r in sel]):.2f} over n = "
                     f"{ns[0]:.0e}..{ns[-1]:.0e}")
-    write_results(RESULTS, "npkl_multilevel", COLUMNS, rows, notes=notes,
-                  title="NPKL BCD: sweeps against n with the multilevel start")
+    rows.sort(key=lambda r: (r["n"], r["rank"], r["label"], r["multilevel"]))
+    write_results("npkl_multilevel", COLUMNS, rows, notes=notes)
 
 
 def main():
@@ -142,9 +141,8 @@ def main():
     ap.add_argument("--no-certificate", action="store_true",
                     help="certificate_tol=None (the stall rule then uses 1e-4 all the same)")
     args = ap.parse_args()
-    start_load = os.getloadavg()[0]
     if args.report:
-        report(start_load)
+        report()
     else:
         run(args)
 
