@@ -69,15 +69,14 @@ INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
 #: escalation's own threshold (``ESCALATION_MIN_DECREASE``): a decrease that would not buy
 #: a column does not buy sweeps either.
 FINAL_PLATEAU_FACTOR = 1e-2
-#: The stopping rule of a stalled run (:func:`stalled`): at the default ``tol`` a stage
-#: stops when the decrease still to come is at most ``STALL_FACTOR * certificate_tol``
-#: relative, a tenth of the objective differences the certificate resolves, and a smaller
-#: ``tol`` asks proportionally more: ``stall_tol = STALL_FACTOR * certificate_tol * tol /
-#: DEFAULT_TOL`` (``certificate_tol=None``: :data:`DEFAULT_CERTIFICATE_TOL`). The bound of
-#: the certificate is first order in the distance to the optimum where the objective is
-#: second order, so a run whose objective has stalled can still tighten the bound: the
-#: factor ``tol / DEFAULT_TOL`` keeps that for the fits that ask for it (a smaller ``tol``
-#: is what an uncertified fit's warning advises).
+#: The stopping rule of a stalled run (:func:`stalled`): a stage stops when the decrease
+#: still to come is at most ``stall_tol = STALL_FACTOR * certificate_tol**2 * tol /
+#: DEFAULT_TOL`` relative (``certificate_tol=None``: :data:`DEFAULT_CERTIFICATE_TOL`).
+#: Squared: the certificate's bound is first order in the distance to the optimum where
+#: the objective is second order, so a bound of ``certificate_tol`` needs the objective
+#: within about ``certificate_tol**2`` (on iris, a threshold of ``1e-3 certificate_tol``
+#: already left one of eight fits uncertified that ``tol`` alone certifies). A smaller
+#: ``tol`` asks proportionally more, as an uncertified fit's warning advises.
 STALL_FACTOR = 0.1
 DEFAULT_CERTIFICATE_TOL = 1e-4
 DEFAULT_TOL = 1e-5
@@ -579,7 +578,7 @@ def fit_bcd(problem, E0, options):
     its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``, the final one of the hinge with
     its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`). Every stage
     also stops when it has stalled: when the decrease still to come, extrapolated from the
-    last sweeps, is at most ``STALL_FACTOR * certificate_tol * tol / DEFAULT_TOL``
+    last sweeps, is at most ``STALL_FACTOR * certificate_tol**2 * tol / DEFAULT_TOL``
     relative (:func:`stalled`).
 
     From a random start (a fresh fit, or the first round of ``rank="adaptive"``) with
@@ -614,7 +613,7 @@ def fit_bcd(problem, E0, options):
     params = options.params
     schedule = smoothing_schedule(problem.loss, params["hinge_smoothing"])
     exact_tol, plateau = options.tol, None
-    stall = (STALL_FACTOR * (params.get("certificate_tol") or DEFAULT_CERTIFICATE_TOL)
+    stall = (STALL_FACTOR * (params.get("certificate_tol") or DEFAULT_CERTIFICATE_TOL) ** 2
              * options.tol / DEFAULT_TOL)
     fresh = options.state is None or (isinstance(options.state, AdaptiveRound)
                                       and options.state.start == "random")
