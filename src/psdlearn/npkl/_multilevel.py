@@ -8,9 +8,10 @@ that part on a smaller graph, where it is no longer smooth.
 
 **Aggregation.** The samples are grouped into aggregates of neighbours
 (:func:`aggregate`, the greedy aggregation of smoothed-aggregation multigrid, Vaněk,
-Mandel & Brezina 1996): in index order, a sample whose neighbours are all free forms an
-aggregate with them; every sample left over joins the aggregate it is most strongly
-connected to. ``P`` is the ``(n, n_c)`` 0/1 matrix with ``P_{ia} = 1`` when sample ``i``
+Mandel & Brezina 1996) over the strong edges (at least :data:`STRENGTH` times the
+strongest of the row): in index order, a sample whose strong neighbours are all free
+forms an aggregate with them; every sample left over joins the aggregate it is most
+strongly connected to. ``P`` is the ``(n, n_c)`` 0/1 matrix with ``P_{ia} = 1`` when sample ``i``
 is in aggregate ``a``: one nonzero per row.
 
 **Coarse problem.** The NPKL objective restricted to ``E = P E_c`` (every sample takes the
@@ -64,32 +65,46 @@ COARSEST = 5000
 MULTILEVEL_MIN_SAMPLES = 10_000
 #: A level that keeps more than this fraction of the samples ends the coarsening.
 MIN_REDUCTION = 0.5
+#: A level with fewer samples than this fraction of ``COARSEST`` is not used: the level
+#: before it is the coarsest (a coarse graph whose aggregates swallow it whole would
+#: start the finer levels from a handful of rows).
+MIN_COARSEST_FRACTION = 0.1
+#: Strong edges (smoothed aggregation): ``-L_ij >= STRENGTH * max_k (-L_ik)``; the weak
+#: ones, numerous on a coarse graph, neither block a root nor join its aggregate.
+STRENGTH = 0.25
 
 
 @njit(cache=True)
-def _aggregate(indptr, indices, data, n):  # pragma: no cover - compiled
-    # the edges of sample i: j != i with L_ij < 0, strength -L_ij
+def _aggregate(indptr, indices, data, n, theta):  # pragma: no cover - compiled
+    # the strong edges of sample i: j != i with -L_ij >= theta * max_k (-L_ik) > 0
+    cut = np.zeros(n)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] != i and -data[p] > cut[i]:
+                cut[i] = -data[p]
+        cut[i] *= theta
     agg = np.full(n, -1, dtype=np.int64)
     n_agg = 0
-    # pass 1: a sample whose neighbours are all free roots an aggregate of itself and them
+    # pass 1: a sample whose strong neighbours are all free roots an aggregate of itself
+    # and them
     for i in range(n):
         if agg[i] >= 0:
             continue
         free = True
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
-            if j != i and data[p] < 0.0 and agg[j] >= 0:
+            if j != i and -data[p] >= cut[i] and -data[p] > 0.0 and agg[j] >= 0:
                 free = False
                 break
         if not free:
             continue
         agg[i] = n_agg
         for p in range(indptr[i], indptr[i + 1]):
-            if data[p] < 0.0:
+            if -data[p] >= cut[i] and -data[p] > 0.0:
                 agg[indices[p]] = n_agg
         n_agg += 1
-    # pass 2: every sample left over has an aggregated neighbour (else it had rooted one);
-    # it joins the aggregate of its strongest link among the pass-1 aggregates
+    # pass 2: every sample left over has a strong aggregated neighbour (else it had rooted
+    # one); it joins the aggregate of its strongest link among the pass-1 aggregates
     first = agg.copy()
     for i in range(n):
         if first[i] >= 0:
@@ -121,7 +136,7 @@ def aggregate(laplacian):
     """
     L = sp.csr_matrix(laplacian)
     labels, n_agg = _aggregate(L.indptr.astype(np.int64), L.indices.astype(np.int64),
-                               L.data.astype(np.float64), L.shape[0])
+                               L.data.astype(np.float64), L.shape[0], STRENGTH)
     return labels, int(n_agg)
 
 
@@ -173,14 +188,15 @@ def hierarchy(problem, rank, coarsest=None):
 
     Aggregation repeats while the problem has more than ``coarsest`` samples and each
     step keeps at most :data:`MIN_REDUCTION` of them; a level is kept only when it has at
-    least ``rank`` samples and some pair.
+    least ``rank`` samples, at least ``MIN_COARSEST_FRACTION * coarsest``, and some pair.
     """
     coarsest = COARSEST if coarsest is None else coarsest
     levels = []
     current = problem
     while current.n_samples > coarsest:
         labels, n_c = aggregate(current.laplacian)
-        if n_c > MIN_REDUCTION * current.n_samples or n_c < rank:
+        if (n_c > MIN_REDUCTION * current.n_samples or n_c < rank
+                or n_c < MIN_COARSEST_FRACTION * coarsest):
             break
         coarse = coarse_problem(current, labels, n_c)
         if coarse.n_constraints == 0:
