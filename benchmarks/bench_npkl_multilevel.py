@@ -110,6 +110,12 @@ def report():
         "looser rule did: it stopped at the third window, 75 sweeps). The multilevel rows "
         "stopped on tol before any stall test (fewer than 75 sweeps per level), so they "
         "hold under either threshold.",
+        "Label multilevel-v0: the first aggregation, without the strength threshold. At "
+        "1e6 its second level collapsed (31,956 -> 38 aggregates), the fine fit started "
+        "from 38 distinct rows and, under the superseded stall threshold, stopped at 75 "
+        "sweeps with a relative gap of 0.37 (the certificate alone took 2,363 s at load "
+        "23). Kept as the record of that failure; the multilevel rows are the final code, "
+        "and no 1e6 row of it, nor of main at 1e6, finished in the time of the run.",
         "sweeps = fine-level sweeps; work = sweeps + sum over the coarse levels of "
         "sweeps * n_c / n (fine-equivalent sweeps); solve_s excludes the certificate; "
         "empty gap / cert_s: run with --no-certificate.",
