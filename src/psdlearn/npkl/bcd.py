@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from functools import partial
 
 import numba
 import numpy as np
@@ -34,6 +35,7 @@ from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
+from ._multilevel import multilevel_start, use_multilevel
 from .escalation import AdaptiveRound
 from .losses import LOSS_TABLE, ROW_HINGE, get_loss
 
@@ -67,6 +69,20 @@ INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
 #: escalation's own threshold (``ESCALATION_MIN_DECREASE``): a decrease that would not buy
 #: a column does not buy sweeps either.
 FINAL_PLATEAU_FACTOR = 1e-2
+#: The stopping rule of a stalled run (:func:`stalled`): a stage stops when the decrease
+#: still to come is at most ``stall_tol = STALL_FACTOR * certificate_tol**2 * tol /
+#: DEFAULT_TOL`` relative (``certificate_tol=None``: :data:`DEFAULT_CERTIFICATE_TOL`).
+#: Squared: the certificate's bound is first order in the distance to the optimum where
+#: the objective is second order, so a bound of ``certificate_tol`` needs the objective
+#: within about ``certificate_tol**2`` (on iris, a threshold of ``1e-3 certificate_tol``
+#: already left one of eight fits uncertified that ``tol`` alone certifies). A smaller
+#: ``tol`` asks proportionally more, as an uncertified fit's warning advises.
+STALL_FACTOR = 0.1
+DEFAULT_CERTIFICATE_TOL = 1e-4
+DEFAULT_TOL = 1e-5
+#: The coarse levels of the multilevel start solve the hinge smoothed at this ``mu``: a
+#: start for the continuation's last stages (``mu = 1e-3, 1e-4``, then the exact hinge).
+COARSE_SMOOTHING = HINGE_SMOOTHING_AUTO[1]
 
 
 def _pair_multipliers(problem, Tp, Ti, alpha):
@@ -245,6 +261,7 @@ def solve_bcd(
     parallel="auto",
     callback=None,
     plateau_tol=None,
+    stall_tol=None,
 ):
     """Minimize the NPKL objective (10) over ``E`` by block coordinate descent (Alg. 1).
 
@@ -303,6 +320,10 @@ def solve_bcd(
         exact at such sweeps) decreased by less than ``plateau_tol * |Phi_t|`` over the
         last ``REFRESH`` sweeps: ``Phi_{t - REFRESH} - Phi_t < plateau_tol |Phi_t|``. Used
         by the final round of ``rank="adaptive"`` on the hinge (:func:`fit_bcd`).
+    stall_tol : float, optional
+        Also stop (``converged=True``) when the decrease still to come, extrapolated from
+        the last three windows of :data:`REFRESH` sweeps, is at most ``stall_tol * |Phi_t|``
+        (the stopping rule of a stalled run, :func:`stalled`).
 
     Returns
     -------
@@ -443,6 +464,10 @@ def solve_bcd(
             # both ends of the window are exact evaluations (sweep 0 and every REFRESH-th)
             converged = converged or (plateau_tol is not None and n_iter % REFRESH == 0
                                       and surrogate[-REFRESH] - sur < plateau_tol * abs(sur))
+            converged = converged or (stall_tol is not None and n_iter % REFRESH == 0
+                                      and n_iter >= 3 * REFRESH
+                                      and stalled([*surrogate[-3 * REFRESH::REFRESH], sur],
+                                                  (max_iter - n_iter) / REFRESH, stall_tol))
             history.append(obj)
             surrogate.append(sur)
             times.append(elapsed)
@@ -469,6 +494,35 @@ def solve_bcd(
                      if loss == ROW_HINGE and len(pairs) else None),
         info={"surrogate_history": surrogate},
     )
+
+
+def stalled(f, windows_left, stall_tol):
+    r"""Whether a run whose objective went ``f[0] -> f[1] -> f[2] -> f[3]`` over three
+    windows of sweeps can still lower it by more than ``stall_tol * |f[3]|``.
+
+    With the window decreases ``d_k = f[k] - f[k + 1]`` and the larger of their last two
+    ratios, ``q = max(d_1 / d_0, d_2 / d_1)`` (two ratios, because the first windows of a
+    run fall much faster than its tail), a linearly converging run has ``q < 1`` and its
+    remaining decrease is the geometric tail ``d_2 (q + q^2 + ...) = d_2 q / (1 - q)``;
+    a run that is not slowing down (``q >= 1``) can lower the objective by at most
+    ``d_2`` per window over the ``w = windows_left`` windows before ``max_iter``. The run
+    has stalled when the smaller of the two,
+
+    .. math::
+
+        R = d_2 \min\Big(\frac{q}{1 - q}, w\Big),
+
+    is at most ``stall_tol |f_3|``, or when the last window lowered nothing (``d_2 <= 0``).
+    """
+    d = -np.diff(np.asarray(f, dtype=np.float64)[-4:])
+    if d[2] <= 0.0:
+        return True
+    tail = float(windows_left)
+    if np.all(d[:2] > 0.0):
+        q = max(d[1] / d[0], d[2] / d[1])
+        if q < 1.0:
+            tail = min(tail, q / (1.0 - q))
+    return bool(d[2] * tail <= stall_tol * abs(f[-1]))
 
 
 def relaxation_factor(laplacian, omega="auto"):
@@ -522,15 +576,26 @@ def fit_bcd(problem, E0, options):
     (``options.state`` a :class:`psdlearn.npkl.escalation.AdaptiveRound`) runs the stages
     of :meth:`~psdlearn.npkl.escalation.AdaptiveRound.stages`, an intermediate one with
     its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``, the final one of the hinge with
-    its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`).
+    its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`). Every stage
+    also stops when it has stalled: when the decrease still to come, extrapolated from the
+    last sweeps, is at most ``STALL_FACTOR * certificate_tol**2 * tol / DEFAULT_TOL``
+    relative (:func:`stalled`).
+
+    From a random start (a fresh fit, or the first round of ``rank="adaptive"``) with
+    ``multilevel`` on, the start is first solved coarse to fine on aggregates of the graph
+    (:func:`psdlearn.npkl._multilevel.multilevel_start`, each coarse level by BCD to
+    ``SMOOTHING_TOL_FACTOR * tol``, the hinge smoothed at :data:`COARSE_SMOOTHING`), and
+    the hinge's continuation then starts at ``mu = 1e-3`` as after a rank escalation.
 
     Parameters
     ----------
     problem : NPKLProblem
     E0 : ndarray of shape (n_samples, rank)
     options : psdlearn._solver.SolveOptions
-        ``params`` reads ``hinge_smoothing``, ``omega`` and ``unconstrained`` (and
-        ``certificate_tol`` in the final round of ``rank="adaptive"`` on the hinge).
+        ``params`` reads ``hinge_smoothing``, ``omega``, ``unconstrained``,
+        ``multilevel`` (``"auto"``: from
+        :data:`psdlearn.npkl._multilevel.MULTILEVEL_MIN_SAMPLES` samples) and
+        ``certificate_tol``.
 
     Returns
     -------
@@ -539,12 +604,29 @@ def fit_bcd(problem, E0, options):
         ``n_iter`` their sweeps, ``converged`` that of the exact stage, ``multipliers`` the
         list of each stage's (candidate duals of the certificate), ``info["omega"]`` and
         ``info["smoothing_stages"]`` (``(mu, sweeps)`` per stage). A vanished embedding
-        (mean ``K_ii`` below :data:`VANISHED`, i.e. ``K = 0`` is optimal) is returned as
-        zero, with a warning.
+        (mean ``K_ii`` below :data:`VANISHED`), or a converged one whose objective is no
+        lower than that of ``K = 0`` (as every ``E`` when ``K = 0`` is optimal), is
+        returned as zero, with a warning. ``info["multilevel_levels"]``: ``(n_samples,
+        sweeps)`` of each coarse level, coarsest first (empty without the multilevel
+        start).
     """
     params = options.params
     schedule = smoothing_schedule(problem.loss, params["hinge_smoothing"])
     exact_tol, plateau = options.tol, None
+    stall = (STALL_FACTOR * (params.get("certificate_tol") or DEFAULT_CERTIFICATE_TOL) ** 2
+             * options.tol / DEFAULT_TOL)
+    fresh = options.state is None or (isinstance(options.state, AdaptiveRound)
+                                      and options.state.start == "random")
+    omega = relaxation_factor(problem.laplacian, params["omega"])
+    levels, start_time = [], 0.0
+    if fresh and use_multilevel(params.get("multilevel", False), problem.n_samples):
+        start_time = time.perf_counter()
+        E0, levels, interrupted = multilevel_start(
+            problem, E0, partial(_coarse_solve, options=options, schedule=schedule,
+                                 stall=stall))
+        start_time = time.perf_counter() - start_time
+        if interrupted:
+            return _interrupted_start(problem, E0, levels, omega, start_time)
     if isinstance(options.state, AdaptiveRound):
         schedule = options.state.stages(schedule)
         if options.state.intermediate:
@@ -553,7 +635,6 @@ def fit_bcd(problem, E0, options):
             plateau = FINAL_PLATEAU_FACTOR * params["certificate_tol"]
     elif options.state == "restart":
         schedule = schedule[-3:]
-    omega = relaxation_factor(problem.laplacian, params["omega"])
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
     E, history, times, stages, multipliers = E0, [], [], [], []
@@ -563,8 +644,8 @@ def fit_bcd(problem, E0, options):
                         random_state=options.random_state,
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback,
-                        plateau_tol=None if mu > 0 else plateau)
-        offset = times[-1] if times else 0.0
+                        plateau_tol=None if mu > 0 else plateau, stall_tol=stall)
+        offset = times[-1] if times else start_time  # the coarse levels' seconds first
         history += res.objective_history[1 if history else 0:]
         times += [offset + t for t in res.time_history[1 if times else 0:]]
         stages.append((mu, res.n_iter))
@@ -572,8 +653,11 @@ def fit_bcd(problem, E0, options):
         E = res.embedding
         if res.interrupted:
             break
-    if np.einsum("ij,ij->", E, E) <= VANISHED * len(E):
-        # K = 0 up to rounding, but the directions of such an E are noise
+    # K = 0 up to rounding (the directions of such an E are noise), or a converged E no
+    # better than K = 0 (a stalled run creeping towards the optimum K = 0): zero is
+    # returned; when K = 0 is optimal every E has an objective at least Phi(0)
+    if np.einsum("ij,ij->", E, E) <= VANISHED * len(E) or (
+            res.converged and history[-1] >= problem.objective(np.zeros((len(E), 1)))):
         E = np.zeros_like(E)
         warnings.warn(
             "The learned kernel is zero (K = 0 is optimal here): the loss weight "
@@ -582,4 +666,26 @@ def fit_bcd(problem, E0, options):
     return SolverResult(embedding=E, objective_history=history, time_history=times,
                         n_iter=sum(n for _, n in stages), converged=res.converged,
                         interrupted=res.interrupted, multipliers=multipliers,
-                        info={"omega": omega, "smoothing_stages": stages})
+                        info={"omega": omega, "smoothing_stages": stages,
+                              "multilevel_levels": levels})
+
+
+def _coarse_solve(problem, E, *, options, schedule, stall):
+    """One coarse level of the multilevel start (:mod:`psdlearn.npkl._multilevel`): BCD to
+    ``SMOOTHING_TOL_FACTOR * tol``, on the hinge smoothed at :data:`COARSE_SMOOTHING`
+    when ``schedule`` smooths it."""
+    res = solve_bcd(problem, E, max_iter=options.max_iter,
+                    tol=options.tol * SMOOTHING_TOL_FACTOR, random_state=options.random_state,
+                    unconstrained=options.params["unconstrained"],
+                    smoothing=COARSE_SMOOTHING if schedule[0] > 0 else 0.0,
+                    omega=relaxation_factor(problem.laplacian, options.params["omega"]),
+                    stall_tol=stall)
+    return res.embedding, res.n_iter, res.interrupted
+
+
+def _interrupted_start(problem, E, levels, omega, seconds):
+    """The result of a fit interrupted in a coarse level: the prolonged iterate."""
+    return SolverResult(embedding=E, objective_history=[problem.objective(E)],
+                        time_history=[seconds], n_iter=0, converged=False, interrupted=True,
+                        multipliers=[None], info={"omega": omega, "smoothing_stages": [],
+                                                  "multilevel_levels": levels})

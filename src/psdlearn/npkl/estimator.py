@@ -177,7 +177,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
           one by one, or ``"block"``: the block iteration (17)), ``"hinge_smoothing"``
           (``"auto"``: solve the Huber-smoothed hinge with ``mu = 0.1, 0.01, 1e-3,
           1e-4`` in turn, then the exact hinge from there; a float: one smoothed stage
-          with that ``mu``; ``None``: Algorithm 1 alone).
+          with that ``mu``; ``None``: Algorithm 1 alone), ``"multilevel"`` (``"auto"``,
+          True or False: start from the problem solved coarse to fine on aggregates of
+          the graph, the same optimum in fewer sweeps; ``"auto"``: from 10,000 samples).
         - ``"admm"``: ``"rho"`` (100.0; initial penalty, then adapted), ``"init"``
           (``"random"`` or ``"bcd"``: start from BCD on the square loss), ``"omega"``
           (of that BCD start).
@@ -242,6 +244,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         ``bcd``: the over-relaxation factor used.
     smoothing_stages_ : list of (float, int)
         ``bcd``: ``(mu, sweeps)`` of each stage, ``mu = 0`` for the exact hinge.
+    multilevel_levels_ : list of (int, int)
+        ``bcd``: ``(n_samples, sweeps)`` of each coarse level of the multilevel start.
     laplacian_ : scipy.sparse.csr_matrix of shape (n_samples, n_samples)
         The graph Laplacian ``L``.
     sigma_ : float or None

@@ -79,6 +79,7 @@ BCD_OPTIONS = {
     "unconstrained": ("sequential", [StrOptions({"sequential", "block"})]),
     "hinge_smoothing": ("auto", [StrOptions({"auto"}),
                                  Interval(numbers.Real, 0, None, closed="neither"), None]),
+    "multilevel": ("auto", [StrOptions({"auto"}), bool]),
 }
 ADMM_OPTIONS = {
     "rho": (100.0, [Interval(numbers.Real, 0, None, closed="neither")]),
@@ -159,7 +160,8 @@ NPKL_SOLVERS = SolverRegistry("NPKL")
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="bcd", solve=fit_bcd, losses=BCD_LOSSES, warm_start=True, certificate=True,
     distributed=True, unit="sweeps", stop_rule="the relative change of E fell below tol={tol}",
-    attributes=("omega", "smoothing_stages"), renumber=True, options=BCD_OPTIONS))
+    attributes=("omega", "smoothing_stages", "multilevel_levels"), renumber=True,
+    options=BCD_OPTIONS))
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="sdp", solve=fit_sdp, losses=LOSSES, rank=False, unit="solves",
     stop_rule="the conic solver reported an optimal status",

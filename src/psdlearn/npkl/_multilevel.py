@@ -1,0 +1,249 @@
+r"""Multilevel start of the BCD solver: coarsen the graph, solve small, prolong.
+
+Row-wise BCD carries information along the edges of the graph one sweep at a time, so the
+smooth part of the solution (the directions of the smallest eigenvalues of ``L``, which
+shrink as ``n`` grows) converges in a number of sweeps that grows with ``n``. Multilevel
+methods (algebraic multigrid; the coarse-to-fine starts of graph partitioners) solve
+that part on a smaller graph, where it is no longer smooth.
+
+**Aggregation.** The samples are grouped into aggregates of neighbours
+(:func:`aggregate`, the greedy aggregation of smoothed-aggregation multigrid, Vaněk,
+Mandel & Brezina 1996) over the strong edges (at least :data:`STRENGTH` times the
+strongest of the row): in index order, a sample whose strong neighbours are all free
+forms an aggregate with them; every sample left over joins the aggregate it is most
+strongly connected to. ``P`` is the ``(n, n_c)`` 0/1 matrix with ``P_{ia} = 1`` when sample ``i``
+is in aggregate ``a``: one nonzero per row.
+
+**Coarse problem.** The NPKL objective restricted to ``E = P E_c`` (every sample takes the
+row of its aggregate) is
+
+.. math::
+
+    \Phi(P E_c) = \operatorname{tr}(E_c^T P^T L P E_c)
+        + \gamma \sum_{(i, j) \in \mathcal{T}} \ell(T_{ij}\, e^c_{a(i)}{}^T e^c_{a(j)}),
+
+the same problem on the coarse Laplacian ``L_c = P^T L P`` (symmetric positive definite
+when ``L`` is and ``P`` has full column rank; for a combinatorial Laplacian ``D - W`` it
+is again one, with the summed weights between aggregates) with each pair mapped to the
+pair of its aggregates. A pair inside one aggregate would be a term on ``||e^c_a||^2``,
+which the row updates do not have: it is dropped (a must-link there is already satisfied
+in direction; a cannot-link there is a contradiction the coarse level cannot express).
+Pairs landing on the same two aggregates are all kept, so the coarse loss weighs them
+with their multiplicity, and a must-link and a cannot-link between the same aggregates
+simply pull against each other as they do in the fine problem. Up to the dropped pairs,
+``Phi_c(E_c) = Phi(P E_c)``: the coarse minimum is the best piecewise-constant point.
+
+**Levels.** Aggregation repeats until the graph has at most :data:`COARSEST` samples
+(or stops shrinking). The coarsest problem is solved from the random start; each level's
+solution, prolonged by ``P``, starts the next finer one, which is solved at the loose
+tolerance ``SMOOTHING_TOL_FACTOR * tol`` of the BCD continuation stages; the finest
+level is then solved by :func:`psdlearn.npkl.bcd.fit_bcd` to ``tol`` and certified as
+from any other start. The fine problem is convex in ``K`` and only its start changes,
+so the optimum is the same. The prolonged point is piecewise constant: its error is the
+jump between aggregates, which the first fine sweeps (a smoother) remove, while the
+smooth error, the slow part, was solved on the coarse graph.
+
+References: Vaněk, P., Mandel, J. & Brezina, M. (1996). Algebraic multigrid by smoothed
+aggregation for second and fourth order elliptic problems. Computing, 56(3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from psdlearn.npkl.problem import NPKLProblem
+
+__all__ = ["COARSEST", "MULTILEVEL_MIN_SAMPLES", "Level", "aggregate", "coarse_problem",
+           "hierarchy", "prolong", "use_multilevel"]
+
+#: Coarsening stops at this many samples (the coarsest problem's BCD is cheap there).
+COARSEST = 5000
+#: ``solver_options={"multilevel": "auto"}`` uses the multilevel start from this many
+#: samples (measured: see docs/notes/npkl.md, "Multilevel start").
+MULTILEVEL_MIN_SAMPLES = 10_000
+#: A level that keeps more than this fraction of the samples ends the coarsening.
+MIN_REDUCTION = 0.5
+#: A level with fewer samples than this fraction of ``COARSEST`` is not used: the level
+#: before it is the coarsest (a coarse graph whose aggregates swallow it whole would
+#: start the finer levels from a handful of rows).
+MIN_COARSEST_FRACTION = 0.1
+#: Strong edges (smoothed aggregation): ``-L_ij >= STRENGTH * max_k (-L_ik)``; the weak
+#: ones, numerous on a coarse graph, neither block a root nor join its aggregate.
+STRENGTH = 0.25
+
+
+@njit(cache=True)
+def _aggregate(indptr, indices, data, n, theta):  # pragma: no cover - compiled
+    # the strong edges of sample i: j != i with -L_ij >= theta * max_k (-L_ik) > 0
+    cut = np.zeros(n)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] != i and -data[p] > cut[i]:
+                cut[i] = -data[p]
+        cut[i] *= theta
+    agg = np.full(n, -1, dtype=np.int64)
+    n_agg = 0
+    # pass 1: a sample whose strong neighbours are all free roots an aggregate of itself
+    # and them
+    for i in range(n):
+        if agg[i] >= 0:
+            continue
+        free = True
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and -data[p] >= cut[i] and -data[p] > 0.0 and agg[j] >= 0:
+                free = False
+                break
+        if not free:
+            continue
+        agg[i] = n_agg
+        for p in range(indptr[i], indptr[i + 1]):
+            if -data[p] >= cut[i] and -data[p] > 0.0:
+                agg[indices[p]] = n_agg
+        n_agg += 1
+    # pass 2: every sample left over has a strong aggregated neighbour (else it had rooted
+    # one); it joins the aggregate of its strongest link among the pass-1 aggregates
+    first = agg.copy()
+    for i in range(n):
+        if first[i] >= 0:
+            continue
+        best, weight = -1, 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            if j != i and first[j] >= 0 and -data[p] > weight:
+                best, weight = first[j], -data[p]
+        agg[i] = best
+    return agg, n_agg
+
+
+def aggregate(laplacian):
+    """Aggregates of neighbouring samples of the graph of ``laplacian``.
+
+    Parameters
+    ----------
+    laplacian : scipy.sparse matrix of shape (n, n)
+        Symmetric; its off-diagonal entries ``L_ij < 0`` are the edges, ``-L_ij`` their
+        strength.
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Aggregate of each sample, ``0 .. n_c - 1``, numbered in the order of their first
+        sample (so the coarse problem keeps the locality of the fine order).
+    n_aggregates : int
+    """
+    L = sp.csr_matrix(laplacian)
+    labels, n_agg = _aggregate(L.indptr.astype(np.int64), L.indices.astype(np.int64),
+                               L.data.astype(np.float64), L.shape[0], STRENGTH)
+    return labels, int(n_agg)
+
+
+def prolongation(labels, n_aggregates):
+    """``P`` of shape ``(n, n_c)``: ``P[i, labels[i]] = 1``, one nonzero per row."""
+    n = len(labels)
+    return sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, n_aggregates))
+
+
+def coarse_problem(problem, labels, n_aggregates):
+    """The problem restricted to ``E = P E_c`` (module docstring): ``L_c = P^T L P`` and
+    the pairs between aggregates, those inside one dropped.
+
+    Returns
+    -------
+    NPKLProblem
+        Over the ``n_aggregates`` coarse samples; its pairs ``(a, b)``, ``a < b``, may
+        repeat (multiplicity), and may be empty.
+    """
+    # (P^T L P)_ab = sum of L_ij over i in a, j in b: L's entries summed by label pairs
+    L = sp.coo_matrix(problem.laplacian)
+    Lc = sp.csr_matrix((L.data, (labels[L.row], labels[L.col])),
+                       shape=(n_aggregates, n_aggregates))
+    Lc.sum_duplicates()
+    Lc.sort_indices()
+    pairs = labels[np.asarray(problem.pairs, dtype=np.int64).reshape(-1, 2)]
+    keep = pairs[:, 0] != pairs[:, 1]
+    pairs = np.sort(pairs[keep], axis=1)
+    return NPKLProblem(Lc, pairs, np.asarray(problem.signs, dtype=np.float64)[keep],
+                       problem.loss, problem.gamma, problem.b)
+
+
+def prolong(labels, E_coarse):
+    """``P E_c``: every sample gets the row of its aggregate."""
+    return np.ascontiguousarray(E_coarse[labels])
+
+
+class Level:
+    """One coarsening step: the aggregate labels and the coarse problem."""
+
+    __slots__ = ("labels", "problem")
+
+    def __init__(self, labels, problem):
+        self.labels, self.problem = labels, problem
+
+
+def hierarchy(problem, rank, coarsest=None):
+    """The coarse levels of ``problem``, finest first (empty when it is small already).
+
+    Aggregation repeats while the problem has more than ``coarsest`` samples and each
+    step keeps at most :data:`MIN_REDUCTION` of them; a level is kept only when it has at
+    least ``rank`` samples, at least ``MIN_COARSEST_FRACTION * coarsest``, and some pair.
+    """
+    coarsest = COARSEST if coarsest is None else coarsest
+    levels = []
+    current = problem
+    while current.n_samples > coarsest:
+        labels, n_c = aggregate(current.laplacian)
+        if (n_c > MIN_REDUCTION * current.n_samples or n_c < rank
+                or n_c < MIN_COARSEST_FRACTION * coarsest):
+            break
+        coarse = coarse_problem(current, labels, n_c)
+        if coarse.n_constraints == 0:
+            break
+        levels.append(Level(labels, coarse))
+        current = coarse
+    return levels
+
+
+def use_multilevel(setting, n_samples):
+    """Whether ``solver_options["multilevel"]`` asks for the multilevel start at this
+    size: ``True``, ``False``, or ``"auto"`` (from :data:`MULTILEVEL_MIN_SAMPLES`)."""
+    if isinstance(setting, str):
+        return n_samples >= MULTILEVEL_MIN_SAMPLES
+    return bool(setting)
+
+
+def multilevel_start(problem, E0, solve, coarsest=None):
+    """A start for ``problem`` solved coarse to fine over :func:`hierarchy`.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+    E0 : ndarray of shape (n_samples, rank)
+        The random start; its first ``n_c`` rows start the coarsest level.
+    solve : callable
+        ``solve(coarse_problem, E) -> (E, n_iter, interrupted)`` at one coarse level.
+
+    Returns
+    -------
+    E : ndarray of shape (n_samples, rank)
+        The prolonged solution of the finest coarse level (``E0`` when there is none).
+    levels : list of (int, int)
+        ``(n_samples, sweeps)`` of each coarse level solved, coarsest first.
+    interrupted : bool
+        A level was interrupted (``E`` is then its iterate prolonged to the fine level,
+        and ``levels`` ends with it).
+    """
+    levels = hierarchy(problem, E0.shape[1], coarsest)
+    if not levels:
+        return E0, [], False
+    E = np.ascontiguousarray(E0[: levels[-1].problem.n_samples])
+    done = []
+    interrupted = False
+    for k in range(len(levels) - 1, -1, -1):
+        if not interrupted:  # after a Ctrl-C the iterate is only prolonged to the fine level
+            E, n_iter, interrupted = solve(levels[k].problem, E)
+            done.append((levels[k].problem.n_samples, int(n_iter)))
+        E = prolong(levels[k].labels, E)
+    return E, done, interrupted

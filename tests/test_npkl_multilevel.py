@@ -1,0 +1,204 @@
+"""The multilevel start of BCD (coarsening, prolongation, same optimum) and the stopping
+rule of a stalled run."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from psdlearn.constraints import PairwiseConstraints
+from psdlearn.datasets import make_two_gaussians
+from psdlearn.graph import knn_laplacian
+from psdlearn.npkl import _multilevel as ML
+from psdlearn.npkl.bcd import REFRESH, initial_embedding, solve_bcd, stalled
+from psdlearn.npkl.estimator import NPKL
+from psdlearn.npkl.problem import NPKLProblem
+
+
+def _graph(n, seed=0, k=8):
+    X, y = make_two_gaussians(n, n_features=3, random_state=seed)
+    return X, y, knn_laplacian(X, n_neighbors=k).tocsr()
+
+
+def test_prolongation_has_one_unit_per_row_and_covers_every_aggregate():
+    _, _, L = _graph(600)
+    labels, n_c = ML.aggregate(L)
+    P = ML.prolongation(labels, n_c)
+    assert P.shape == (600, n_c)
+    assert 1 < n_c < 300  # it coarsens
+    np.testing.assert_array_equal(np.diff(P.indptr), np.ones(600))
+    np.testing.assert_array_equal(P.data, np.ones(600))
+    assert np.all(np.asarray(P.sum(axis=0)).ravel() >= 1)  # no empty aggregate
+    # aggregates are connected through edges: each sample has a neighbour in its aggregate
+    # or is alone in it
+    A = (L != 0).astype(int) - sp.eye(600, dtype=int)
+    same = np.asarray((A.multiply(labels[:, None] == labels[None, :])).sum(axis=1)).ravel()
+    sizes = np.bincount(labels)
+    assert np.all((same > 0) | (sizes[labels] == 1))
+
+
+def test_coarse_laplacian_of_a_laplacian_is_a_laplacian():
+    _, _, L = _graph(500, seed=1)
+    W = -(L - sp.diags(L.diagonal()))  # the weights of the normalized graph
+    Lcomb = (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()  # D - W
+    labels, n_c = ML.aggregate(L)
+    P = ML.prolongation(labels, n_c)
+    Lc = (P.T @ Lcomb @ P).toarray()
+    np.testing.assert_allclose(Lc, Lc.T, atol=1e-12)
+    np.testing.assert_allclose(Lc.sum(axis=1), 0.0, atol=1e-10)
+    assert np.all(Lc - np.diag(np.diag(Lc)) <= 1e-12)  # nonnegative coarse weights
+    assert np.linalg.eigvalsh(Lc).min() > -1e-9
+    # and the coarse problem of the normalized Laplacian stays positive definite
+    coarse = ML.coarse_problem(NPKLProblem(L, np.zeros((0, 2), np.int64), np.zeros(0),
+                                           "square", 1.0), labels, n_c)
+    assert np.linalg.eigvalsh(coarse.laplacian.toarray()).min() > 0
+
+
+def test_coarse_objective_is_the_fine_objective_at_the_prolonged_point():
+    _, y, L = _graph(400, seed=2)
+    labels, n_c = ML.aggregate(L)
+    rng = np.random.default_rng(0)
+    pairs = np.sort(rng.choice(400, size=(60, 2)), axis=1)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
+    inside = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    for loss in ("square", "hinge", "squared_hinge", "linear"):
+        fine = NPKLProblem(L, pairs, signs, loss, 2.0)
+        coarse = ML.coarse_problem(fine, labels, n_c)
+        assert coarse.n_constraints == np.count_nonzero(~inside)
+        Ec = rng.standard_normal((n_c, 4)) * 0.3
+        E = ML.prolong(labels, Ec)
+        dropped = NPKLProblem(sp.csr_matrix((400, 400)), pairs[inside], signs[inside],
+                              loss, 2.0).objective(E)
+        np.testing.assert_allclose(coarse.objective(Ec) + dropped, fine.objective(E),
+                                   rtol=1e-12)
+
+
+def test_hierarchy_stops_at_the_coarsest_size():
+    _, y, L = _graph(3000, seed=3)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1.0)
+    levels = ML.hierarchy(problem, rank=4, coarsest=100)
+    sizes = [3000] + [lv.problem.n_samples for lv in levels]
+    assert len(levels) >= 2
+    assert all(b <= ML.MIN_REDUCTION * a for a, b in zip(sizes, sizes[1:], strict=False))
+    assert all(s > 100 for s in sizes[:-1])  # no level coarsened past 100
+    assert ML.hierarchy(problem, rank=4, coarsest=5000) == []
+    assert ML.use_multilevel("auto", ML.MULTILEVEL_MIN_SAMPLES)
+    assert not ML.use_multilevel("auto", ML.MULTILEVEL_MIN_SAMPLES - 1)
+    assert ML.use_multilevel(True, 10) and not ML.use_multilevel(False, 10**9)
+
+
+@pytest.fixture(scope="module")
+def two_gaussians():
+    X, y = make_two_gaussians(2000, n_features=5, random_state=0)
+    C = PairwiseConstraints.from_labels(y, n_must=60, n_cannot=60, random_state=0)
+    return X, C
+
+
+@pytest.mark.parametrize("loss", ["square", "squared_hinge", "linear", "hinge"])
+def test_multilevel_start_reaches_the_plain_optimum(two_gaussians, loss, monkeypatch):
+    X, C = two_gaussians
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    hinge = loss == "hinge"
+    fits = []
+    for multilevel in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # certified, converged
+            fits.append(NPKL(loss=loss, rank=8, n_neighbors=8, random_state=0, tol=1e-7,
+                             max_iter=3000, certificate_tol=1e-3 if hinge else 1e-5,
+                             solver_options={"multilevel": multilevel}).fit(X, C))
+    plain, multi = fits
+    assert plain.multilevel_levels_ == []
+    assert len(multi.multilevel_levels_) >= 1
+    assert all(n < 2000 for n, _ in multi.multilevel_levels_)
+    assert multi.certificate_.certified and plain.certificate_.certified
+    f0, f1 = plain.objective(), multi.objective()
+    if hinge:  # a kinked loss: both within their certified gaps of the same optimum
+        assert abs(f1 - f0) <= (plain.certificate_.gap_bound + multi.certificate_.gap_bound)
+    else:
+        assert abs(f1 - f0) <= 1e-6 * abs(f0)
+
+
+def test_auto_is_off_below_the_threshold(two_gaussians):
+    X, C = two_gaussians
+    m = NPKL(loss="square", rank=4, random_state=0, certificate_tol=None).fit(X, C)
+    assert m.solver_options_["multilevel"] == "auto"
+    assert m.multilevel_levels_ == []
+    with pytest.raises(ValueError, match="multilevel"):
+        NPKL(solver_options={"multilevel": "yes"}).fit(X, C)
+
+
+def test_stalled_extrapolates_the_remaining_decrease():
+    # a geometric run f_t = 1 + q^t: the tail after f3 is d2 q / (1 - q) = q^3
+    q = 0.5
+    f = [1 + q**t for t in range(4)]
+    tail = (f[2] - f[3]) * q / (1 - q)
+    np.testing.assert_allclose(tail, q**3)
+    assert stalled(f, 100, 1.01 * tail / f[3])
+    assert not stalled(f, 100, 0.99 * tail / f[3])
+    # a fast first window does not make the tail look short: the larger ratio counts
+    g = [1e6, 1 + q, 1 + q**2, 1 + q**3]
+    assert not stalled(g, 100, 0.99 * tail / g[3])
+    # not slowing down: the budget of windows bounds it
+    assert stalled([4.0, 3.0, 2.0, 1.0], 2, 2.01) and not stalled([4.0, 3.0, 2.0, 1.0], 2, 1.99)
+    assert stalled([2.0, 1.5, 1.0, 1.0], 100, 0.0)  # the last window lowered nothing
+
+
+def test_stall_rule_stops_a_stalled_run():
+    _, y, L = _graph(800, seed=4)
+    C = PairwiseConstraints.from_labels(y, n_must=30, n_cannot=30, random_state=0)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 5.0)
+    E0 = initial_embedding(800, 4, 0)
+    done = solve_bcd(problem, E0, tol=1e-9, max_iter=3000, random_state=0)
+    # from its own optimum with tol = 0 the change test never holds: without the rule it
+    # runs to max_iter, with it it stops after the first three windows
+    flat = solve_bcd(problem, done.embedding, tol=0.0, max_iter=300, random_state=0)
+    assert flat.n_iter == 300 and not flat.converged
+    stop = solve_bcd(problem, done.embedding, tol=0.0, max_iter=300, random_state=0,
+                     stall_tol=1e-5)
+    assert stop.converged and stop.n_iter == 3 * REFRESH
+    np.testing.assert_allclose(stop.objective_history[-1], flat.objective_history[-1],
+                               rtol=1e-9)
+    # a run still descending fast is not stopped by it
+    run = solve_bcd(problem, E0, tol=1e-9, max_iter=3000, random_state=0, stall_tol=1e-12)
+    assert run.n_iter > 3 * REFRESH
+    assert run.objective_history[-1] <= done.objective_history[-1] * (1 + 1e-9)
+
+
+def test_an_interrupted_level_ends_the_start_with_its_iterate_prolonged():
+    _, y, L = _graph(3000, seed=5)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1.0)
+    calls = []
+
+    def solve(coarse, E):
+        calls.append(coarse.n_samples)
+        return E + 1.0, 7, True  # the first (coarsest) level is interrupted
+
+    E0 = initial_embedding(3000, 4, 0)
+    E, levels, interrupted = ML.multilevel_start(problem, E0, solve, coarsest=100)
+    assert interrupted and len(calls) == 1 and levels == [(calls[0], 7)]
+    hierarchy = ML.hierarchy(problem, 4, coarsest=100)
+    assert calls[0] == hierarchy[-1].problem.n_samples
+    # the coarsest iterate prolonged through every level to the fine one
+    assert len(hierarchy) >= 2 and E.shape == (3000, 4)
+    Ec = E0[:calls[0]] + 1.0
+    for level in reversed(hierarchy):
+        Ec = ML.prolong(level.labels, Ec)
+    np.testing.assert_array_equal(E, Ec)
+
+
+def test_adaptive_rank_with_the_multilevel_start_is_certified(two_gaussians, monkeypatch):
+    X, C = two_gaussians
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    fits = [NPKL(loss="square", rank="adaptive", n_neighbors=8, random_state=0, tol=1e-7,
+                 solver_options={"multilevel": multilevel}).fit(X, C)
+            for multilevel in (False, True)]
+    plain, multi = fits
+    assert len(multi.multilevel_levels_) >= 1 and multi.certificate_.certified
+    assert abs(multi.objective() - plain.objective()) <= (
+        plain.certificate_.gap_bound + multi.certificate_.gap_bound)
