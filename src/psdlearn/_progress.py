@@ -42,16 +42,22 @@ class _Silent:
 
 
 class _Reporting:
-    """A bar that also reports its count to the running phase (:mod:`psdlearn._interrupt`)."""
+    """A bar that also reports its count to the phase running at each step
+    (:mod:`psdlearn._interrupt`)."""
 
-    def __init__(self, bar, phase, total, desc, unit):
-        self._bar, self._phase = bar, phase
+    def __init__(self, bar, total, desc, unit):
+        self._bar = bar
         self._args = [desc, 0, total, unit]
-        phase.report(*self._args)
+        self._report()
+
+    def _report(self):
+        phase = current_phase()
+        if phase is not None:
+            phase.report(*self._args)
 
     def update(self, n=1):
         self._args[1] += n
-        self._phase.report(*self._args)
+        self._report()
         self._bar.update(n)
 
     def set_postfix(self, *args, **kwargs):
@@ -91,8 +97,7 @@ def progress_bar(verbose, total=None, desc=None, unit="it"):
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
-    phase = current_phase()
-    return bar if phase is None else _Reporting(bar, phase, total, desc, unit)
+    return _Reporting(bar, total, desc, unit)
 
 
 def warn_interrupted(name, n_iter, unit="iterations", stacklevel=3, phase=None):
