@@ -1,7 +1,9 @@
 """Ctrl-C latency in each phase of a fit: from the signal to ``fit`` returning or raising.
 
 Run: ``python benchmarks/bench_interrupt_latency.py [--sizes 100000 1000000]
-[--graph-cache DIR] [--only PHASE ...]``. Writes ``benchmarks/results/interrupt_latency.{md,json}``.
+[--graph-cache DIR] [--only PHASE ...]``. Writes the rows of each size to
+``benchmarks/results/interrupt_latency_n<n>.json`` and the table of all the sizes measured
+so far to ``benchmarks/results/interrupt_latency.{md,json}``.
 
 Problem: 10-d two Gaussians N(+1, I) / N(-1, I) (``make_two_gaussians``), 2,000 labelled
 points whose label pairs are the constraints (``PairwiseConstraints.from_labels``), NPKL
@@ -37,6 +39,7 @@ shared machine: the load is stated under the table.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import threading
@@ -191,16 +194,23 @@ def main():
     args = ap.parse_args()
     # a background shell may start Python with SIGINT ignored: make it KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    load = os.getloadavg()[0]
-    rows = []
     for n in args.sizes:
-        rows += run_size(n, args.graph_cache, set(args.only or ()), print)
+        load = os.getloadavg()[0]
+        rows = run_size(n, args.graph_cache, set(args.only or ()), print)
+        (RESULTS / f"interrupt_latency_n{n}.json").write_text(json.dumps(
+            {"rows": rows, "load": load_note(load)}, indent=2, default=float))
+    rows, loads = [], []
+    for path in sorted(RESULTS.glob("interrupt_latency_n*.json"),
+                       key=lambda p: int(p.stem.rsplit("n", 1)[1])):
+        part = json.loads(path.read_text())
+        rows += part["rows"]
+        loads.append(f"n = {part['rows'][0]['n']}: {part['load']}" if part["rows"] else "")
     notes = [
         "latency_s: from the SIGINT to fit returning (warning: the last complete iterate "
         "kept) or raising (KeyboardInterrupt, estimator unchanged); single runs.",
         "The precomputed phases at 10^6 use the kNN Laplacian built once with "
         "psdlearn.graph.knn_laplacian (NPKL's defaults), not a fresh build per run.",
-        load_note(load),
+        *loads,
     ]
     write_results(RESULTS, "interrupt_latency",
                   ["phase", "n", "signal_at_s", "latency_s", "user_got"], rows, notes,

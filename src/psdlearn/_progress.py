@@ -67,6 +67,7 @@ class _Reporting:
         self._bar.close()
 
     def __enter__(self):
+        self._report()  # a bar made before its phase began
         return self
 
     def __exit__(self, *exc):

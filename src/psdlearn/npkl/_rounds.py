@@ -15,7 +15,6 @@ from dataclasses import replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from psdlearn._interrupt import phase
 from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._solver import SolveOptions
 from psdlearn.npkl.losses import get_loss
@@ -81,7 +80,7 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
     if spec.certificate:
         est.rank_path_, est.certificate_time_ = [], 0.0
     history, times, kept, n_iter, carried, res = [], [], {}, 0, None, None
-    with phase(f"the {spec.name} solver"), bar:
+    with bar:
         while True:
             try:
                 res = spec.solve(problem, E0, options)

@@ -503,10 +503,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
             with phase("the gamma_0 eigen-solve (gamma='auto')"):
                 self.gamma_ = self._resolve_gamma(L, C)
-            problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
-                                  self.gamma_, float(self.b))
+            with phase("the set-up of the problem"):
+                problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
+                                      self.gamma_, float(self.b))
             start = time.perf_counter()
-            solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
+            with phase(f"the {spec.name} solver"):  # its set-up (renumbering) included
+                solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
             self.fit_time_ = time.perf_counter() - start
             warn_uncertified(self)
             self.n_neighbors_transform_ = self.n_neighbors_
@@ -522,7 +524,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                      phase=self._interrupted_in)
             self.laplacian_ = L
             self.side_info_ = C
-            self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
+            with phase("the constraint scores"):
+                self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs,
+                                                            C.signs)
         return self
 
     def partial_fit(self, X, y):
@@ -565,7 +569,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return self.fit(X, y)
         from psdlearn.npkl._partial import partial_fit
 
-        return partial_fit(self, X, y)
+        with fitting(self, "partial_fit"), phase("the re-solve on the union"):
+            return partial_fit(self, X, y)
 
     def suspicious_constraints(self, k=10):
         """The ``k`` constraints the learned kernel disagrees with most.
