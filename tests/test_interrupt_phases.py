@@ -268,7 +268,8 @@ def test_generalized_nystroem_dictionary_solves(monkeypatch):
     X, labels, _ = _gaussians(3_000, 300)
     interrupter = Interrupter(0.3)
     interrupter.on_progress(monkeypatch, estimator)
-    model = pl.GeneralizedNystroem(n_landmarks=300, max_iter=10**5, tol=1e-14,
+    # verbose: the iterations report to the bar (on stderr) that arms the timer
+    model = pl.GeneralizedNystroem(n_landmarks=300, max_iter=10**5, tol=1e-14, verbose=1,
                                    random_state=0)
     with pytest.warns(FitInterruptedWarning, match="in the dictionary solves"):
         latency, error = interrupter.run(lambda: model.fit(X, labels))

@@ -16,8 +16,9 @@ counts its steps, how far it had come and about how long it had left::
     KeyboardInterrupt: NPKL.fit interrupted in the kNN graph build after 2.1 s, at 40% of
     the kNN index (400000/1000000 pt, about 3.2 s left); the estimator is unchanged.
 
-The innermost phase names it; enclosing phases leave the message alone. The whole fit runs
-under :func:`fitting`, which puts the estimator back as it was before ``fit`` (unfitted, if
+The innermost phase comes first, each enclosing one after it in parentheses ("the bcd
+solver of the fit of fold 2 (in the cross-validation after 72.9 s, ...)"). The whole fit
+runs under :func:`fitting`, which puts the estimator back as it was before ``fit`` (unfitted, if
 it was) when the interrupt escapes. A solver loop that holds a complete iterate catches the
 interrupt itself and returns that iterate; the estimator then keeps it and warns with
 :class:`psdlearn._progress.FitInterruptedWarning` naming the phase
@@ -38,9 +39,8 @@ _CURRENT = contextvars.ContextVar("psdlearn_phase", default=None)
 class Phase:
     """A running phase: its name, start time and the progress its bars report."""
 
-    def __init__(self, name, parent=None):
+    def __init__(self, name):
         self.name = name
-        self.parent = parent
         self.start = time.perf_counter()
         self.step = None  # (desc, done, total, unit) of the latest bar, None before one
 
@@ -91,7 +91,7 @@ def phase(name):
     ------
     Phase
     """
-    current = Phase(name, _CURRENT.get())
+    current = Phase(name)
     token = _CURRENT.set(current)
     try:
         yield current
