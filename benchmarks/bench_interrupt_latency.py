@@ -212,9 +212,8 @@ def main():
         "psdlearn.graph.knn_laplacian (NPKL's defaults), not a fresh build per run.",
         *loads,
     ]
-    write_results(RESULTS, "interrupt_latency",
-                  ["phase", "n", "signal_at_s", "latency_s", "user_got"], rows, notes,
-                  title="Ctrl-C latency per phase of a fit")
+    write_results("interrupt_latency", ["phase", "n", "signal_at_s", "latency_s", "user_got"],
+                  rows, notes)
 
 
 if __name__ == "__main__":
