@@ -63,3 +63,73 @@ def test_partial_fit_updates_the_scores(separable):
     assert model.constraint_scores_.shape == (C.n_pairs + 1,)
     idx, rows = model.suspicious_constraints(k=1)
     assert rows[0].tolist() == [3, 57, 1]
+
+
+class _FixedFolds:
+    """Folds of constraint rows that do not depend on the signs (ConstraintKFold's do)."""
+
+    def __init__(self, n_splits):
+        self.n_splits = n_splits
+
+    def split(self, constraints):
+        rows = np.arange(constraints.n_pairs)
+        for f in range(self.n_splits):
+            yield rows[rows % self.n_splits != f], rows[rows % self.n_splits == f]
+
+
+def test_cross_val_scores_rank_a_planted_contradiction_first(separable):
+    from psdlearn.model_selection import cross_val_constraint_scores
+
+    X, y, C = separable
+    a, b = 3, 57  # different clusters, marked must-link
+    rows = np.vstack([C.to_array(), [[a, b, 1]]])[::-1]  # unsorted input rows
+    scores = cross_val_constraint_scores(pl.NPKL(loss="square", random_state=0), X, rows,
+                                         random_state=0)
+    noisy = pl.PairwiseConstraints.from_array(rows)
+    planted = int(np.flatnonzero((noisy.pairs == [a, b]).all(axis=1))[0])
+    assert scores.shape == (noisy.n_pairs,)
+    assert int(np.argmax(scores)) == planted
+    assert scores[planted] > 0  # learned without it, the kernel contradicts it
+    assert np.all(np.abs(scores) <= 1 + 1e-12)
+
+
+def test_cross_val_scores_never_see_the_pair_they_judge(separable):
+    """Out of fold: reversing one pair's sign reverses its score exactly and leaves the
+    other pairs of its fold alone (an in-fit score moves with the kernel)."""
+    from psdlearn.model_selection import cross_val_constraint_scores
+
+    X, y, C = separable
+    npkl = pl.NPKL(loss="square", random_state=0)
+    base = cross_val_constraint_scores(npkl, X, C, cv=_FixedFolds(4))
+    p = 5
+    signs = C.signs.copy()
+    signs[p] = -signs[p]
+    moved = cross_val_constraint_scores(npkl, X, pl.PairwiseConstraints(C.pairs, signs),
+                                        cv=_FixedFolds(4))
+    np.testing.assert_allclose(moved[p], -base[p], rtol=1e-10)
+    same_fold = np.flatnonzero(np.arange(C.n_pairs) % 4 == p % 4)
+    np.testing.assert_allclose(moved[same_fold[same_fold != p]],
+                               base[same_fold[same_fold != p]], rtol=1e-10)
+    # the pair's sign did reach the other folds' kernels
+    assert not np.allclose(moved[np.arange(C.n_pairs) % 4 != p % 4],
+                           base[np.arange(C.n_pairs) % 4 != p % 4], rtol=1e-10, atol=0)
+
+
+def test_cross_val_scores_reject_bad_arguments(separable):
+    from sklearn.cluster import KMeans
+
+    from psdlearn.model_selection import cross_val_constraint_scores
+
+    X, y, C = separable
+    with pytest.raises(TypeError, match="estimator"):
+        cross_val_constraint_scores(KMeans(2), X, C)
+    with pytest.raises(TypeError, match="cv"):
+        cross_val_constraint_scores(pl.NPKL(), X, C, cv="five")
+
+    class OneFold:
+        def split(self, constraints):
+            rows = np.arange(constraints.n_pairs)
+            yield rows[rows >= 3], rows[rows < 3]
+
+    with pytest.raises(ValueError, match="partition"):
+        cross_val_constraint_scores(pl.NPKL(loss="square"), X, C, cv=OneFold())

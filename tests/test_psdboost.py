@@ -218,7 +218,8 @@ def test_convergence_warning_at_max_iter():
 
 def test_fit_from_labels_uses_nearest_neighbour_triplets():
     X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
-    m = pl.PSDBoost(n_neighbors=1, n_triplets=50, random_state=0).fit(X, y)
+    m = pl.PSDBoost(n_neighbors=1, n_triplets=50, impostors="nearest",
+                    random_state=0).fit(X, y)
     T = m.side_info_.triplets
     assert T.shape == (50, 3)
     D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
@@ -227,20 +228,21 @@ def test_fit_from_labels_uses_nearest_neighbour_triplets():
         assert y[j] == y[i] and y[k] != y[i]
         assert D2[i, j] == D2[i, y == y[i]].min()
         assert D2[i, k] == D2[i, y != y[i]].min()
-    m2 = pl.PSDBoost(n_neighbors=1, n_triplets=50, random_state=0).fit(X, y)
+    m2 = pl.PSDBoost(n_neighbors=1, n_triplets=50, impostors="nearest",
+                     random_state=0).fit(X, y)
     assert np.array_equal(m2.side_info_.triplets, T) and np.allclose(m2.metric_, m.metric_)
 
 
-def test_default_triplets_are_three_target_neighbours_with_nu_0_3():
-    """The defaults of benchmarks/results/defaults_psdboost.md: three same-class
-    neighbours per point and C = 1 / (0.3 t); n_neighbors=1 is the paper's rule."""
+def test_nearest_impostors_are_three_target_neighbours_with_nu_0_3():
+    """impostors="nearest": three same-class neighbours per point, each with the nearest
+    other-class point, and C = 1 / (0.3 t); n_neighbors=1 is the paper's rule."""
     X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
-    m = pl.PSDBoost(random_state=0).fit(X, y)
+    m = pl.PSDBoost(impostors="nearest", random_state=0).fit(X, y)
     assert m.get_params()["n_neighbors"] == 3 and m.get_params()["C"] == "auto"
     assert np.array_equal(m.side_info_.triplets, pl.triplets_from_labels(X, y, n_neighbors=3))
     assert len(m.side_info_.triplets) == 3 * len(X)  # every class has more than 3 points
     assert m.C_ == pytest.approx(1.0 / (0.3 * len(m.side_info_.triplets)))
-    paper = pl.PSDBoost(n_neighbors=1, random_state=0).fit(X, y)
+    paper = pl.PSDBoost(n_neighbors=1, impostors="nearest", random_state=0).fit(X, y)
     assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))
 
 
@@ -560,7 +562,7 @@ def test_fit_triplets_is_a_deprecated_alias_of_fit_with_triplets():
 
 def test_side_info_holds_the_triplets_and_triplets_is_deprecated():
     X, y = pl.datasets.make_triplet_synthetic(60, 4, random_state=0)
-    m = pl.PSDBoost(n_neighbors=2, random_state=0).fit(X, y)
+    m = pl.PSDBoost(n_neighbors=2, impostors="nearest", random_state=0).fit(X, y)
     assert isinstance(m.side_info_, pl.Triplets) and m.side_info_.n_samples == len(X)
     assert np.array_equal(m.side_info_.triplets, pl.triplets_from_labels(X, y, n_neighbors=2))
     with pytest.warns(FutureWarning, match="triplets_ is deprecated.*side_info_.triplets"):

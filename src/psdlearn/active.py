@@ -112,7 +112,7 @@ class _Batch:
 
 
 def _check_select_args(X, n_pairs):
-    X = check_array(X, accept_sparse=False, dtype=np.float64)
+    X = check_array(X, accept_sparse=False, dtype=np.float64, input_name="X")
     if not isinstance(n_pairs, numbers.Integral) or n_pairs < 0:
         raise ValueError(f"n_pairs must be a non-negative integer, got {n_pairs!r}.")
     return X
@@ -649,10 +649,16 @@ class LabelOracle:
         ------
         MaximumQueriesExceeded
             When the budget ``max_queries`` is spent.
+        ValueError
+            When ``i`` or ``j`` is not an index of ``y``.
         """
         if self.max_queries is not None and self.n_queries_ >= self.max_queries:
             raise MaximumQueriesExceeded(f"the oracle's budget of {self.max_queries} "
                                          "queries is spent.")
+        n = len(self.y)
+        if not (0 <= int(i) < n and 0 <= int(j) < n):
+            raise ValueError(f"i={i}, j={j}: the oracle knows the labels of {n} points, "
+                             f"indices 0 to {n - 1}.")
         self.n_queries_ += 1
         answer = bool(self.y[int(i)] == self.y[int(j)])
         if self.noise and self._rng.random_sample() < self.noise:

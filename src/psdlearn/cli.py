@@ -108,10 +108,15 @@ def _read_features(path):
     path = Path(path)
     name = path.name.lower()
     if name.endswith(".npy"):
-        X = np.load(path)
+        try:
+            X = np.load(path)
+        except (ValueError, EOFError) as exc:
+            raise ValueError(f"{path}: not a valid .npy file ({exc}).") from None
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{path}: features must be real numbers, got dtype {X.dtype}.")
     elif name.endswith((".csv", ".csv.gz", ".txt")):
         try:
-            X = np.loadtxt(path, delimiter=",", ndmin=2)
+            X = np.loadtxt(path, delimiter=",", ndmin=2, encoding="utf-8-sig")
         except ValueError as exc:
             raise ValueError(f"{path}: could not read a numeric CSV matrix ({exc}).") from None
     else:
@@ -121,6 +126,8 @@ def _read_features(path):
             X, _ = load_svmlight_file(str(path))
         except ValueError as exc:
             raise ValueError(f"{path}: not a valid LIBSVM file ({exc}).") from None
+        if not np.all(np.isfinite(X.data)):
+            raise ValueError(f"{path}: every feature must be a finite number.")
         # LIBSVM files stay sparse: the neighbour search takes CSR input as it is
         return X.tocsr().astype(np.float64)
     X = np.asarray(X, dtype=np.float64)

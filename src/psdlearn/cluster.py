@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
+from sklearn.metrics import euclidean_distances
 from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -103,8 +104,8 @@ def constraint_units(y, n_samples):
 
 
 def _squared_distances(E, centers):
-    d = ((E * E).sum(1)[:, None] - 2.0 * E @ centers.T + (centers * centers).sum(1)[None])
-    return np.maximum(d, 0.0)
+    # E is X itself, possibly sparse, when the clustering had no learner
+    return euclidean_distances(E, centers, squared=True)
 
 
 def assign_units(cost, edges):
@@ -427,10 +428,9 @@ default=None
         self.cluster_centers_ = centers
         self.inertia_ = float(dist[np.arange(len(labels)), labels].sum())
         self.n_iter_ = int(km.n_iter_)
-        # training rows whose label is not their nearest centre: predict returns labels_
-        moved = np.flatnonzero(labels != dist.argmin(1))
-        self._moved_rows = TrainingRows(X[moved]) if len(moved) else None
-        self._moved_labels = labels[moved]
+        # predict returns labels_ on the training rows, whether or not a label is the
+        # nearest centre (constrained assignment, a repeated row: its first occurrence)
+        self._training_rows = TrainingRows(X)
         return self
 
     def fit_predict(self, X, y=None, **kwargs):
@@ -463,8 +463,10 @@ default=None
         ``c(x) = argmin_c ||e(x) - mu_c||`` with ``e(x)`` the learner's out-of-sample
         embedding (``estimator_.transform``, which gives the training points their rows of
         ``embedding_``; ``X`` itself when ``estimator_`` is None). A row equal to a
-        training row whose label is not its nearest centre (``assign="constrained"``)
-        gets that label, so ``predict(X_train)`` equals ``labels_``.
+        training row gets its label, so ``predict(X_train)`` equals ``labels_``, also
+        where the constraints moved a point away from its nearest centre
+        (``assign="constrained"``); a row repeated in ``X_train`` gets the label of its
+        first occurrence.
 
         Parameters
         ----------
@@ -476,8 +478,7 @@ default=None
         """
         E = self._embed(X)
         labels = _squared_distances(E, self.cluster_centers_).argmin(1).astype(np.int64)
-        if self._moved_rows is not None:
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-            match = self._moved_rows.match(X)
-            labels[match >= 0] = self._moved_labels[match[match >= 0]]
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        match = self._training_rows.match(X)
+        labels[match >= 0] = self.labels_[match[match >= 0]]
         return labels

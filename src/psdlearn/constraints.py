@@ -273,7 +273,7 @@ class PairwiseConstraints(_SampleIndexRows):
         rng = check_random_state(random_state)
         counts = [_resolve_count(v, n, name) for v, name in ((n_must, "n_must"),
                                                             (n_cannot, "n_cannot"))]
-        labelled = np.flatnonzero(y != -1)
+        labelled = np.flatnonzero(labelled_mask(y))
         yl = y[labelled]
         _, yl_codes, sizes = np.unique(yl, return_inverse=True, return_counts=True)
         n_same = int(np.sum(sizes * (sizes - 1) // 2))
@@ -316,7 +316,8 @@ class PairwiseConstraints(_SampleIndexRows):
         """Read ``i,j,label`` rows; label is +1/-1 or must/cannot. A header is optional.
 
         ``i`` and ``j`` are row numbers of the data matrix, counted from 0 unless
-        ``one_based``. Blank lines and lines starting with ``#`` are skipped.
+        ``one_based``. The file is UTF-8 text (a byte-order mark is skipped); blank lines
+        and lines starting with ``#`` are skipped.
 
         Parameters
         ----------
@@ -338,46 +339,53 @@ class PairwiseConstraints(_SampleIndexRows):
         ------
         ValueError
             Naming the file, line number and what was expected for malformed lines or
-            indices out of range.
+            indices out of range; naming the file for a file that is not UTF-8 text, and
+            for pairs that the constructor refuses (self-pairs, a pair marked both ways).
         """
         path = Path(path)
         base = 1 if one_based else 0
         counted = "1-based" if one_based else "0-based"
         pairs, signs = [], []
-        with open(path, newline="") as fh:
-            for lineno, row in enumerate(csv.reader(fh), start=1):
-                if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
-                    continue
-                if lineno == 1 and row[0].strip().lower() in ("i", "a", "index_i", "source"):
-                    continue
-                if len(row) != 3:
+        try:
+            rows = list(csv.reader(path.read_text(encoding="utf-8-sig").splitlines()))
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise ValueError(f"{path}: not a CSV file of UTF-8 text ({exc}).") from None
+        for lineno, row in enumerate(rows, start=1):
+            if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
+                continue
+            if lineno == 1 and row[0].strip().lower() in ("i", "a", "index_i", "source"):
+                continue
+            if len(row) != 3:
+                raise ValueError(
+                    f"{path}:{lineno}: expected 3 fields 'i,j,label', got {len(row)}: "
+                    f"{','.join(row)!r}."
+                )
+            try:
+                i, j = int(row[0]), int(row[1])
+            except ValueError:
+                raise ValueError(
+                    f"{path}:{lineno}: expected integer indices i,j, got "
+                    f"{row[0]!r},{row[1]!r}."
+                ) from None
+            for index in (i, j):
+                if index < base or (n_samples is not None and index >= n_samples + base):
+                    top = "" if n_samples is None else f" to {n_samples - 1 + base}"
                     raise ValueError(
-                        f"{path}:{lineno}: expected 3 fields 'i,j,label', got {len(row)}: "
-                        f"{','.join(row)!r}."
+                        f"{path}:{lineno}: index {index} is out of range: indices are "
+                        f"{counted}, from {base}{top}."
                     )
-                try:
-                    i, j = int(row[0]), int(row[1])
-                except ValueError:
-                    raise ValueError(
-                        f"{path}:{lineno}: expected integer indices i,j, got "
-                        f"{row[0]!r},{row[1]!r}."
-                    ) from None
-                for index in (i, j):
-                    if index < base or (n_samples is not None and index >= n_samples + base):
-                        top = "" if n_samples is None else f" to {n_samples - 1 + base}"
-                        raise ValueError(
-                            f"{path}:{lineno}: index {index} is out of range: indices are "
-                            f"{counted}, from {base}{top}."
-                        )
-                word = row[2].strip().lower()
-                if word not in _SIGN_WORDS:
-                    raise ValueError(
-                        f"{path}:{lineno}: expected label +1/-1 or must/cannot, got {row[2]!r}."
-                    )
-                pairs.append((i - base, j - base))
-                signs.append(_SIGN_WORDS[word])
-        return cls(np.array(pairs, dtype=np.int64).reshape(-1, 2),
-                   np.array(signs, dtype=np.int64), n_samples=n_samples)
+            word = row[2].strip().lower()
+            if word not in _SIGN_WORDS:
+                raise ValueError(
+                    f"{path}:{lineno}: expected label +1/-1 or must/cannot, got {row[2]!r}."
+                )
+            pairs.append((i - base, j - base))
+            signs.append(_SIGN_WORDS[word])
+        try:
+            return cls(np.array(pairs, dtype=np.int64).reshape(-1, 2),
+                       np.array(signs, dtype=np.int64), n_samples=n_samples)
+        except (ValueError, OverflowError) as exc:
+            raise ValueError(f"{path}: {exc}") from None
 
     # ----------------------------------------------------------- inference
     def must_link_components(self):
@@ -562,12 +570,12 @@ def triplets_from_labels(X, y, n_triplets=None, random_state=None, n_neighbors=1
     """
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    if X.ndim != 2 or len(X) != len(y):
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"X (n, d) and y (n,) disagree: {X.shape} vs {y.shape}.")
     if int(n_neighbors) < 1:
         raise ValueError(f"n_neighbors must be at least 1, got {n_neighbors}.")
     rng = check_random_state(random_state)
-    labelled = np.flatnonzero(y != -1)
+    labelled = np.flatnonzero(labelled_mask(y))
     classes = np.unique(y[labelled])
     if len(classes) < 2:
         raise ValueError("triplets need labelled points from at least 2 classes.")

@@ -298,6 +298,8 @@ class NeighborIndex:
         if Q.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {Q.shape[1]} features, the index has "
                              f"{self.n_features_in_}.")
+        if not isinstance(n_neighbors, numbers.Integral):
+            raise TypeError(f"n_neighbors must be an integer, got {n_neighbors!r}.")
         k = int(n_neighbors)
         available = self.n_samples_fit_ - (1 if own else 0)
         if k < 1 or k > available:
@@ -447,6 +449,10 @@ def sigma_rule(distances):
         ``0.5 * mean(distances[:, :10])``; ``1.0`` when every distance is zero (all points
         coincide), so that the Gaussian weights stay finite.
     """
+    distances = np.asarray(distances, dtype=np.float64)
+    if distances.ndim != 2 or distances.size == 0 or not np.all(np.isfinite(distances)):
+        raise ValueError(f"distances must be a non-empty (n_samples, k) array of finite "
+                         f"values, got shape {distances.shape}.")
     sigma = 0.5 * float(np.mean(distances[:, :SIGMA_NEIGHBORS]))
     return sigma if sigma > 0 else 1.0
 
@@ -677,8 +683,12 @@ def normalized_laplacian(S, delta=DEFAULT_DELTA):
     -------
     L : scipy.sparse.csr_matrix of shape (n, n)
     """
+    _check_delta(delta)
     S = sp.csr_matrix(S, dtype=np.float64)
     n = S.shape[0]
+    if S.shape != (n, n) or not np.all(np.isfinite(S.data)) or (S.data < 0).any():
+        raise ValueError(f"S must be a square matrix of finite non-negative weights, got "
+                         f"shape {S.shape}.")
     deg = np.asarray(S.sum(axis=1)).ravel()
     inv_sqrt = np.zeros(n)
     pos = deg > 0

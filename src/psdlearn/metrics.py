@@ -37,6 +37,12 @@ def pairwise_accuracy(y_true, y_pred):
     -------
     float in [0, 1]
     """
+    for name, labels in (("y_true", y_true), ("y_pred", y_pred)):
+        labels = np.asarray(labels)
+        if labels.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {labels.shape}.")
+        if labels.dtype.kind in "fc" and not np.all(np.isfinite(labels)):
+            raise ValueError(f"{name} contains NaN or inf.")
     return float(rand_score(y_true, y_pred))
 
 
@@ -75,6 +81,8 @@ def centered_alignment(K1, K2, *, factors=None):
     B = np.asarray(K2, dtype=np.float64)
     if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[0]:
         raise ValueError(f"K1 and K2 must be 2-D with the same rows, got {A.shape}, {B.shape}.")
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+        raise ValueError("K1 and K2 must hold finite values.")
     fa, fb = factors if isinstance(factors, tuple) else (factors, factors)
     ka, kb = _is_kernel(A, fa), _is_kernel(B, fb)
 
@@ -129,8 +137,10 @@ def class_separation(Z, y, *, max_exact=EXACT_SEPARATION_MAX, n_pairs=1_000_000,
     Z = np.asarray(Z, dtype=np.float64)
     y = np.asarray(y)
     n = len(Z)
-    if Z.ndim != 2 or len(y) != n:
+    if Z.ndim != 2 or y.ndim != 1 or len(y) != n:
         raise ValueError(f"Z (n, d) and y (n,) disagree: {Z.shape} vs {y.shape}.")
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("Z contains NaN or inf.")
     if len(np.unique(y)) < 2:
         raise ValueError("class_separation needs at least 2 classes.")
     sq = np.einsum("ij,ij->i", Z, Z)

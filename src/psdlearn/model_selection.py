@@ -14,6 +14,8 @@ scored on how well it separates the held-out must-links from the held-out cannot
   (:func:`select_gamma`).
 - :class:`ClusteringScorer`: a held-out score for kernels that are clustered: the
   held-out constraint accuracy of the k-means partition (an estimate of the Rand index).
+- :func:`cross_val_constraint_scores`: the suspicion score of each constraint from a kernel
+  learned without it, for finding the wrong answers among the constraints.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+from sklearn.base import clone
 from sklearn.model_selection import BaseCrossValidator, StratifiedGroupKFold, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
@@ -33,9 +36,11 @@ from psdlearn._interrupt import fitting, phase
 from psdlearn._progress import FitInterruptedWarning, progress_bar
 from psdlearn.constraints import PairwiseConstraints, as_constraints
 from psdlearn.npkl._fit_graph import is_training_data
+from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.estimator import NPKL
 
-__all__ = ["ClusteringScorer", "ConstraintKFold", "NPKLCV", "select_gamma"]
+__all__ = ["ClusteringScorer", "ConstraintKFold", "NPKLCV", "cross_val_constraint_scores",
+           "select_gamma"]
 
 
 def _component_groups(pairs, signs, n_samples):
@@ -272,6 +277,8 @@ def select_gamma(scores, rule="best"):
     if scores.ndim != 2 or scores.shape[0] == 0 or scores.shape[1] == 0:
         raise ValueError(f"scores must be a non-empty (n_gammas, n_folds) table, got shape "
                          f"{scores.shape}.")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores contains NaN or inf.")
     if rule not in ("best", "one_se"):
         raise ValueError(f"rule must be 'best' or 'one_se', got {rule!r}.")
     mean = scores.mean(axis=1)
@@ -281,6 +288,92 @@ def select_gamma(scores, rule="best"):
     n_folds = scores.shape[1]
     se = scores[best].std(ddof=1) / np.sqrt(n_folds) if n_folds > 1 else 0.0
     return int(np.flatnonzero(mean >= mean[best] - se - 1e-12)[0])
+
+
+def cross_val_constraint_scores(estimator, X, y, *, cv=5, random_state=None):
+    """Out-of-fold suspicion score of each constraint: how much a kernel learned without it
+    disagrees with it.
+
+    :attr:`psdlearn.NPKL.constraint_scores_` scores each pair under a kernel that was fitted
+    to it, and a wrong pair bends that kernel towards itself. Here the pairs are split into
+    folds (:class:`ConstraintKFold`, stratified by sign); for each fold a clone of
+    ``estimator`` is fitted on the other folds and the held-out pairs ``(i, j)`` of sign
+    ``T_ij`` are scored as in ``constraint_scores_``,
+
+    .. math::
+
+        s_{ij} = -\\frac{T_{ij}}{2}\\big(\\cos(e_i, e_j) + \\cos(\\hat e_i, \\hat e_j)\\big)
+        \\in [-1, 1],
+
+    with ``e`` the rows of the fold's embedding and ``E_hat = (diag(L) - L) E`` the rows its
+    graph neighbours predict. The pair itself never entered the kernel that judges it, in
+    the manner of cross-validated label-noise detection. It costs ``cv`` fits; it ranks
+    wrong pairs better where the data separates the classes only partly, and about as
+    well as ``constraint_scores_`` where the kNN graph already separates them.
+
+    Parameters
+    ----------
+    estimator : NPKL
+        An unfitted :class:`psdlearn.NPKL` (or subclass) with the settings to use; it is
+        cloned, never fitted itself. The fold fits skip the duality certificate
+        (``certificate_tol=None``): a ranking needs no proof of optimality.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        The data, as for ``estimator.fit``.
+    y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+        The side information, as for ``estimator.fit`` (partial labels become every pair
+        of labelled points).
+    cv : int or cross-validation splitter, default=5
+        Number of folds (a shuffled :class:`ConstraintKFold` seeded by ``random_state``),
+        or a splitter whose ``split`` takes the constraints.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the shuffle of the folds when ``cv`` is an int.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_pairs,)
+        In ``[-1, 1]``, higher is more suspicious, aligned with the rows of
+        ``PairwiseConstraints`` built from ``y`` (sorted pairs, the order of a fitted
+        estimator's ``side_info_``). A positive score: both the pair's own rows and its
+        neighbours' rows, learned without the pair, contradict it.
+
+    See Also
+    --------
+    psdlearn.NPKL.suspicious_constraints : The in-fit ranking (one fit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import psdlearn as pl
+    >>> from psdlearn.model_selection import cross_val_constraint_scores
+    >>> X, y = pl.datasets.load("iris")
+    >>> C = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=0)
+    >>> scores = cross_val_constraint_scores(pl.NPKL(random_state=0), X, C, random_state=0)
+    >>> scores.shape
+    (60,)
+    """
+    if not isinstance(estimator, NPKL):
+        raise TypeError(f"estimator must be a psdlearn.NPKL (or subclass), got "
+                        f"{type(estimator).__name__}.")
+    n_samples = X.shape[0] if hasattr(X, "shape") else len(X)
+    C = as_constraints(y, n_samples)
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        cv = ConstraintKFold(int(cv), shuffle=True, random_state=random_state)
+    elif isinstance(cv, str) or not hasattr(cv, "split"):
+        raise TypeError(f"cv must be an int or a splitter with a split method, got {cv!r}.")
+    fold_model = clone(estimator)
+    if "certificate_tol" in fold_model.get_params():
+        # a ranking needs no optimality certificate; it would cost a fit's time per fold
+        fold_model.set_params(certificate_tol=None)
+    scores = np.full(C.n_pairs, np.nan)
+    for train, test in cv.split(C):
+        model = clone(fold_model).fit(
+            X, PairwiseConstraints(C.pairs[train], C.signs[train], n_samples))
+        scores[test] = constraint_scores(model.embedding_, model.laplacian_,
+                                         C.pairs[test], C.signs[test])
+    if np.isnan(scores).any():
+        raise ValueError("cv left some constraints out of every test fold; it must be a "
+                         "partition of the constraints (a K-fold splitter).")
+    return scores
 
 
 class ClusteringScorer:

@@ -444,6 +444,9 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         float in [0, 1]
         """
         y = self._check_y(y, len(np.asarray(pairs)))
+        if len(np.unique(y)) < 2:
+            raise ValueError("score needs similar (+1) and dissimilar (-1) pairs in y (the "
+                             "AUC of one class is undefined).")
         return float(roc_auc_score(y, self.decision_function(pairs),
                                    sample_weight=sample_weight))
 

@@ -31,8 +31,18 @@ def read_libsvm(f, n_features=None):
         enough to be held densely.
     y : ndarray of shape (n,), dtype float64
         The labels as written in the file (not re-coded).
+
+    Raises
+    ------
+    ValueError
+        Naming the file (``f`` for a file object) when it is not valid LIBSVM text.
     """
     if isinstance(f, os.PathLike):
         f = os.fspath(f)
-    X, y = load_svmlight_file(f, n_features=n_features, dtype=np.float64, zero_based=False)
+    try:
+        X, y = load_svmlight_file(f, n_features=n_features, dtype=np.float64,
+                                  zero_based=False)
+    except ValueError as exc:
+        where = f if isinstance(f, str) else "f (a file object)"
+        raise ValueError(f"{where}: not a valid LIBSVM file ({exc}).") from None
     return np.ascontiguousarray(X.toarray(), dtype=np.float64), np.asarray(y, dtype=np.float64)

@@ -62,6 +62,7 @@ from psdlearn.constraints import (
     triplets_from_labels,
 )
 from psdlearn.psdboost._bounds import margin_scale
+from psdlearn.psdboost._outer import first_working_set, solve_rounds, target_pairs
 from psdlearn.psdboost._pricing import TripletOperator
 from psdlearn.psdboost.solvers import SOLVERS, TripletProblem
 
@@ -70,6 +71,10 @@ __all__ = ["PSDBoost"]
 #: ``C="auto"`` is ``1 / (AUTO_NU * t)``: at most this fraction of the triplets ends with a
 #: positive slack (see the ``C`` parameter).
 AUTO_NU = 0.3
+#: With ``impostors="active"``, ``C="auto"`` is ``1 / (AUTO_ACTIVE_NU * p)`` for ``p``
+#: target pairs: at most this fraction of the target pairs' count of impostor triplets
+#: ends with a positive slack.
+AUTO_ACTIVE_NU = 0.1
 #: LPBoost's usual ``nu`` (Demiriz et al. 2002), ``C = 1 / (0.1 t)``: the slack price of the
 #: reproductions of Shen et al. (2008).
 LPBOOST_NU = 0.1
@@ -118,9 +123,11 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         smallest margin and ``rho - C sum xi`` is the mean of the ``nu t`` smallest
         margins: (3) maximizes the mean margin of the hardest fraction ``nu`` of the
         triplets (the ``nu``-parametrization of LPBoost, Demiriz et al. 2002). ``"auto"``
-        is ``nu = 0.3``: at most 30% of the triplets keep a positive slack, whatever the
-        number of triplets and the scale of the data. ``C = 1 / t`` maximizes the mean
-        margin (a rank-one metric), ``C >= 1`` the smallest one (hard margin).
+        is ``nu = 0.3`` for fixed triplets; with re-selected impostors (see
+        ``impostors``) it is ``C = 1 / (0.1 p)`` for ``p`` target pairs, the same in every
+        round (at most ``0.1 p`` impostor triplets keep a positive slack), and a given
+        ``C`` needs ``C p >= 1``. ``C = 1 / t`` maximizes the mean margin (a rank-one
+        metric), ``C >= 1`` the smallest one (hard margin).
     tol : float, default=1e-5
         Stop when ``upper_bound_ - objective_ <= eps_`` with ``eps_ = tol * s``, where
         ``s = mean_r (||x_i - x_j||^2 + ||x_i - x_k||^2) / D`` bounds the mean
@@ -146,9 +153,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         eigenvectors plus one aggregated trace-one column for its tail; the master value
         never decreases. Must exceed ``min(n_columns, n_features)``. None: no cap.
     n_triplets : int or None, default=None
-        Size of a random subsample of the triplets that :meth:`fit` derives from labels
-        or pairs; all of them when None. Triplets passed as :class:`psdlearn.Triplets`
-        are used as given.
+        Size of a random subsample of the triplets that :meth:`fit` derives from pairs,
+        or from labels with ``impostors="nearest"``; all of them when None. Triplets
+        passed as :class:`psdlearn.Triplets` are used as given.
     eigen_solver : {"auto", "dense", "lanczos"}, default="auto"
         Pricing: ``"dense"`` forms ``H`` (``D x D``) and calls ``eigh``; ``"lanczos"``
         runs ARPACK on the product ``u -> H(w) u``, ``O(n D + t)`` each; ``"auto"`` is
@@ -178,8 +185,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
           ``D <= 128`` features, ``"working-set"`` otherwise.
     max_time : float or None, default=None
-        Wall-clock budget in seconds: the solver stops at its first check after it
-        (after each Newton step or pricing) and returns the certified pair reached,
+        Wall-clock budget in seconds, for all rounds together: the solver stops at its
+        first check after it (after each Newton step or pricing; no new round starts)
+        and returns the certified pair reached,
         with a ``ConvergenceWarning`` stating the gap ``upper_bound_ - objective_``.
         None: no budget.
     random_state : int, RandomState instance or None, default=None
@@ -188,12 +196,30 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         ``>= 1``: a progress bar on stderr over the iterations, with the bounds
         reached. Nothing is written to stdout.
     n_neighbors : int, default=3
-        Triplets per labelled point that :meth:`fit` derives from labels: ``(i, j, k)``
-        for each of the ``n_neighbors`` nearest same-class neighbours ``j`` of ``i``
-        (target neighbours, as in large-margin nearest neighbours), ``k`` its nearest
-        other-class neighbour (:func:`psdlearn.triplets_from_labels`). ``1`` is the rule
-        of Shen et al. (2008, section 6). Ignored for pairwise constraints and
-        triplets.
+        Target neighbours per labelled point: its ``n_neighbors`` nearest same-class
+        points in the Euclidean metric (as in large-margin nearest neighbours), fixed
+        during the fit. Ignored for pairwise constraints and triplets.
+    impostors : {"active", "nearest"}, default="active"
+        How :meth:`fit` pairs the target neighbours with other-class points when ``y``
+        holds labels.
+
+        - ``"active"``: problem (3) over every triplet ``(i, j, l)`` with ``j`` a target
+          neighbour of ``i`` and ``l`` any point of another class, solved by re-selection
+          (row generation). Each round solves (3) on a working set ``W`` by ``solver``,
+          then searches under the new metric for the *active impostors*, the rows with
+          ``d(i, l)^2 - d(i, j)^2 < rho - eps``; the most violated join ``W`` (at most
+          ``1 / C`` per round) and rows with zero dual weight and a margin above ``rho``
+          leave it. With ``C`` fixed, dropping zero-weight rows keeps the optimum of (3)
+          on ``W`` and adding rows can only lower it, so the optimum of each round never
+          exceeds that of the previous one. The fit ends when no row lies below
+          ``rho - eps``: then ``metric_`` is optimal for all the impostor triplets, with
+          the certified gap of the last round (a row outside ``W`` with margin at least
+          ``rho`` meets the optimality conditions with ``w_r = 0``). The first ``W``
+          holds the ``max(1.5 / C, 1 / C + 50)`` target pairs of smallest Euclidean
+          margin, each with the nearest other-class point of ``i``.
+        - ``"nearest"``: fixed triplets, each target pair with the nearest other-class
+          point of ``i`` (Euclidean; :func:`psdlearn.triplets_from_labels`), solved once.
+          With ``n_neighbors=1`` this is the rule of Shen et al. (2008, section 6).
 
     Attributes
     ----------
@@ -208,9 +234,18 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         generation, when at most ``n_features``), else the numerical rank of
         ``metric_``.
     side_info_ : Triplets
-        The triplets of the fit (derived from ``y``, or ``y`` itself), rows
-        ``(i, j, k)`` for ``d(i, j) < d(i, k)``; ``side_info_.triplets`` is the
-        ``(t, 3)`` array.
+        The triplets of the fit (derived from ``y``, or ``y`` itself; with
+        ``impostors="active"`` the last working set), rows ``(i, j, k)`` for
+        ``d(i, j) < d(i, k)``; ``side_info_.triplets`` is the ``(t, 3)`` array. The
+        solver's attributes below (``slacks_``, ``dual_weights_``, histories) are those
+        of the last solve, on these rows.
+    n_rounds_ : int
+        Solves of (3): re-selection rounds with ``impostors="active"``, else 1.
+    rounds_ : list of dict
+        Per solve: ``n_triplets`` (rows of its working set), ``objective`` and
+        ``upper_bound`` (its certified pair), ``n_violated`` (impostor triplets outside
+        the working set found below ``rho - eps`` after it; 0 at the last round of a
+        converged fit) and ``seconds`` since the start of the solves.
     C_ : float
         The slack price used.
     eps_ : float
@@ -241,8 +276,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     n_iter_ : int
         Iterations that completed: master solves, or Newton steps (interior point).
     converged_ : bool
-        Whether the stopping test held; False after ``max_iter``, ``max_time`` or an
-        interrupted fit.
+        Whether the stopping test held (with re-selection: in the last round, and no
+        impostor triplet left below ``rho - eps``); False after ``max_iter``,
+        ``max_time``, 50 rounds or an interrupted fit.
     n_matvec_ : int
         Products ``u -> H(w) u`` computed by Lanczos (0 with the dense eigen-solver).
     theta_ : ndarray of shape (n_master_columns,)
@@ -287,12 +323,16 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     Notes
     -----
     PSDBoost learns a linear metric, so it helps where the classes are separated by a
-    reweighting of the features: with the default triplets (three same-class
-    neighbours per point), a k-nearest-neighbour classifier in the learned metric is
-    close to or above the Euclidean one on most data sets, but where classes overlap
-    much (a third or more of the nearest-neighbour triplets violated by every metric),
-    maximizing the smallest margins concentrates ``metric_`` on a few directions and
-    k-NN can lose accuracy. Compare with the Euclidean metric by cross-validation.
+    reweighting of the features. Where classes overlap much (a third or more of the
+    nearest-neighbour triplets violated by every metric), maximizing the smallest
+    margins concentrates ``metric_`` on a few directions and k-NN can lose accuracy.
+    Compare with the Euclidean metric by cross-validation.
+
+    The re-selection of impostors (``impostors="active"``) is an extension of Shen et
+    al. (2008), who fix one triplet per point; every round is their problem (3) on the
+    working set, so its certificate holds for that set, and for all impostor triplets
+    once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
+    on the working set, whose size is about ``1 / C`` plus the rows at the margin.
 
     A Ctrl-C (``KeyboardInterrupt``) during the fit stops it at the last complete
     iteration: the fitted attributes hold that iterate, a
@@ -307,6 +347,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
     Demiriz, A., Bennett, K. P. & Shawe-Taylor, J. (2002). Linear programming boosting
     via column generation. Machine Learning 46.
+
+    Weinberger, K. Q. & Saul, L. K. (2009). Distance metric learning for large margin
+    nearest neighbor classification. Journal of Machine Learning Research 10 (target
+    neighbours and impostors).
 
     Wentges, P. (1997). Weighted Dantzig-Wolfe decomposition for linear mixed-integer
     programming. International Transactions in Operational Research 4(2).
@@ -335,6 +379,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         "smoothing": [Interval(numbers.Real, 0, 1, closed="left")],
         "max_bases": [Interval(numbers.Integral, 2, None, closed="left"), None],
         "n_neighbors": [Interval(numbers.Integral, 1, None, closed="left")],
+        "impostors": [StrOptions({"active", "nearest"})],
         "n_triplets": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "eigen_solver": [StrOptions({"auto", "dense", "lanczos"})],
         "solver": [StrOptions({"auto", *SOLVERS.names()})],
@@ -345,7 +390,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
     def __init__(self, *, C="auto", tol=1e-5, max_iter=1000, n_columns=5, smoothing=0.8,
                  max_bases=None, n_triplets=None, eigen_solver="auto", solver="auto",
-                 max_time=None, random_state=None, verbose=0, n_neighbors=3):
+                 max_time=None, random_state=None, verbose=0, n_neighbors=3,
+                 impostors="active"):
         self.C = C
         self.solver = solver
         self.max_time = max_time
@@ -356,6 +402,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         self.max_bases = max_bases
         self.n_triplets = n_triplets
         self.n_neighbors = n_neighbors
+        self.impostors = impostors
         self.eigen_solver = eigen_solver
         self.random_state = random_state
         self.verbose = verbose
@@ -366,11 +413,12 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         What is derived from each kind of ``y``:
 
-        - partial labels (1-D, ``-1`` = unlabelled): the triplets of Shen et al. (2008,
-          section 6), ``n_neighbors`` per point: for every labelled point ``i``, ``j`` =
-          each of its ``n_neighbors`` nearest labelled neighbours of the same class and
-          ``k`` = its nearest labelled neighbour of another class (Euclidean), subsampled
-          to ``n_triplets`` (:func:`psdlearn.triplets_from_labels`);
+        - partial labels (1-D, ``-1`` = unlabelled): for every labelled point ``i`` its
+          ``n_neighbors`` target neighbours ``j`` (nearest labelled points of the same
+          class), and ``k`` = the active impostors of ``i``, re-selected as the metric
+          changes (``impostors="active"``), or its nearest labelled point of another
+          class (``impostors="nearest"``, the triplets of Shen et al. 2008, section 6,
+          subsampled to ``n_triplets``; :func:`psdlearn.triplets_from_labels`);
         - a :class:`psdlearn.PairwiseConstraints` or an ``(m, 3)`` array of
           ``[i, j, +1/-1]`` rows: every must-link ``(i, j)`` and cannot-link ``(i, k)``
           sharing a point ``i`` give ``(i, j, k)``, subsampled to ``n_triplets``
@@ -395,7 +443,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            ``y`` is missing, gives no triplet, or ``C < 1 / t``.
+            ``y`` is missing, gives no triplet, or ``C < 1 / t`` (``C < 1 / p`` for ``p``
+            target pairs with ``impostors="active"``).
         """
         with fitting(self):
             start = time.perf_counter()
@@ -405,10 +454,16 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                     "PSDBoost requires y to be passed, but the target y is None: pass partial "
                     "labels, pairwise constraints or a psdlearn.Triplets.")
             rng = check_random_state(self.random_state)
-            with phase("the choice of the triplets"):
-                triplets = self._triplets(X, y, rng)
-            with phase("the solver" if self.solver == "auto" else f"the {self.solver} solver"):
-                self._fit(X, triplets, rng)
+            side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
+            solver = "the solver" if self.solver == "auto" else f"the {self.solver} solver"
+            if side.kind == "labels" and self.impostors == "active":
+                with phase(f"{solver} (active impostors)"):
+                    self._fit_active(X, self._codes(side.labels), rng, start)
+            else:
+                with phase("the choice of the triplets"):
+                    triplets = self._triplets(X, side, rng)
+                with phase(solver):
+                    self._fit(X, triplets, rng)
             self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -435,9 +490,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
             triplets = Triplets(triplets, n_samples=shape[0] if shape else None)
         return self.fit(X, triplets)
 
-    def _triplets(self, X, y, rng):
-        """The triplets of ``y`` (see :meth:`fit`), as a (t, 3) int64 array."""
-        side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
+    def _triplets(self, X, side, rng):
+        """The triplets of ``side`` (see :meth:`fit`), as a (t, 3) int64 array."""
         if side.kind == "triplets":
             triplets = side.triplets.triplets
             if len(triplets) == 0:
@@ -452,13 +506,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                     "needs a must-link (i, j) and a cannot-link (i, k) that share the "
                     "sample i.")
             return triplets
-        labelled = labelled_mask(side.labels)
-        codes = np.full(len(X), -1, dtype=np.int64)
-        classes, codes[labelled] = np.unique(side.labels[labelled], return_inverse=True)
-        if len(classes) < 2:
-            raise ValueError(
-                f"y has labelled samples of {len(classes)} class(es): the triplets of "
-                "PSDBoost need labelled samples of at least 2 classes.")
+        codes = self._codes(side.labels)
         triplets = triplets_from_labels(X, codes, n_triplets=self.n_triplets, random_state=rng,
                                         n_neighbors=self.n_neighbors)
         if len(triplets) == 0:
@@ -466,17 +514,30 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                              "labelled samples.")
         return triplets
 
+    @staticmethod
+    def _codes(labels):
+        """Class codes ``0..c-1`` of the labels, ``-1`` for the unlabelled points."""
+        labelled = labelled_mask(labels)
+        codes = np.full(len(labels), -1, dtype=np.int64)
+        classes, codes[labelled] = np.unique(labels[labelled], return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(
+                f"y has labelled samples of {len(classes)} class(es): the triplets of "
+                "PSDBoost need labelled samples of at least 2 classes.")
+        return codes
+
     # ------------------------------------------------------------------ solver
-    def _resolve_C(self, t):
+    def _resolve_C(self, t, nu=AUTO_NU, what="triplets"):
         if self.C == "auto":
-            return 1.0 / (AUTO_NU * t)
+            return 1.0 / (nu * t)
         C = float(self.C)
         if C * t < 1.0 - 1e-12:
-            raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g} for t={t} triplets: the "
+            raise ValueError(f"C={C} is below 1/t = {1.0 / t:.3g} for t={t} {what}: the "
                              "LP (3) is then unbounded (sum w = 1 cannot hold with w <= C).")
         return C
 
     def _fit(self, X, triplets, rng):
+        """Problem (3) on the fixed ``triplets``."""
         t = len(triplets)
         C = self._resolve_C(t)
         op = TripletOperator(X, triplets)
@@ -489,35 +550,83 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 "a shorter multiple of a_i - a_k): the triplets do not constrain the "
                 "metric, and PSDBoost only maximizes the smallest margin.",
                 UserWarning, stacklevel=4)
-        self.solver_ = self._select_solver(t, X.shape[1])
         self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
-        self.side_info_ = Triplets(triplets, n_samples=len(X))
+        res, spec = self._solve(X, triplets, C, rng, self.max_time, op)
+        self._store(X, triplets, res, spec)
+        self.n_rounds_ = 1
+        self.rounds_ = [{"n_triplets": t, "objective": self.objective_,
+                         "upper_bound": self.upper_bound_, "n_violated": 0,
+                         "seconds": self.time_history_[-1] if self.time_history_ else 0.0}]
+        self._warn_unconverged(res, spec, res.status == "max_time")
+        return self
+
+    def _fit_active(self, X, codes, rng, start):
+        """Problem (3) over all impostor triplets of the target pairs, by re-selection
+        (:func:`psdlearn.psdboost._outer.solve_rounds`)."""
+        pairs = target_pairs(X, codes, self.n_neighbors)
+        if len(pairs) == 0:
+            raise ValueError("y gives no triplet: a triplet needs a class with at least 2 "
+                             "labelled samples.")
+        C = self._resolve_C(len(pairs), AUTO_ACTIVE_NU, "target pairs")
+        first = first_working_set(X, codes, pairs, C)
+        nj, nk, _ = TripletOperator(X, first).difference_stats()
+        self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
+        deadline = None if self.max_time is None else start + self.max_time
+
+        def solve(triplets):
+            left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+            return self._solve(X, triplets, C, rng, left)
+
+        res, spec, triplets, rounds, status = solve_rounds(
+            X, codes, pairs, first, C, self.eps_, solve, deadline=deadline)
+        self._store(X, triplets, res, spec)
+        self.n_rounds_, self.rounds_ = len(rounds), rounds
+        self.converged_ = bool(self.converged_ and status == "optimal")
+        if status == "max_rounds" and not res.interrupted:
+            warnings.warn(
+                f"PSDBoost stopped after {len(rounds)} rounds of impostor re-selection with "
+                f"{rounds[-1]['n_violated']} impostor triplets still below the margin rho: "
+                "metric_ is optimal for the working set side_info_ only.",
+                ConvergenceWarning, stacklevel=4)
+        else:
+            self._warn_unconverged(res, spec, status == "max_time")
+        return self
+
+    def _solve(self, X, triplets, C, rng, max_time, op=None):
+        """Problem (3) on ``triplets`` by the selected solver: ``(result, spec)``."""
+        self.solver_ = self._select_solver(len(triplets), X.shape[1])
         spec = SOLVERS[self.solver_]
+        op = TripletOperator(X, triplets) if op is None else op
         problem = TripletProblem(X, triplets, C, op, self.eps_)
+        params = {**self.get_params(deep=False), "max_time": max_time}
         options = SolveOptions(max_iter=self.max_iter, tol=self.tol, random_state=rng,
-                               verbose=self.verbose, params=self.get_params(deep=False))
-        res = spec.solve(problem, None, options)
+                               verbose=self.verbose, params=params)
+        return spec.solve(problem, None, options), spec
+
+    def _store(self, X, triplets, res, spec):
+        """The fitted attributes of the solver's result on ``triplets``."""
+        self.side_info_ = Triplets(triplets, n_samples=len(X))
         self.components_ = res.embedding.T
         self.rank_ = self.components_.shape[0]
         for name in spec.attributes:
             setattr(self, f"{name}_", res.info[name])
-        self.objective_ = float(self.rho_ - C * self.slacks_.sum())
+        self.objective_ = float(self.rho_ - self.C_ * self.slacks_.sum())
         self.upper_bound_ = float(self.upper_bound_)
         self.objective_history_ = list(res.objective_history)
         self.time_history_ = list(res.time_history)
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
+
+    def _warn_unconverged(self, res, spec, timed_out):
         if res.interrupted:
-            warn_interrupted("PSDBoost", res.n_iter, unit=spec.unit, stacklevel=5)
+            warn_interrupted("PSDBoost", res.n_iter, unit=spec.unit, stacklevel=6)
         elif not res.converged:
-            stop = (f"max_time={self.max_time} s" if res.status == "max_time"
-                    else f"max_iter={self.max_iter}")
+            stop = f"max_time={self.max_time} s" if timed_out else f"max_iter={self.max_iter}"
             warnings.warn(
                 f"PSDBoost ({self.solver_}) stopped at {stop} before {spec.stop_rule}, with "
                 f"a certified gap upper_bound_ - objective_ = "
                 f"{self.upper_bound_ - self.objective_:.3g} > eps = {self.eps_:.3g}: "
-                f"{spec.hint}.", ConvergenceWarning, stacklevel=4)
-        return self
+                f"{spec.hint}.", ConvergenceWarning, stacklevel=5)
 
     def _select_solver(self, t, n_features):
         if self.solver != "auto":

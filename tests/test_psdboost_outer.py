@@ -1,0 +1,138 @@
+"""PSDBoost's re-selection of impostor triplets (``impostors="active"``): the rounds of
+row generation around problem (3) of Shen, Welsh & Wang (2008)."""
+
+import numpy as np
+import pytest
+
+import psdlearn as pl
+from psdlearn.psdboost._bounds import primal_value
+from psdlearn.psdboost._outer import (
+    first_working_set,
+    impostor_triplets,
+    solve_rounds,
+    target_pairs,
+)
+from psdlearn.psdboost.ipm import solve_ipm
+
+
+def _data(n=60, d=5, seed=0):
+    X, y = pl.datasets.make_triplet_synthetic(n, d, random_state=seed)
+    return np.asarray(X, dtype=np.float64), np.asarray(y)
+
+
+def _margins(X, M, T):
+    dk, dj = X[T[:, 0]] - X[T[:, 2]], X[T[:, 0]] - X[T[:, 1]]
+    return np.einsum("ij,jk,ik->i", dk, M, dk) - np.einsum("ij,jk,ik->i", dj, M, dj)
+
+
+def _all_impostor_triplets(X, y, n_neighbors):
+    """Every (i, j, l): j a target neighbour of i (brute force), l of another class."""
+    D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    rows = []
+    for i in range(len(X)):
+        same = np.flatnonzero((y == y[i]) & (np.arange(len(X)) != i))
+        targets = same[np.argsort(D2[i, same], kind="stable")[:n_neighbors]]
+        for j in targets:
+            rows += [(i, j, o) for o in np.flatnonzero(y != y[i])]
+    return np.array(rows)
+
+
+def test_final_metric_meets_the_kkt_conditions_of_3_on_its_working_set():
+    """Primal and dual feasibility and the three complementarity terms of (3), whose sum
+    is the certified gap, on the final working set; and no row of the full impostor set
+    lies below the margin, so the optimum is that of every impostor triplet."""
+    X, y = _data()
+    m = pl.PSDBoost(tol=1e-7, random_state=0).fit(X, y)
+    assert m.converged_ and m.n_rounds_ >= 2
+    W, M, C = m.side_info_.triplets, m.metric_, m.C_
+    w, xi, rho = m.dual_weights_, m.slacks_, m.rho_
+    eps = m.eps_
+    # primal feasibility: M PSD, trace one; margins + slacks >= rho, slacks >= 0
+    assert np.linalg.eigvalsh(M).min() >= -1e-10 and np.trace(M) == pytest.approx(1.0)
+    mr = _margins(X, M, W)
+    assert np.all(xi >= 0) and np.all(mr + xi >= rho - 1e-9)
+    # dual feasibility: w in the capped simplex, lambda I - H(w) PSD at lambda = upper
+    assert np.all(w >= 0) and np.all(w <= C * (1 + 1e-12)) and w.sum() == pytest.approx(1.0)
+    dk, dj = X[W[:, 0]] - X[W[:, 2]], X[W[:, 0]] - X[W[:, 1]]
+    H = dk.T @ (w[:, None] * dk) - dj.T @ (w[:, None] * dj)
+    lam = np.linalg.eigvalsh(H)[-1]
+    assert m.upper_bound_ == pytest.approx(lam, abs=1e-9)
+    # complementarity: <lambda I - H, M> = 0, w_r (m_r + xi_r - rho) = 0,
+    # xi_r (C - w_r) = 0; each term is nonnegative and they add up to the gap
+    terms = [lam - np.sum(H * M), w @ (mr + xi - rho), xi @ (C - w)]
+    assert min(terms) >= -1e-9
+    assert sum(terms) == pytest.approx(m.upper_bound_ - m.objective_, abs=1e-9)
+    assert sum(terms) <= eps
+    # no impostor triplet outside the working set is below rho - eps
+    T = _all_impostor_triplets(X, y, m.n_neighbors)
+    outside = ~(T[:, None, :] == W[None]).all(-1).any(1)
+    assert outside.sum() == len(T) - len(W)
+    assert _margins(X, M, T[outside]).min() >= rho - eps - 1e-12
+    assert primal_value(_margins(X, M, T), C)[0] == pytest.approx(m.objective_, abs=eps)
+
+
+def test_reselection_never_increases_the_optimum_and_ends_at_that_of_the_union():
+    """With ``v_k`` the optimum of (3) on the round-k working set ``W_k`` and ``U`` the
+    union of all working sets (``C`` fixed): ``v_{k+1} <= v_k`` for every round (dropped
+    rows had zero weight, added rows can only lower a maximum), ``v_k >= OPT(U)`` and the
+    last round attains ``OPT(U)``. Each ``v_k`` is computed again by an independent
+    interior-point solve; the rounds' own certified bounds obey
+    ``objective_{k+1} <= upper_k``."""
+    X, y = _data(n=60, d=5, seed=1)
+    codes = np.unique(y, return_inverse=True)[1]
+    pairs = target_pairs(X, codes, 3)
+    C = 1.0 / (0.1 * len(pairs))
+
+    def solve(W):
+        return solve_ipm(X, W, C, tol=1e-10, max_iter=200, max_triplets=10**5), None
+
+    first = first_working_set(X, codes, pairs, C)
+    res, _, W, rounds, status = solve_rounds(X, codes, pairs, first, C, 1e-9, solve,
+                                             record=True)
+    assert status == "optimal" and len(rounds) >= 3
+    for a, b in zip(rounds[:-1], rounds[1:], strict=True):
+        assert b["objective"] <= a["upper_bound"] + 1e-9
+    v = [solve_ipm(X, r["triplets"], C, tol=1e-11, max_iter=200,
+                   max_triplets=10**5).objective_history[-1] for r in rounds]
+    assert np.all(np.diff(v) <= 1e-7)
+    union = np.unique(np.concatenate([r["triplets"] for r in rounds]), axis=0)
+    assert len(union) > len(W)  # rows were dropped and added along the way
+    opt_union = solve_ipm(X, union, C, tol=1e-11, max_iter=200,
+                          max_triplets=10**5).objective_history[-1]
+    assert min(v) >= opt_union - 1e-7
+    assert v[-1] == pytest.approx(opt_union, abs=1e-7)
+
+
+def test_impostor_search_finds_every_triplet_below_the_threshold():
+    """The widened nearest-neighbour search against brute force, from one neighbour."""
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(80, 3))
+    codes = rng.integers(0, 3, size=80)
+    codes[:5] = -1  # unlabelled points are never impostors
+    pairs = target_pairs(Z, codes, 2)
+    for threshold in (-0.5, 0.3, 2.0):
+        T, margins = impostor_triplets(Z, codes, pairs, threshold, n_first=1)
+        D2 = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+        expect = {(i, j, o) for i, j in pairs for o in np.flatnonzero(codes >= 0)
+                  if codes[o] != codes[i] and D2[i, o] - D2[i, j] < threshold}
+        assert set(map(tuple, T.tolist())) == expect and len(T) == len(expect)
+        assert np.allclose(margins, D2[T[:, 0], T[:, 2]] - D2[T[:, 0], T[:, 1]])
+
+
+def test_active_and_nearest_rules():
+    """The default re-selects (C = 1 / (0.1 p) for p target pairs, rounds recorded); the
+    paper's rule is impostors="nearest" with n_neighbors=1 (one round, fixed triplets)."""
+    X, y = _data(n=60, d=4, seed=2)
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    codes = np.unique(y, return_inverse=True)[1]
+    p = len(target_pairs(X, codes, 3))
+    assert m.C_ == pytest.approx(1.0 / (0.1 * p))
+    assert m.n_rounds_ == len(m.rounds_) and m.rounds_[-1]["n_violated"] == 0
+    assert m.rounds_[-1]["n_triplets"] == len(m.side_info_.triplets)
+    ups = [r["upper_bound"] for r in m.rounds_]
+    assert all(b <= a + m.eps_ for a, b in zip(ups[:-1], ups[1:], strict=True))
+    paper = pl.PSDBoost(n_neighbors=1, impostors="nearest", random_state=0).fit(X, y)
+    assert paper.n_rounds_ == 1
+    assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))
+    with pytest.raises(ValueError, match="target pairs"):
+        pl.PSDBoost(C=1e-6).fit(X, y)
