@@ -83,10 +83,20 @@ def test_zorder_halves_the_box_recursively_and_keeps_neighbours_close():
     assert gap < 0.05 * len(P)          # in the input (random) order it is about n / 3
 
 
+def _by_distance_then_index(X, Q, k, own):
+    """Reference lists: the ``k`` first points in (distance, index) order, by a full sort
+    of the distances (exact on integer coordinates)."""
+    D2 = ((Q[:, None, :] - X[None, :, :]) ** 2).sum(axis=-1)
+    if own:
+        np.fill_diagonal(D2, np.inf)
+    ind = np.array([np.lexsort((np.arange(len(X)), row))[:k] for row in D2])
+    return np.sqrt(np.take_along_axis(D2, ind, axis=1)), ind
+
+
 @pytest.mark.parametrize("d", [3, 5])   # the coordinates, the leading principal axes
-def test_tree_answers_in_spatial_order_equal_those_in_input_order(d):
+def test_tree_answers_in_spatial_order_keep_distance_index_order(d):
     """The kd-tree takes its queries in Z-order (speed only): the lists, ties included,
-    are those of the same tree queried in input order."""
+    are the first points in (distance, index) order, as in input order."""
     rng = np.random.default_rng(d)
     X = rng.integers(0, 4, size=(600, d)).astype(float)   # many ties and duplicates
     X[::7] += rng.normal(scale=1e-3, size=X[::7].shape)
@@ -96,19 +106,17 @@ def test_tree_answers_in_spatial_order_equal_those_in_input_order(d):
     index = NeighborIndex("exact").fit(X)
     assert index.backend_ == "kd_tree"
     dist, ind = index.kneighbors(n_neighbors=8)
-    tree = NearestNeighbors(algorithm="kd_tree").fit(X)
-    ref_d, ref_i = graph._drop_self(*tree.kneighbors(X, n_neighbors=9),
-                                    np.arange(len(X)))
+    ref_d, ref_i = _by_distance_then_index(X, X, 8, own=True)
     assert np.array_equal(ind, ref_i)
-    assert np.array_equal(dist, ref_d)
+    assert np.allclose(dist, ref_d, rtol=1e-12, atol=0)
     Q = rng.integers(0, 4, size=(300, d)).astype(float)   # new points, ties again
     dist, ind = index.kneighbors(Q, n_neighbors=8)
-    ref_d, ref_i = tree.kneighbors(Q, n_neighbors=8)
+    ref_d, ref_i = _by_distance_then_index(X, Q, 8, own=False)
     assert np.array_equal(ind, ref_i)
-    assert np.array_equal(dist, ref_d)
-    # sparse new points against the dense tree: the same lists
-    dist, ind = index.kneighbors(sp.csr_matrix(Q), n_neighbors=8)
-    assert np.array_equal(ind, ref_i) and np.array_equal(dist, ref_d)
+    assert np.allclose(dist, ref_d, rtol=1e-12, atol=0)
+    # sparse new points against the dense tree: the same lists, bit for bit
+    dist_s, ind_s = index.kneighbors(sp.csr_matrix(Q), n_neighbors=8)
+    assert np.array_equal(ind_s, ind) and np.array_equal(dist_s, dist)
 
 
 def test_approximate_recall_on_fixed_problem():

@@ -100,10 +100,17 @@ def test_precomputed_graph_matches_knn_and_input_untouched():
     X, y = _blobs()
     X0 = X.copy()
     C = pl.PairwiseConstraints.from_labels(y, random_state=1)
-    a = pl.NPKL(loss="hinge", random_state=0, max_iter=40).fit(X, C)
+    # the kNN fit starts from points ordered by their values, the precomputed one in input
+    # order: the same problem (same L, same gamma), the same kernel at the optimum (square
+    # loss: unique)
+    a = pl.NPKL(loss="square", random_state=0, tol=1e-10, max_iter=2000).fit(X, C)
     L = pl.graph.knn_laplacian(X, n_neighbors=5)
-    b = pl.NPKL(loss="hinge", graph="precomputed", random_state=0, max_iter=40).fit(L, C)
-    assert np.allclose(a.embedding_, b.embedding_)
+    b = pl.NPKL(loss="square", graph="precomputed", random_state=0, tol=1e-10,
+                max_iter=2000).fit(L, C)
+    assert (a.laplacian_ != b.laplacian_).nnz == 0
+    assert a.gamma_ == pytest.approx(b.gamma_, rel=1e-12)
+    K_a, K_b = a.embedding_ @ a.embedding_.T, b.embedding_ @ b.embedding_.T
+    assert np.abs(K_a - K_b).max() <= 1e-6 * np.abs(K_a).max()
     assert np.array_equal(X, X0)
     with pytest.raises(ValueError, match="precomputed"):
         b.transform(X[:3])

@@ -42,7 +42,7 @@ def test_final_metric_meets_the_kkt_conditions_of_3_on_its_working_set():
     is the certified gap, on the final working set; and no row of the full impostor set
     lies below the margin, so the optimum is that of every impostor triplet."""
     X, y = _data()
-    m = pl.PSDBoost(tol=1e-7, random_state=0).fit(X, y)
+    m = pl.PSDBoost(tol=1e-7, impostors="active", random_state=0).fit(X, y)
     assert m.converged_ and m.n_rounds_ >= 2
     W, M, C = m.side_info_.triplets, m.metric_, m.C_
     w, xi, rho = m.dual_weights_, m.slacks_, m.rho_
@@ -120,10 +120,10 @@ def test_impostor_search_finds_every_triplet_below_the_threshold():
 
 
 def test_active_and_nearest_rules():
-    """The default re-selects (C = 1 / (0.1 p) for p target pairs, rounds recorded); the
+    """impostors="active" re-selects (C = 1 / (0.1 p) for p target pairs, rounds recorded); the
     paper's rule is impostors="nearest" with n_neighbors=1 (one round, fixed triplets)."""
     X, y = _data(n=60, d=4, seed=2)
-    m = pl.PSDBoost(random_state=0).fit(X, y)
+    m = pl.PSDBoost(impostors="active", random_state=0).fit(X, y)
     codes = np.unique(y, return_inverse=True)[1]
     p = len(target_pairs(X, codes, 3))
     assert m.C_ == pytest.approx(1.0 / (0.1 * p))
@@ -135,4 +135,4 @@ def test_active_and_nearest_rules():
     assert paper.n_rounds_ == 1
     assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))
     with pytest.raises(ValueError, match="target pairs"):
-        pl.PSDBoost(C=1e-6).fit(X, y)
+        pl.PSDBoost(C=1e-6, impostors="active").fit(X, y)

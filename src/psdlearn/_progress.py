@@ -1,11 +1,13 @@
 """Progress reporting and interruption, shared by the loops of every estimator.
 
 Library calls print nothing to stdout. With ``verbose`` set, progress bars (tqdm) go to
-stderr; verbose or not, a bar reports its count to the running phase of the fit
-(:mod:`psdlearn._interrupt`), which an interrupt's message then quotes. A Ctrl-C
-(``KeyboardInterrupt``) inside a solver loop stops the loop at the last complete iterate:
-the solver returns it with ``interrupted=True`` and the estimator keeps it, warns with
-:class:`FitInterruptedWarning` (naming the phase) and sets ``converged_ = False``.
+stderr: each names its phase, counts its steps with the elapsed and remaining time (the
+remaining time to ``total``, for a solver its ``max_iter``) and shows the memory the process
+holds (``mem``, resident set). A Ctrl-C (``KeyboardInterrupt``) inside a solver loop stops
+the loop at the last complete iterate: the solver returns it with ``interrupted=True`` and
+the estimator keeps it, warns with :class:`FitInterruptedWarning` and sets
+``converged_ = False``. Verbose or not, a bar reports its count to the running phase of
+the fit (:mod:`psdlearn._interrupt`), which an interrupt's message quotes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import warnings
 
 from psdlearn._interrupt import current_phase
 
-__all__ = ["FitInterruptedWarning", "progress_bar", "warn_interrupted"]
+__all__ = ["FitInterruptedWarning", "memory_in_use", "progress_bar", "warn_interrupted"]
 
 
 class FitInterruptedWarning(UserWarning):
@@ -95,10 +97,59 @@ def progress_bar(verbose, total=None, desc=None, unit="it"):
     if not verbose:
         bar = _Silent()
     else:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True)
+        bar = _memory_bar()(total=total, desc=desc, unit=unit, file=sys.stderr,
+                            dynamic_ncols=True)
     return _Reporting(bar, total, desc, unit)
+
+
+def memory_in_use():
+    """Resident memory of this process in bytes, or None where it cannot be read.
+
+    ``/proc/self/statm`` (Linux); elsewhere the peak so far from ``getrusage``.
+    """
+    try:
+        with open("/proc/self/statm") as fh:
+            import os
+
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB else
+
+
+def _format_bytes(b):
+    return "?" if b is None else f"{b / 1e9:.2f}GB" if b >= 1e9 else f"{b / 1e6:.0f}MB"
+
+
+def _memory_bar():
+    """A tqdm class whose postfix always ends with ``mem``, the memory in use, refreshed
+    at every update (one read of ``/proc``: microseconds, against a sweep or a block)."""
+    from tqdm import tqdm
+
+    class MemoryBar(tqdm):
+        def __init__(self, *args, **kwargs):
+            self._fields = {}
+            super().__init__(*args, **kwargs)
+            self._show(refresh=False)
+
+        def _show(self, refresh):
+            super().set_postfix({**self._fields, "mem": _format_bytes(memory_in_use())},
+                                refresh=refresh)
+
+        def set_postfix(self, ordered_dict=None, refresh=True, **kwargs):
+            self._fields = {**(ordered_dict or {}), **kwargs}
+            self._show(refresh)
+
+        def update(self, n=1):
+            self._show(refresh=False)
+            return super().update(n)
+
+    return MemoryBar
 
 
 def warn_interrupted(name, n_iter, unit="iterations", stacklevel=3, phase=None):

@@ -16,9 +16,12 @@ degree matrix. The eigenvalues of ``D^{-1/2} S D^{-1/2}`` lie in ``[-1, 1]``, so
 All neighbour searches of the library go through :class:`NeighborIndex`:
 
 - ``"exact"``: scikit-learn's kd-tree in at most :data:`KD_TREE_MAX_FEATURES` dense
-  dimensions (queries in Z-order, :mod:`psdlearn._order`), else its brute force
-  (squared distances by BLAS products, in chunks of queries, on all cores; dense or CSR
-  input, sparse input is never densified);
+  dimensions (queries in Z-order, :mod:`psdlearn._order`), else brute force (squared
+  distances by BLAS products, in chunks of queries, on all cores; dense or CSR input,
+  sparse input is never densified). Both only propose candidates: the lists are the
+  first ``k`` in (distance, index) order, with every distance recomputed as a sum over
+  the columns in a fixed order, so the same values give bit-identical lists from dense
+  (C or F order), CSR, CSC, float32 or float64 input (:mod:`psdlearn._exact_knn`);
 - ``"approximate"``: a hierarchical navigable small world (HNSW) graph (faiss-cpu's
   ``IndexHNSWFlat``, optional extra ``ann``; Malkov & Yashunin 2020), deterministic for a
   given seed on one thread (``n_jobs=1``). On integer-valued data it indexes the distinct
@@ -50,7 +53,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils.extmath import row_norms
 
+from psdlearn import _exact_knn
 from psdlearn._compat import hnsw_build_threads
 from psdlearn._hnsw import HNSW
 from psdlearn._order import spatial_order
@@ -171,7 +176,9 @@ class NeighborIndex:
     ----------
     method : {"auto", "exact", "approximate"}, default="auto"
         ``"exact"``: kd-tree in at most ``KD_TREE_MAX_FEATURES`` dense dimensions, else
-        brute force (BLAS, chunked, sparse input kept sparse). ``"approximate"``: HNSW
+        brute force (BLAS, chunked, sparse input kept sparse); the ``k`` first points
+        in (distance, index) order, the same lists for the same values in any container.
+        ``"approximate"``: HNSW
         (faiss); among points tied at the k-th distance it keeps the lowest indices of
         the ``HNSW_TIE_FACTOR * k`` candidates it found, as the exact search tends to, and
         on integer-valued data it searches by (distance, index) (``HNSW_INDEX_BIAS``).
@@ -247,7 +254,11 @@ class NeighborIndex:
         if method == "exact":
             tree = not sp.issparse(X) and d <= KD_TREE_MAX_FEATURES
             self.backend_ = "kd_tree" if tree else "brute"
-            self._nn = NearestNeighbors(algorithm=self.backend_, n_jobs=self.n_jobs).fit(X)
+            self._X = _exact_knn.canonical(X)
+            if tree:
+                self._nn = NearestNeighbors(algorithm="kd_tree", n_jobs=self.n_jobs).fit(X)
+            else:
+                self._norms = row_norms(self._X, squared=True)
         else:
             self.backend_ = "hnsw"
             self._build_hnsw(X)
@@ -381,8 +392,13 @@ class NeighborIndex:
             ef = max(int(np.ceil(HNSW_EF_FACTOR * k)), HNSW_EF_MIN)
             tie = HNSW_INTEGER_TIE_FACTOR if self._hnsw.integer else HNSW_TIE_FACTOR
             return self._hnsw.search(Q, k, entry, ef=ef, tie_factor=tie)
-        dist, ind = self._nn.kneighbors(Q, n_neighbors=k)
-        return dist, ind.astype(np.int64)
+        # exact: candidates by the tree or by BLAS, ranked by (canonical distance, index)
+        # so that the lists depend on the values only, not on the container
+        Q = _exact_knn.canonical(sp.csr_matrix(Q) if sp.issparse(self._X) else
+                                 Q.toarray() if sp.issparse(Q) else Q)
+        if self.backend_ == "kd_tree":
+            return _exact_knn.tree_search(self._nn, Q, self._X, k)
+        return _exact_knn.brute_force(Q, self._X, self._norms, k)
 
     def estimate_recall(self, n_neighbors, n_queries=256, random_state=None):
         """Mean recall@k of :meth:`kneighbors` on indexed points, against exact neighbours.

@@ -106,6 +106,19 @@ def build_laplacian(X, *, graph, n_neighbors, sigma, delta, knn_method, n_jobs,
     return normalized_laplacian(S, delta), fitted
 
 
+def in_order(L, pairs, order):
+    """``L`` and the constraint ``pairs`` with the samples renumbered: new sample ``k`` is
+    sample ``order[k]`` (unchanged when ``order`` is None); pairs stay ``i < j``, in their
+    order."""
+    if order is None:
+        return L, pairs
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    L = L[order][:, order].tocsr()
+    L.sort_indices()
+    return L, (np.sort(inverse[pairs], axis=1) if len(pairs) else pairs)
+
+
 def joint_laplacian(X_fit, X, *, n_neighbors, sigma, delta, knn_method, n_jobs,
                     random_state):
     """The normalized kNN Laplacian over the training points then ``X`` (``transform_joint``),

@@ -145,7 +145,8 @@ def loo_errors(dist, ind, rows, embedding, sigma, sizes):
                             ** 2) / spread for s in sizes])
 
 
-def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0):
+def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0,
+                       order=None):
     """``k'`` of :meth:`psdlearn.NPKL.transform` (see the module docstring).
 
     Parameters
@@ -158,6 +159,9 @@ def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0):
     n_neighbors : int
         ``k`` of the training graph.
     random_state : int, RandomState instance or None
+    order : ndarray of shape (n_samples,), optional
+        The points in an order set by their values: the sample is drawn among positions
+        in it, so that the same points are drawn whatever the order of the rows.
 
     Returns
     -------
@@ -170,7 +174,8 @@ def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0):
     rng = np.random.default_rng(
         random_state if not isinstance(random_state, np.random.RandomState)
         else random_state.randint(2**31))
-    rows = np.sort(rng.choice(n, size=min(n, LOO_SAMPLE), replace=False))
+    rows = rng.choice(n, size=min(n, LOO_SAMPLE), replace=False)
+    rows = np.sort(rows if order is None else order[rows])
     dist, ind = index.kneighbors(X[rows], n_neighbors=sizes[-1] + 1)
     # drop each point itself (not always the first column when points coincide); where
     # the search missed it, drop the farthest

@@ -21,7 +21,7 @@ from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.solvers import RESTART, WARM, map_rows
 
 
-def solve_rounds(est, spec, problem, rank, rng, start=None):
+def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
     """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
 
     The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
@@ -41,6 +41,11 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
     ``start``, when given, is ``(E0, state)``: the solver's start and its
     ``options.state``, used instead of the random or ``warm_start`` one
     (:mod:`psdlearn.npkl._partial`).
+
+    ``order``, when given: sample ``k`` of ``problem`` is the caller's sample ``order[k]``
+    (:func:`psdlearn.npkl._fit_graph.in_order`). The random start is drawn in the order of
+    ``problem``, a warm start is mapped into it, and ``embedding_`` comes back in the
+    caller's order.
     """
     from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
@@ -53,10 +58,16 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
         if warm:
             name, kept = getattr(est, "_warm_state", None) or (None, None)
             state = kept if name == spec.name and kept is not None else WARM
+        if warm and order is not None:
+            E0, state = E0[order], map_rows(state, order)
     if getattr(spec, "renumber", False):
-        perm, inverse, problem = problem.renumbered()
+        perm, _, problem = problem.renumbered()
         E0 = None if E0 is None else E0[perm]
         state = map_rows(state, perm)
+        order = perm if order is None else order[perm]
+    if order is not None:
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
     bar = progress_bar(est.verbose, total=est.max_iter, desc=f"NPKL {spec.name}",
                        unit=spec.unit)
 
@@ -83,7 +94,9 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
     with bar:
         while True:
             try:
+                cpu = time.process_time()
                 res = spec.solve(problem, E0, options)
+                cpu = time.process_time() - cpu
             except KeyboardInterrupt:
                 if res is None:  # nothing complete to keep
                     raise
@@ -110,7 +123,7 @@ def solve_rounds(est, spec, problem, rank, rng, start=None):
             if (adaptive and round_.start == "continue" and isinstance(carried, list)
                     and isinstance(candidates, list)):
                 candidates = carried + candidates
-            E0 = _certify(est, problem, res, round_, candidates)
+            E0 = _certify(est, problem, res, round_, candidates, solve_cpu=cpu)
             times[-1] += time.perf_counter() - start
             est.certificate_time_ += time.perf_counter() - start
             if not adaptive or est._stopped_in_certificate:
@@ -163,7 +176,7 @@ def _start(est, n, rank, rng, max_norm=None):
     return E0, False
 
 
-def _certify(est, problem, res, round_=None, multipliers=None):
+def _certify(est, problem, res, round_=None, multipliers=None, solve_cpu=0.0):
     """Certificate of ``res.embedding`` and, with ``rank="adaptive"``, its growth.
 
     ``round_``: the :class:`psdlearn.npkl.certificate.AdaptiveRound` that produced
@@ -172,7 +185,12 @@ def _certify(est, problem, res, round_=None, multipliers=None):
     certified, at the ``"auto"`` rank, no descent, or after a Ctrl-C (in the solver or
     in the certificate itself; the fit then returns at once with its last iterate).
     """
-    from psdlearn.npkl.certificate import certify_and_escalate, laplacian_lower_bound
+    from psdlearn.npkl.certificate import (
+        CERTIFICATE_MIN_SECONDS,
+        CERTIFICATE_SHARE,
+        certify_and_escalate,
+        laplacian_lower_bound,
+    )
 
     est.certificate_ = None
     E = res.embedding
@@ -184,6 +202,11 @@ def _certify(est, problem, res, round_=None, multipliers=None):
     # the built normalized Laplacian has lambda_min(L) >= delta exactly; a precomputed
     # one gets the Gershgorin bound, computed once per fit (a Lanczos run on L)
     lmin = float(est.delta) if est.graph != "precomputed" else None
+    # a fixed rank's certificate costs at most CERTIFICATE_SHARE of the solve's CPU time
+    # (or CERTIFICATE_MIN_SECONDS); the adaptive rounds need its eigenvectors to grow the
+    # rank. CPU time: other jobs on the machine do not make a certificate skip
+    budget = (None if est.rank == "adaptive" else
+              max(CERTIFICATE_SHARE * solve_cpu, CERTIFICATE_MIN_SECONDS))
     try:
         if est.graph == "precomputed" and est._laplacian_min_eig is None:
             est._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
@@ -191,7 +214,7 @@ def _certify(est, problem, res, round_=None, multipliers=None):
             problem, E, res.multipliers if multipliers is None else multipliers,
             tol=est.certificate_tol,
             laplacian_min_eig=est._laplacian_min_eig if lmin is None else lmin, n_eig=n_eig,
-            intermediate=round_ is not None and round_.intermediate,
+            intermediate=round_ is not None and round_.intermediate, time_budget=budget,
             **({"smoothing": round_.smoothing} if round_ is not None else {}))
     except KeyboardInterrupt:  # solve_rounds warns, naming the certificate
         est._stopped_in_certificate = True

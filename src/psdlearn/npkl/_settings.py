@@ -25,7 +25,7 @@ def warn_uncertified(est):
     the second is the negative curvature that a larger rank removes.
     """
     cert = getattr(est, "certificate_", None)
-    if cert is None or cert.certified:
+    if cert is None or cert.certified or cert.note:  # a skipped bound says why in note
         return
     rank_part = -cert.trace_bound * min(cert.lambda_min, 0.0)
     head = (f"NPKL(solver={est.solver!r}) is not certified: relative duality gap "

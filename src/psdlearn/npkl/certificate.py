@@ -84,6 +84,7 @@ converged values, ``-1.08e-4 ... -7.9e-5``, form such a cluster).
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -106,6 +107,23 @@ BLOCK_RESTARTS = 20
 #: Ritz values are lowered by their residuals, so the bound stays valid, only looser; the
 #: intermediate rounds need the eigenvectors as directions, not ``lambda_min`` to 1e-9.
 CHEAP_EIG_TOL = 1e-6
+#: ``NPKL.fit`` at a fixed rank gives its certificate at most this share of the solve's
+#: CPU seconds, or :data:`CERTIFICATE_MIN_SECONDS` if more: past it the bound is skipped and
+#: ``certificate_.note`` says so (at 2e6 points the eigen-solve outlasted the solve).
+CERTIFICATE_SHARE = 0.2
+#: The certificate's budget is never below this many seconds (small fits certify as ever).
+CERTIFICATE_MIN_SECONDS = 10.0
+#: The tightest Lanczos tolerance of the full bound (``certify`` ties it to ``tol``).
+FINE_EIG_TOL = 1e-9
+
+
+class _OverBudget(Exception):
+    """The certificate's eigen-solve passed its time budget (:func:`certify`)."""
+
+
+def _check(deadline):
+    if deadline is not None and time.process_time() > deadline:
+        raise _OverBudget
 
 
 @dataclass(frozen=True)
@@ -129,6 +147,10 @@ class Certificate:
     certified : bool
         ``relative_gap <= tol``.
     tol : float
+    note : str
+        Empty for a computed bound; why the bound was skipped otherwise (then
+        ``lower_bound``, ``gap_bound``, ``relative_gap``, ``lambda_min`` and
+        ``trace_bound`` are NaN and ``certified`` is False).
     """
 
     objective: float
@@ -139,11 +161,12 @@ class Certificate:
     trace_bound: float
     certified: bool
     tol: float
+    note: str = ""
 
     def as_dict(self):
-        """The fields as plain Python numbers (for JSON)."""
-        return {k: (bool(v) if isinstance(v, bool | np.bool_) else float(v))
-                for k, v in self.__dict__.items()}
+        """The fields as plain Python numbers and strings (for JSON)."""
+        return {k: (v if isinstance(v, str) else bool(v) if isinstance(v, bool | np.bool_)
+                    else float(v)) for k, v in self.__dict__.items()}
 
 
 def laplacian_lower_bound(laplacian, n_power=30):
@@ -286,7 +309,7 @@ def dual_matrix(problem, E, multipliers=None):
 
 
 def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=None,
-                        maxiter=100, fallback=True):
+                        maxiter=100, fallback=True, deadline=None):
     """``k`` smallest eigenpairs of sparse symmetric ``S`` by Lanczos, lowered by residuals.
 
     Parameters
@@ -310,6 +333,9 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
         When the ``k``-block does not converge: the smallest eigenpair alone, then looser
         (below). ``False``: the block only if all ``k`` converged, else nothing (for a
         caller that already has the smallest eigenpair).
+    deadline : float, optional
+        A ``time.process_time()`` value after which a product with ``S`` raises the
+        private ``_OverBudget`` (:func:`certify` catches it).
 
     Returns
     -------
@@ -324,6 +350,7 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
     Q = np.zeros((n, 0)) if deflate is None else np.asarray(deflate)
 
     def apply(x):
+        _check(deadline)
         return S @ x + c * (Q @ (Q.T @ x))
 
     if n <= 2 * k + 2 + Q.shape[1]:  # too small for ARPACK
@@ -361,17 +388,25 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
     return (lam - res)[order], U[:, order]
 
 
-def _null_basis(S, E):
-    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
-
-    The left singular vectors ``u`` of ``E`` with ``||S u|| <= 1e-7 c`` (``c`` the
-    Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
-    singular value is not held to it, and deflating it would only weaken the bound.
-    """
+def _range_basis(E):
+    """Orthonormal basis of ``range(E)``: the left singular vectors of ``E`` whose singular
+    values are not negligible (computed once per certificate; every dual candidate filters
+    it in :func:`_null_basis`)."""
     if E.shape[1] == 0:
         return np.zeros((E.shape[0], 0))
     U, sv, _ = np.linalg.svd(E, full_matrices=False)
-    U = U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+    return U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+
+
+def _null_basis(S, U):
+    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
+
+    The columns ``u`` of ``U`` (:func:`_range_basis`) with ``||S u|| <= 1e-7 c`` (``c`` the
+    Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
+    singular value is not held to it, and deflating it would only weaken the bound.
+    """
+    if U.shape[1] == 0:
+        return U
     c = float(np.max(abs(S) @ np.ones(S.shape[0])))
     return U[:, np.linalg.norm(S @ U, axis=0) <= 1e-7 * c]
 
@@ -382,7 +417,7 @@ def _inverse_quadratic(L, u, lmin):
     return float(u @ x) + float(np.linalg.norm(u) * np.linalg.norm(u - L @ x)) / lmin
 
 
-def _eigen_weights(problem, vectors, tau, f, lmin):
+def _eigen_weights(problem, vectors, tau, f, lmin, deadline=None):
     """``w_i >= u_i^T K* u_i``: ``tau``, or for the nonnegative losses the smaller
     ``f u_i^T L^{-1} u_i`` (the largest ``u^T K u`` under ``<L, K> <= f``, by Cauchy-Schwarz
     in the ``L`` inner product)."""
@@ -390,6 +425,7 @@ def _eigen_weights(problem, vectors, tau, f, lmin):
     if lmin is not None and lmin > 0:
         L = sp.csr_matrix(problem.laplacian)
         for i in range(vectors.shape[1]):
+            _check(deadline)
             w[i] = min(tau, f * _inverse_quadratic(L, vectors[:, i], lmin))
     return w
 
@@ -436,7 +472,7 @@ def _diagonal_trace_bound(terms, f):
 
 
 def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_eig=None,
-            n_eig=1, return_eigenvectors=False, refine=True):
+            n_eig=1, return_eigenvectors=False, refine=True, time_budget=None):
     """Bound the gap ``f(E E^T) - f*`` of a low-rank NPKL solution to the convex optimum.
 
     See the module docstring for the mathematics.
@@ -465,14 +501,43 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         the first candidate (the largest ``sum(alpha)``), no eigenvector weights
         (``w_i = tau``; the CG solves on ``L`` are skipped) and Lanczos to
         :data:`CHEAP_EIG_TOL`. Still valid, only looser.
+    time_budget : float, optional
+        Seconds of process CPU time the certificate may take (checked at every product of
+        the eigen-solve and before every CG solve of the weights); past it the bound is
+        skipped and the certificate says so in ``note`` (its bounds NaN, ``certified``
+        False). None: no limit.
 
     Returns
     -------
     Certificate, or (Certificate, values, vectors)
     """
+    start = time.process_time()
+    deadline = None if time_budget is None else start + float(time_budget)
     E = np.asarray(E, dtype=np.float64)
     n = E.shape[0]
     f = float(problem.objective(E))
+    try:
+        return _certify(problem, E, f, multipliers, tol=tol,
+                        laplacian_min_eig=laplacian_min_eig, n_eig=n_eig,
+                        return_eigenvectors=return_eigenvectors, refine=refine,
+                        deadline=deadline)
+    except _OverBudget:
+        nan = float("nan")
+        note = (f"skipped: the bound's eigen-solve passed its budget of {time_budget:.3g} CPU s "
+                f"after {time.process_time() - start:.3g} s (psdlearn.npkl.certificate."
+                "certify(problem, E) bounds it without a budget)")
+        cert = Certificate(objective=f, lower_bound=nan, gap_bound=nan, relative_gap=nan,
+                           lambda_min=nan, trace_bound=nan, certified=False,
+                           tol=float(tol), note=note)
+        if return_eigenvectors:
+            return cert, np.zeros(0), np.zeros((n, 0))
+        return cert
+
+
+def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
+             return_eigenvectors, refine, deadline):
+    """:func:`certify` at ``f = f(E E^T)``, its eigen-solves stopped at ``deadline``."""
+    n = E.shape[0]
     terms = problem.terms()
     lmin = None
     if terms.loss.bounded:
@@ -492,11 +557,23 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         candidates.sort(key=lambda a: -np.inf if a is None else -float(a.sum()))
     if not refine:
         candidates = candidates[:1]
-    eig_tol = 1e-9 if refine else CHEAP_EIG_TOL
+    def lanczos_tol(S):
+        # the bound loses at most tau times the Lanczos residual, which ARPACK keeps below
+        # its tolerance times the shift 2 c: a twentieth of the certificate's tolerance
+        # (of |f|) is enough, between FINE_EIG_TOL and CHEAP_EIG_TOL
+        if not refine:
+            return CHEAP_EIG_TOL
+        c = float(np.max(abs(S) @ np.ones(n)))
+        if not (np.isfinite(tau) and tau > 0 and c > 0):
+            return FINE_EIG_TOL
+        return float(np.clip(0.05 * tol * abs(f) / (2.0 * c * tau), FINE_EIG_TOL,
+                             CHEAP_EIG_TOL))
+
+    range_E = _range_basis(E)
 
     def prepare(alpha):
         S, conj = dual_matrix(problem, E, alpha)
-        Q = _null_basis(S, E)
+        Q = _null_basis(S, range_E)
         # split R^n = range(Q) + its complement, Q a basis of (most of) range(E): with
         # omega = lambda_min(Q^T S Q) and eps = ||(I - Q Q^T) S Q||, the cross terms are
         # 2 x^T S y >= -eps (eta ||x||^2 + ||y||^2 / eta), so S >= omega - eps eta on
@@ -510,10 +587,11 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
 
     def bound(prepared, k, v0=None, **lanczos):
         S, conj, Q, omega, eps = prepared
-        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=eig_tol, v0=v0, **lanczos)
+        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=lanczos_tol(S), v0=v0,
+                                              deadline=deadline, **lanczos)
         if len(values) == 0:  # a block that did not converge (fallback=False)
             return -np.inf, None, values, vectors
-        w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin)
+        w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin, deadline)
              if vectors.shape[1] > 1 and refine else np.zeros(0))
         # the split above holds with eps eta on range(Q) and eps / eta on its
         # complement for any eta > 0 (2 ab <= eta a^2 + b^2 / eta): best eta of a grid

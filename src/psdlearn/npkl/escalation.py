@@ -54,6 +54,7 @@ from .certificate import (
     CHEAP_EIG_TOL,
     _kinked,
     _null_basis,
+    _range_basis,
     certify,
     dual_matrix,
     smallest_eigenpairs,
@@ -248,7 +249,8 @@ ESCALATION_MIN_DECREASE = 1e-2
 
 
 def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_eig,
-                         intermediate=False, smoothing=HINGE_ESCALATION_SMOOTHING):
+                         intermediate=False, smoothing=HINGE_ESCALATION_SMOOTHING,
+                         time_budget=None):
     """One round of ``NPKL(rank="adaptive")``: the certificate of ``E``, then its growth.
 
     Parameters
@@ -270,6 +272,8 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
         escalates: its rank was set by the intermediate rounds, where the escalation is a
         descent step of a differentiable objective (module docstring).
     smoothing : float, default=HINGE_ESCALATION_SMOOTHING
+    time_budget : float, optional
+        Seconds the certificate may take (:func:`certify`).
 
     Returns
     -------
@@ -291,7 +295,8 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
     cert, values, vectors = certify(problem, E, multipliers, tol=tol,
                                     laplacian_min_eig=laplacian_min_eig,
                                     n_eig=1 if intermediate or kinked else max(n_eig, 1),
-                                    return_eigenvectors=True, refine=not intermediate)
+                                    return_eigenvectors=True, refine=not intermediate,
+                                    time_budget=time_budget)
     if cert.certified or n_eig <= 0 or (kinked and not intermediate):
         return cert, None
     objective = _escalation_objective(problem, terms, smoothing)
@@ -309,7 +314,7 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
         if n_eig == 1:
             return cert, E_one
         S, _ = dual_matrix(problem, E, multipliers)
-        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, E),
+        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, _range_basis(E)),
                                               tol=CHEAP_EIG_TOL)
     E_new, step = escalate(problem, E, values[:n_eig], vectors[:, :n_eig], smoothing)
     if descends(E_new, step):

@@ -33,12 +33,15 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
+from psdlearn._memory import guard_npkl_fit, npkl_estimate
 from psdlearn._progress import warn_interrupted
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
     build_laplacian,
+    in_order,
     is_training_data,
     joint_laplacian,
     transform_neighbors,
@@ -189,7 +192,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Start from the previous ``embedding_`` when it has the shape of this fit
         (``bcd`` and ``admm``).
     random_state : int, RandomState instance or None, default=None
-        Seeds the initial ``E`` and the order of the rows in each sweep.
+        Seeds the initial ``E`` and the order of the rows in each sweep. With
+        ``graph="knn"`` both are drawn for the points ordered by their values (fixed
+        projections), not by their positions: the rows of ``X`` in another order, with
+        the pairs relabelled to match, give the same model with its rows in that order
+        (points tied at the k-th distance are ranked by index, see
+        :class:`psdlearn.graph.NeighborIndex`).
     verbose : int, default=0
         ``verbose >= 1``: progress bars on stderr (neighbour search, then the sweeps).
     unconstrained, omega, hinge_smoothing, sdp_max_samples, sdp_force, rho, init, B : deprecated
@@ -474,6 +482,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return fit_dask(self, X, y)
         with fitting(self):
             self.solver_options_ = resolve_solver_options(self)
+            guard_npkl_fit(self, X, y)  # MemoryError before any allocation, estimate if verbose
             start_graph = time.perf_counter()
             with phase("the graph build" if self.graph != "knn" else "the kNN graph build"):
                 L = self._build_laplacian(X)
@@ -501,14 +510,19 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self._rank_cap = max(rule, rank)
             if rank > n:
                 raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
+            # gamma_0 and the solver see the points in an order set by their values, so that
+            # the random start and sweep orders follow the points, not their positions
+            order = value_order(self.X_fit_) if self.graph == "knn" else None
+            L_o, pairs_o = in_order(L, C.pairs, order)
             with phase("the gamma_0 eigen-solve (gamma='auto')"):
-                self.gamma_ = self._resolve_gamma(L, C)
+                self.gamma_ = self._resolve_gamma(L_o, pairs_o, C.signs)
             with phase("the set-up of the problem"):
-                problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), self.loss,
+                problem = NPKLProblem(L_o, pairs_o, C.signs.astype(np.float64), self.loss,
                                       self.gamma_, float(self.b))
             start = time.perf_counter()
             with phase(f"the {spec.name} solver"):  # its set-up (renumbering) included
-                solve_rounds(self, spec, problem, rank, check_random_state(self.random_state))
+                solve_rounds(self, spec, problem, rank, check_random_state(self.random_state),
+                             order=order)
             self.fit_time_ = time.perf_counter() - start
             warn_uncertified(self)
             self.n_neighbors_transform_ = self.n_neighbors_
@@ -516,7 +530,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 try:  # the solution is complete: an interrupt here keeps it
                     self.n_neighbors_transform_ = select_n_neighbors(
                         self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
-                        self.n_neighbors_, self.random_state)
+                        self.n_neighbors_, self.random_state, order=order)
                 except KeyboardInterrupt:
                     self.converged_ = False
                     self._interrupted_in = "the choice of the transform's neighbours"
@@ -525,8 +539,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self.laplacian_ = L
             self.side_info_ = C
             with phase("the constraint scores"):
-                self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs,
-                                                            C.signs)
+                self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
         return self
 
     def partial_fit(self, X, y):
@@ -603,18 +616,42 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                         else label_pairs(side.codes))
         return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
 
-    def _resolve_gamma(self, L, C):
+    def _resolve_gamma(self, L, pairs, signs):
         if self.gamma != "auto":
             return float(self.gamma)
         from psdlearn.npkl.gamma import auto_gamma
 
-        gamma, _ = auto_gamma(L, C.pairs, C.signs, self.loss)
+        gamma, _ = auto_gamma(L, pairs, signs, self.loss)
         if not np.isfinite(gamma):
             warnings.warn("gamma='auto': no nonzero kernel lowers the loss of these "
                           "constraints (lambda_max(G, L) <= 0), so K = 0 is optimal for "
                           "every gamma; gamma = 1 is used.", UserWarning, stacklevel=4)
             return 1.0
         return gamma
+
+    def memory_estimate(self, n_samples, n_features, *, n_pairs=0, nnz=None):
+        """Predicted peak memory of :meth:`fit`: the largest of its phases (graph, solve,
+        certificate), each the sum of its arrays (``X``, neighbour index and lists,
+        Laplacian, ``n x rank`` embedding and copies, Lanczos vectors) plus the
+        interpreter. :meth:`fit` raises ``MemoryError`` before allocating when it exceeds
+        the memory left to the process, naming changes that would fit.
+
+        Parameters
+        ----------
+        n_samples, n_features : int
+            Shape of ``X`` (``n_features`` 0 for a precomputed graph).
+        n_pairs : int, default=0
+            Constrained pairs (they set ``rank="auto"``).
+        nnz : int, optional
+            Stored entries of a sparse ``X``.
+
+        Returns
+        -------
+        MemoryEstimate
+            ``peak_bytes``, ``peak_gb``, ``phase``, ``breakdown`` (bytes per array),
+            ``config``; ``fits()`` compares with the memory available.
+        """
+        return npkl_estimate(self, n_samples, n_features, n_pairs=n_pairs, nnz=nnz)
 
     def fit_transform(self, X, y=None, **fit_params):
         """Fit and return ``embedding_``, shape (n_samples, rank_).

@@ -62,6 +62,9 @@ import scipy.sparse as sp
 
 __all__ = ["LOSSES", "LOSS_TABLE", "Loss", "LossTerms", "get_loss"]
 
+#: Terms per block of :meth:`LossTerms.entries` (two gathered ``block x r`` arrays).
+ENTRIES_BLOCK = 16384
+
 #: Row-update kinds of the BCD kernels: dual box QP (hinge, eq. 22), dual QP with a ridge
 #: (squared hinge, eq. 25), linear solve (square, eq. 28), ball projection (linear, eq. 31).
 #: They are compile-time constants of the cached kernels: add new ones, never renumber.
@@ -99,7 +102,12 @@ class LossTerms:
 
     def entries(self, E):
         """``K_{i_k j_k} = e_i^T e_j`` at ``K = E E^T``."""
-        return np.einsum("ij,ij->i", E[self.rows], E[self.cols])
+        out = np.empty(len(self.rows))
+        # in blocks: the gathered rows of E stay in cache and never cost m x r at once
+        for s in range(0, len(out), ENTRIES_BLOCK):
+            rows, cols = self.rows[s:s + ENTRIES_BLOCK], self.cols[s:s + ENTRIES_BLOCK]
+            out[s:s + ENTRIES_BLOCK] = np.einsum("ij,ij->i", E[rows], E[cols])
+        return out
 
     def margins(self, E):
         """``z_k = c_k K_{i_k j_k}``."""

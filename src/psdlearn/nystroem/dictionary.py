@@ -184,6 +184,15 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
     increases: for the plain method because ``B_a`` minimizes the right-hand side over
     the PSD cone, where ``B = Y`` gives ``J(Y)``; for the accelerated one by the test.
 
+    With one block (labels) the iterations run in the eigenbasis ``A = U diag(d) U^T``,
+    where the data term is entrywise with curvature ``lam + d_i d_j``, on the variable
+    ``X = C (U^T S U) C``, ``C = diag((sqrt(lam) + d_i)^{1/2})``: a congruence, so ``X``
+    is PSD exactly when ``S`` is and the projection is unchanged, while the curvature
+    becomes ``(lam + d_i d_j) / ((sqrt(lam) + d_i)(sqrt(lam) + d_j))``, within
+    ``[sqrt(lam) / (sqrt(lam) + d_max), 1]`` up to a factor 4: about the square root of
+    the condition number ``(lam + d_max^2) / lam`` of the unscaled problem. The optimum
+    is the same; ``step`` is then the curvature estimate of ``X``.
+
     Parameters
     ----------
     prior : ndarray of shape (m, m)
@@ -221,17 +230,27 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
         # iterations need no m x m product, only the eigh of the projection
         d, U = data.eigensystem()
         P, Bt, weight = U.T @ prior @ U, U.T @ data.B @ U, np.outer(d, d)
+        # the congruence X = C S~ C with C = diag(c), c_i = (sqrt(lam) + d_i)^(1/2), keeps
+        # the PSD cone and brings the entrywise curvature lam + d_i d_j of the data term
+        # to within [~sqrt(lam) / (4 d_max), 1]: about the square root of the condition
+        # number of the unscaled problem, hence far fewer iterations at a small lam
+        c = np.sqrt(np.sqrt(lam) + np.maximum(d, 0.0))
+        C = np.outer(c, c)
+        curv = (lam + weight) / C**2
 
-        def value(S):
+        def value(X):
+            S = X / C
             return float(lam * np.sum((S - P) ** 2) + np.sum(S * (weight * S - 2.0 * Bt))
                          + data.c)
 
-        def grad(S):
-            return 2.0 * lam * (S - P) + 2.0 * (weight * S - Bt)
+        def grad(X):
+            S = X / C
+            return (2.0 * lam * (S - P) + 2.0 * (weight * S - Bt)) / C
 
         # the closed form (13) is the entrywise solution in this basis
-        S = (psd_projection((lam * P + Bt) / (lam + weight)) if S_init is None
-             else U.T @ S_init @ U)
+        S = C * (psd_projection((lam * P + Bt) / (lam + weight)) if S_init is None
+                 else U.T @ S_init @ U)
+        lo, hi = float(curv.min()), float(curv.max())
     else:
         U = None
 
@@ -242,11 +261,12 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
             return gradient(S, prior, lam, data)
 
         S = psd_projection(closed_form_start(prior, lam, data)) if S_init is None else S_init
+        lo, hi = lam, lam + data.curvature_bound()
     S, history, times, n_iter, converged, interrupted, a = _projected_gradient(
-        S, value, grad, lam, data.curvature_bound(), max_iter=max_iter, tol=tol,
+        S, value, grad, lo, hi - lo, max_iter=max_iter, tol=tol,
         a_init=a_init, accelerated=accelerated, callback=callback, start=start)
     if U is not None:
-        S = U @ S @ U.T
+        S = U @ (S / C) @ U.T
         S = 0.5 * (S + S.T)
     return SolverResult(embedding=None, objective_history=history, time_history=times,
                         n_iter=n_iter, converged=converged, interrupted=interrupted,

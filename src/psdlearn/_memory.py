@@ -1,0 +1,342 @@
+"""Peak memory of an NPKL fit, predicted from its sizes, and the memory the process may use.
+
+An NPKL fit holds, phase by phase (``f`` the bytes of a float of ``dtype``, ``k`` the
+neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrised graph):
+
+- **graph**: ``X`` (``8 n d``), the neighbour index (exact: a kd-tree's copy of ``X``;
+  approximate: the HNSW index, float32 vectors and ``2 M`` level-0 links per point,
+  ``n (4 d + 8 M)``), the neighbour lists (``16 n (k + 1)``: int64 indices and float64
+  distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
+  assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
+- **solve**: ``X``, the index (kept for ``transform``), ``L`` and its reordered copy
+  (``12 nnz`` each), and the embedding and its reordered copy (``2 f n r``);
+- **certificate**: ``X``, the index, ``L``, the embedding and its orthonormal basis
+  (``8 n r``), then either the SVD's copy of the embedding (``8 n r``) or the dual matrix
+  (``12 nnz``), the part of the basis it annihilates with its product by the dual matrix
+  (``16 n r``) and the Lanczos vectors (``8 n (ncv + 4)``, ``ncv = 32``).
+
+The peak is the largest phase plus the interpreter and the imported libraries
+(:data:`BASELINE_BYTES`). The coefficients are those sizes, not fitted; the benchmark of
+the estimate compares them with the peak resident memory of fits in fresh processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["MemoryEstimate", "available_memory", "check_memory", "guard_npkl_fit",
+           "memory_fixes", "npkl_estimate", "npkl_memory_estimate"]
+
+#: Resident memory of the interpreter with numpy, scipy, scikit-learn, numba, faiss and
+#: the package imported, after the first (compiling) fit of a small problem (measured
+#: 0.30 GiB on Linux, Python 3.11).
+BASELINE_BYTES = 300 * 2**20
+#: HNSW links per point and level 0 (``2 M``, ``M = psdlearn.graph.HNSW_M``).
+HNSW_LEVEL0_LINKS = 24
+#: Lanczos vectors of the certificate's eigen-solve (ARPACK ``ncv``).
+LANCZOS_VECTORS = 32
+#: Neighbours the width rule reads at least (``psdlearn.graph.SIGMA_NEIGHBORS``).
+SIGMA_NEIGHBORS = 10
+#: Bytes per stored entry of a CSR matrix (float64 value, int32 column index).
+CSR_ENTRY = 12
+#: Bytes per graph entry during assembly: the directed triplets (int64 row and column,
+#: float64 value), their symmetrised copy and the CSR result.
+ASSEMBLY_ENTRY = 40
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Predicted peak memory of a fit.
+
+    Attributes
+    ----------
+    peak_bytes : int
+        Predicted peak resident memory of the process during the fit.
+    phase : str
+        The phase of the peak: ``"graph"``, ``"solve"`` or ``"certificate"``.
+    breakdown : dict of str to int
+        Bytes of each array held at the peak (and ``"baseline"``, the interpreter and
+        libraries).
+    config : dict
+        The arguments of :func:`npkl_memory_estimate` the estimate was made for.
+    """
+
+    peak_bytes: int
+    phase: str
+    breakdown: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+
+    @property
+    def peak_gb(self):
+        """``peak_bytes`` in GB (10^9 bytes)."""
+        return self.peak_bytes / 1e9
+
+    def fits(self, available=None):
+        """Whether the peak fits in ``available`` bytes (default: :func:`available_memory`;
+        True when that is unknown)."""
+        available = available_memory() if available is None else available
+        return available is None or self.peak_bytes <= available
+
+    def summary(self):
+        """One line: the peak, its phase and its three largest parts."""
+        parts = sorted(self.breakdown.items(), key=lambda kv: -kv[1])[:3]
+        detail = ", ".join(f"{name} {_gb(b)}" for name, b in parts)
+        return f"predicted peak memory {_gb(self.peak_bytes)} in the {self.phase} ({detail})"
+
+    def __str__(self):
+        return self.summary()
+
+
+def _gb(b):
+    return f"{b / 1e9:.2f} GB"
+
+
+def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np.float64,
+                         knn_method="exact", solver="bcd", n_pairs=0, certificate=True,
+                         nnz=None, graph="knn"):
+    """Predicted peak memory of ``NPKL.fit`` (module docstring for the model).
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+        ``n`` and ``d`` of ``X`` (``n_features`` is ignored for a precomputed graph).
+    rank : int
+        Columns of the embedding.
+    n_neighbors : int, default=5
+    dtype : dtype, default=np.float64
+        Float type of the embedding.
+    knn_method : {"exact", "approximate"}, default="exact"
+        The neighbour search (``"auto"`` resolved by the caller).
+    solver : str, default="bcd"
+        ``"bcd"`` keeps a reordered copy of ``L`` and ``E``; the others are modelled alike.
+    n_pairs : int, default=0
+        Constrained pairs (``40`` bytes each: indices, signs, terms).
+    certificate : bool, default=True
+        Whether the certificate runs after the solve.
+    nnz : int, optional
+        Stored entries of sparse ``X`` (its size is then ``12 nnz``).
+    graph : {"knn", "precomputed", "precomputed_nearest_neighbors"}, default="knn"
+
+    Returns
+    -------
+    MemoryEstimate
+    """
+    n, d, r = int(n_samples), int(n_features), int(rank)
+    k = int(n_neighbors)
+    f = np.dtype(dtype).itemsize
+    # directed edges (k per point), stored both ways after symmetrisation, plus diagonal
+    entries = 2 * n * k + n
+    x_bytes = 0 if graph != "knn" else (CSR_ENTRY * int(nnz) + 4 * n if nnz is not None
+                                        else 8 * n * d)
+    if graph != "knn":
+        index = 0
+    elif knn_method == "approximate":
+        index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS)
+    else:
+        index = x_bytes + 8 * n  # the kd-tree's (or brute force's) copy and its order
+    lists = 16 * n * (max(k, SIGMA_NEIGHBORS) + 1)
+    laplacian = CSR_ENTRY * entries + 4 * (n + 1)
+    pairs = 40 * int(n_pairs)
+    base = {"baseline": BASELINE_BYTES, "X": x_bytes, "index": index, "pairs": pairs}
+    phases = {
+        "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
+        "solve": {**base, "Laplacian": laplacian,
+                  "reordered Laplacian": laplacian if solver == "bcd" else 0,
+                  "embedding": 2 * f * n * r},
+    }
+    if certificate:
+        # the SVD of E (its copy and U), then the Lanczos run on the dual matrix with U kept
+        cert = {**base, "Laplacian": laplacian, "embedding": f * n * r,
+                "range basis": 8 * n * r}
+        phases["certificate"] = max(
+            ({**cert, "SVD copy of the embedding": 8 * n * r},
+             {**cert, "dual matrix": laplacian,
+              "null basis and its product": 16 * n * r,
+              "Lanczos vectors": 8 * n * (LANCZOS_VECTORS + 4)}),
+            key=lambda p: sum(p.values()))
+    phase = max(phases, key=lambda p: sum(phases[p].values()))
+    breakdown = {key: int(v) for key, v in phases[phase].items() if v}
+    config = {"n_samples": n, "n_features": d, "rank": r, "n_neighbors": k,
+              "dtype": np.dtype(dtype).name, "knn_method": knn_method, "solver": solver,
+              "n_pairs": int(n_pairs), "certificate": bool(certificate), "nnz": nnz,
+              "graph": graph}
+    return MemoryEstimate(int(sum(breakdown.values())), phase, breakdown, config)
+
+
+def _read_int(path):
+    try:
+        with open(path) as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def available_memory():
+    """Bytes this process may still allocate, or None when unknown.
+
+    The smaller of ``MemAvailable`` of ``/proc/meminfo`` and the room left under the
+    cgroup's limit (v2 ``memory.max - memory.current``, v1 ``limit_in_bytes -
+    usage_in_bytes``); None where neither can be read (not Linux).
+
+    Returns
+    -------
+    int or None
+    """
+    found = []
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        cap, used = _read_int(limit), _read_int(usage)
+        # v1 reports "no limit" as a huge number (about 2^63)
+        if cap is not None and used is not None and cap < 2**60:
+            found.append(max(cap - used, 0))
+            break
+    return min(found) if found else None
+
+
+def memory_fixes(config, available, *, float32=False):
+    """Changes of ``config`` (arguments of :func:`npkl_memory_estimate`) whose predicted
+    peak fits in ``available`` bytes, as ``NPKL`` arguments (a lower ``rank``, float32,
+    the approximate search), ending with the Dask route, which holds one row block per
+    worker.
+
+    Parameters
+    ----------
+    config : dict
+    available : int
+    float32 : bool, default=False
+        Whether the estimator offers ``dtype=np.float32``.
+
+    Returns
+    -------
+    list of str
+    """
+    def fits(**change):
+        return npkl_memory_estimate(**{**config, **change}).peak_bytes <= available
+
+    fixes = []
+    rank = config["rank"]
+    lower = [r for r in sorted({max(1, rank * j // 8) for j in range(1, 8)}, reverse=True)
+             if r < rank]
+    fitting = next((r for r in lower if fits(rank=r)), None)
+    if fitting is not None:
+        fixes.append(f"rank={fitting}")
+    if float32 and config["dtype"] != "float32" and fits(dtype="float32"):
+        fixes.append("dtype=np.float32")
+    if (config["graph"] == "knn" and config["knn_method"] == "exact"
+            and fits(knn_method="approximate")):
+        fixes.append("knn_method='approximate'")
+    fixes.append("X as a row-chunked dask.array, fitted on a Dask cluster "
+                 "(psdlearn.npkl.distributed; each worker holds its row blocks)")
+    return fixes
+
+
+def check_memory(estimate, *, name, verbose=0, available=None, float32=False):
+    """Raise ``MemoryError`` before a fit whose predicted peak exceeds the memory left.
+
+    Parameters
+    ----------
+    estimate : MemoryEstimate
+    name : str
+        The estimator, for the messages.
+    verbose : int, default=0
+        ``>= 1``: the estimate (and the memory available) on stderr.
+    available : int, optional
+        Default: :func:`available_memory` (the check is skipped when that is unknown).
+    float32 : bool, default=False
+        Passed to :func:`memory_fixes`.
+
+    Raises
+    ------
+    MemoryError
+        With the prediction, the memory available and the changes that would fit.
+    """
+    import sys
+
+    available = available_memory() if available is None else available
+    if verbose:
+        room = "unknown" if available is None else _gb(available)
+        print(f"{name}: {estimate.summary()}; available {room}", file=sys.stderr)
+    if available is None or estimate.peak_bytes <= available:
+        return
+    fixes = memory_fixes(estimate.config, available, float32=float32)
+    raise MemoryError(
+        f"{name}.fit: {estimate.summary()}, more than the {_gb(available)} this process "
+        f"may still use; nothing was allocated. Changes that would fit: "
+        f"{'; '.join(fixes)}.")
+
+
+def _knn_method(method, n, d, sparse):
+    """``knn_method="auto"`` resolved as :class:`psdlearn.graph.NeighborIndex` does."""
+    from psdlearn.graph import AUTO_EXACT_MAX_SAMPLES, AUTO_TREE_MAX_FEATURES, _have_faiss
+
+    if method != "auto":
+        return method
+    small = n <= AUTO_EXACT_MAX_SAMPLES or (not sparse and d <= AUTO_TREE_MAX_FEATURES)
+    return "exact" if small or not _have_faiss() else "approximate"
+
+
+def npkl_estimate(est, n_samples, n_features, *, n_pairs=0, nnz=None, rank=None):
+    """:func:`npkl_memory_estimate` for the parameters of the NPKL estimator ``est``.
+
+    ``rank`` overrides the rank read from ``est``: an int ``rank``; ``"auto"`` the rule of
+    ``n_pairs`` (``r (r + 1) / 2 <= m``, ``m`` the pairs for the margin losses, ``2 m + n``
+    for pcp); ``"adaptive"`` the larger of ``rank_init`` and that rule (the cap of
+    the escalation).
+    """
+    from psdlearn.npkl.losses import get_loss
+    from psdlearn.npkl.problem import auto_rank
+    from psdlearn.npkl.solvers import NPKL_SOLVERS
+
+    n = int(n_samples)
+    if rank is None:
+        # the margin losses count the pairs, pcp both orders of each and the diagonal
+        count = int(n_pairs) if get_loss(est.loss).margin else 2 * int(n_pairs) + n
+        rule = min(auto_rank(count), n)
+        rank = (int(est.rank) if not isinstance(est.rank, str)
+                else rule if est.rank == "auto" else max(rule, int(est.rank_init)))
+    spec = NPKL_SOLVERS[est.solver]
+    return npkl_memory_estimate(
+        n, n_features, rank=rank, n_neighbors=est.n_neighbors,
+        dtype=getattr(est, "dtype", np.float64),
+        knn_method=_knn_method(est.knn_method, n, n_features, nnz is not None),
+        solver=est.solver, n_pairs=n_pairs, nnz=nnz, graph=est.graph,
+        certificate=bool(spec.certificate and est.certificate_tol is not None))
+
+
+def guard_npkl_fit(est, X, y):
+    """Before ``NPKL.fit`` allocates: the estimate on stderr when verbose, and
+    ``MemoryError`` when it exceeds the memory available (:func:`check_memory`).
+
+    Inputs that do not read as a matrix and side information (the fit's validation
+    reports those) skip the check.
+    """
+    import scipy.sparse as sp
+
+    from psdlearn.constraints import as_constraints
+
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) != 2:
+        return
+    n, d = int(shape[0]), int(shape[1])
+    try:
+        C = as_constraints(y, n)
+        rank = (est._auto_rank(y, C, n) if est.rank == "auto" else None)
+        estimate = npkl_estimate(est, n, d if est.graph == "knn" else 0,
+                                 n_pairs=C.n_pairs, nnz=X.nnz if sp.issparse(X) else None,
+                                 rank=rank)
+    except (ValueError, TypeError):
+        return
+    check_memory(estimate, name="NPKL", verbose=est.verbose,
+                 float32="dtype" in est.get_params(deep=False))

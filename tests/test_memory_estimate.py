@@ -1,0 +1,124 @@
+"""NPKL.memory_estimate and the memory guard of NPKL.fit."""
+
+import re
+
+import numpy as np
+import pytest
+
+import psdlearn as pl
+import psdlearn._memory as memory
+from psdlearn._progress import memory_in_use
+from psdlearn.npkl import estimator as npkl_estimator
+
+
+@pytest.fixture
+def data():
+    X, y = pl.datasets.make_two_gaussians(400, n_features=4, random_state=0)
+    return X, pl.PairwiseConstraints.from_labels(y, n_must=30, n_cannot=30, random_state=0)
+
+
+def test_estimate_grows_with_the_arrays_it_models():
+    base = pl.NPKL(loss="square", rank=20, n_neighbors=10, knn_method="exact")
+    est = base.memory_estimate(10**6, 10, n_pairs=1000)
+    assert est.peak_bytes == sum(est.breakdown.values())
+    assert est.phase in ("graph", "solve", "certificate")
+    # the embedding alone is n r float64 in every phase that holds it
+    assert est.peak_bytes > 10**6 * 20 * 8
+    bigger = base.set_params(rank=80).memory_estimate(10**6, 10, n_pairs=1000)
+    assert bigger.peak_bytes - est.peak_bytes >= 10**6 * 60 * 8
+    more_k = pl.NPKL(loss="square", rank=20, n_neighbors=40,
+                     knn_method="exact").memory_estimate(10**6, 10, n_pairs=1000)
+    assert more_k.peak_bytes > est.peak_bytes
+    # the HNSW index stores float32 vectors and links, the exact index a float64 copy
+    hnsw = pl.NPKL(loss="square", rank=20, n_neighbors=10,
+                   knn_method="approximate").memory_estimate(10**6, 100, n_pairs=1000)
+    exact = pl.NPKL(loss="square", rank=20, n_neighbors=10,
+                    knn_method="exact").memory_estimate(10**6, 100, n_pairs=1000)
+    assert hnsw.breakdown["index"] < exact.breakdown["index"]
+
+
+def test_auto_rank_follows_the_rule_of_the_pairs():
+    est = pl.NPKL(loss="hinge", rank="auto").memory_estimate(10**5, 10, n_pairs=210)
+    assert est.config["rank"] == 20  # 20 * 21 / 2 = 210 margin constraints
+    est = pl.NPKL(loss="square", rank="auto").memory_estimate(10**5, 10, n_pairs=105)
+    assert est.config["rank"] == 14  # 14 * 15 / 2 = 105
+    est = pl.NPKL(loss="pcp", rank="auto").memory_estimate(100, 10, n_pairs=5)
+    assert est.config["rank"] == 14  # pcp: both orders of each pair and the n diagonal terms
+
+
+def test_available_memory_reads_the_system():
+    avail = memory.available_memory()
+    assert avail is None or avail > 0
+
+
+def test_guard_raises_before_allocating_and_names_a_fix_that_fits(monkeypatch, data):
+    X, C = data
+    model = pl.NPKL(loss="square", rank=200, n_neighbors=10, knn_method="exact")
+    need = model.memory_estimate(*X.shape, n_pairs=C.n_pairs)
+    small = pl.NPKL(loss="square", rank=25, n_neighbors=10, knn_method="exact")
+    limit = small.memory_estimate(*X.shape, n_pairs=C.n_pairs).peak_bytes + 1
+    assert limit < need.peak_bytes
+    monkeypatch.setattr(memory, "available_memory", lambda: limit)
+
+    def no_graph(*args, **kwargs):
+        raise AssertionError("the graph was built before the memory check")
+
+    monkeypatch.setattr(npkl_estimator, "build_laplacian", no_graph)
+    with pytest.raises(MemoryError) as info:
+        model.fit(X, C)
+    message = str(info.value)
+    assert f"{need.peak_bytes / 1e9:.2f} GB" in message and "nothing was allocated" in message
+    assert "dask" in message.lower()
+    rank = int(re.search(r"rank=(\d+)", message).group(1))
+    assert rank < 200
+    fixed = model.set_params(rank=rank).memory_estimate(*X.shape, n_pairs=C.n_pairs)
+    assert fixed.peak_bytes <= limit
+    assert not hasattr(model, "embedding_")
+
+
+def test_guard_names_the_approximate_search_when_it_fits(monkeypatch):
+    config = memory.npkl_memory_estimate(10**6, 200, rank=2, n_neighbors=5,
+                                         knn_method="exact").config
+    approx = memory.npkl_memory_estimate(**{**config, "knn_method": "approximate"})
+    fixes = memory.memory_fixes(config, approx.peak_bytes + 1)
+    assert "knn_method='approximate'" in fixes
+    assert memory.memory_fixes(config, approx.peak_bytes + 1, float32=True)[-1].startswith(
+        "X as a row-chunked dask.array")
+
+
+def test_fit_runs_when_it_fits_and_verbose_prints_the_estimate(monkeypatch, capsys, data):
+    X, C = data
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**12)
+    model = pl.NPKL(loss="square", rank=4, max_iter=200, certificate_tol=None, verbose=1,
+                    random_state=0).fit(X, C)
+    assert model.embedding_.shape == (400, 4)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert re.search(r"NPKL: predicted peak memory \d+\.\d\d GB in the \w+", err)
+    assert "available 1000.00 GB" in err
+
+
+def test_unknown_available_memory_skips_the_check(monkeypatch, data):
+    X, C = data
+    monkeypatch.setattr(memory, "available_memory", lambda: None)
+    model = pl.NPKL(loss="square", rank=4, max_iter=200, certificate_tol=None,
+                    random_state=0).fit(X, C)
+    assert np.all(np.isfinite(model.embedding_))
+
+
+def test_memory_in_use_sees_an_allocation():
+    before = memory_in_use()
+    block = np.ones(25_000_000)  # 200 MB, every page touched
+    after = memory_in_use()
+    assert before is not None and after - before > 150e6
+    del block
+
+
+def test_progress_names_the_phase_and_shows_memory(monkeypatch, capsys, data):
+    X, C = data
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**12)
+    pl.NPKL(loss="square", rank=4, max_iter=200, certificate_tol=None, verbose=1,
+            random_state=0).fit(X, C)
+    err = capsys.readouterr().err
+    # the solve's bar: phase, steps with elapsed<remaining, and the memory in use
+    assert re.search(r"NPKL bcd: .*\d+/200 \[\d\d:\d\d<\d\d:\d\d.*mem=\d+MB", err)
