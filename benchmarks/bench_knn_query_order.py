@@ -9,7 +9,8 @@ in one process, alternating within each repeat (medians over the repeats):
 
 - ``former``: the search before: input order, blocks sized like brute-force ones
   (``_QUERY_WORK / (n max(d, 8))`` rows, at least 64);
-- ``input``: input order, the kd-tree's own blocks (``_KD_TREE_BLOCK`` rows);
+- ``input``: input order, the search's own blocks (sized by time: ``_FIRST_BLOCK``
+  rows, then about ``_BLOCK_SECONDS`` each, at most ``_MAX_BLOCK`` rows);
 - ``zorder``: the search now: those blocks, queries in the Z-order of the leading
   principal axes (:func:`psdlearn._order.spatial_order`).
 
@@ -43,18 +44,19 @@ def _search(X):
 
 def _timed(X, variant):
     """Wall and CPU seconds of one fit + search done the ``variant`` way."""
-    ordered, block = graph.spatial_order, graph._KD_TREE_BLOCK
+    ordered, block = graph.spatial_order, (graph._FIRST_BLOCK, graph._MAX_BLOCK)
     if variant in ("former", "input"):
         graph.spatial_order = lambda P: np.arange(len(P))
     if variant == "former":
         n, d = X.shape
-        graph._KD_TREE_BLOCK = int(np.clip(graph._QUERY_WORK / (n * max(d, 8)), 64, 65_536))
+        graph._FIRST_BLOCK = graph._MAX_BLOCK = int(np.clip(graph._QUERY_WORK / (n * max(d, 8)),
+                                                            64, 65_536))
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         out = _search(X)
         return time.perf_counter() - t0, time.process_time() - c0, out
     finally:
-        graph.spatial_order, graph._KD_TREE_BLOCK = ordered, block
+        graph.spatial_order, (graph._FIRST_BLOCK, graph._MAX_BLOCK) = ordered, block
 
 
 def run_case(n, d, repeats):
@@ -77,7 +79,7 @@ def run_case(n, d, repeats):
     row["input/zorder"] = row["input_s"] / row["zorder_s"]
     # seconds of one block of the search now, from its CPU time (fit included: an upper
     # bound), the wait of a Ctrl-C or of the progress bar
-    row["block_s"] = row["zorder_cpu_s"] * min(1.0, graph._KD_TREE_BLOCK / n)
+    row["block_s"] = row["zorder_cpu_s"] * min(1.0, graph._MAX_BLOCK / n)
     print(row, flush=True)
     return row
 

@@ -6,13 +6,16 @@ remaining time to ``total``, for a solver its ``max_iter``) and shows the memory
 holds (``mem``, resident set). A Ctrl-C (``KeyboardInterrupt``) inside a solver loop stops
 the loop at the last complete iterate: the solver returns it with ``interrupted=True`` and
 the estimator keeps it, warns with :class:`FitInterruptedWarning` and sets
-``converged_ = False``.
+``converged_ = False``. Verbose or not, a bar reports its count to the running phase of
+the fit (:mod:`psdlearn._interrupt`), which an interrupt's message quotes.
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
+
+from psdlearn._interrupt import current_phase
 
 __all__ = ["FitInterruptedWarning", "memory_in_use", "progress_bar", "warn_interrupted"]
 
@@ -40,8 +43,44 @@ class _Silent:
         return False
 
 
+class _Reporting:
+    """A bar that also reports its count to the phase running at each step
+    (:mod:`psdlearn._interrupt`)."""
+
+    def __init__(self, bar, total, desc, unit):
+        self._bar = bar
+        self._args = [desc, 0, total, unit]
+        self._report()
+
+    def _report(self):
+        phase = current_phase()
+        if phase is not None:
+            phase.report(*self._args)
+
+    def update(self, n=1):
+        self._args[1] += n
+        self._report()
+        self._bar.update(n)
+
+    def set_postfix(self, *args, **kwargs):
+        self._bar.set_postfix(*args, **kwargs)
+
+    def close(self):
+        self._bar.close()
+
+    def __enter__(self):
+        self._report()  # a bar made before its phase began
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
 def progress_bar(verbose, total=None, desc=None, unit="it"):
-    """A tqdm bar on stderr when ``verbose`` is truthy, else a silent stand-in.
+    """A tqdm bar on stderr when ``verbose`` is truthy, else a silent stand-in; inside a
+    phase of a fit (:func:`psdlearn._interrupt.phase`) its count is also the phase's
+    progress.
 
     Parameters
     ----------
@@ -56,9 +95,11 @@ def progress_bar(verbose, total=None, desc=None, unit="it"):
     bar : object with ``update``, ``set_postfix``, ``close``; a context manager.
     """
     if not verbose:
-        return _Silent()
-    return _memory_bar()(total=total, desc=desc, unit=unit, file=sys.stderr,
-                         dynamic_ncols=True)
+        bar = _Silent()
+    else:
+        bar = _memory_bar()(total=total, desc=desc, unit=unit, file=sys.stderr,
+                            dynamic_ncols=True)
+    return _Reporting(bar, total, desc, unit)
 
 
 def memory_in_use():
@@ -111,11 +152,17 @@ def _memory_bar():
     return MemoryBar
 
 
-def warn_interrupted(name, n_iter, unit="iterations", stacklevel=3):
-    """Warn that ``name``'s fit stopped on Ctrl-C after ``n_iter`` complete ``unit``."""
+def warn_interrupted(name, n_iter, unit="iterations", stacklevel=3, phase=None):
+    """Warn that ``name``'s fit stopped on Ctrl-C after ``n_iter`` complete ``unit``,
+    in ``phase`` (a noun phrase, "the solver"; default: the running phase, if any)."""
+    if phase is None:
+        running = current_phase()
+        phase = None if running is None else running.name
+    where = "" if phase is None else f" in {phase}"
     warnings.warn(
-        f"{name}: fit interrupted (KeyboardInterrupt) after {n_iter} complete {unit}; the "
-        "fitted attributes hold the last complete iterate and converged_ is False.",
+        f"{name}: fit interrupted (KeyboardInterrupt){where} after {n_iter} complete "
+        f"{unit}; the fitted attributes hold the last complete iterate and converged_ is "
+        "False.",
         FitInterruptedWarning,
         stacklevel=stacklevel,
     )

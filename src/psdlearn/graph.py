@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import time
 import warnings
 
 import numpy as np
@@ -122,12 +123,17 @@ HNSW_INTEGER_TIE_FACTOR = 3.0
 _FAISS_DEFAULT_SEED = 12345
 
 #: Rows of each query block: it bounds the memory of a block and lets Ctrl-C and the
-#: progress bar act between blocks. Brute force: ``_QUERY_WORK`` distance terms per block.
+#: progress bar act between blocks. Brute force: at most ``_QUERY_WORK`` distance terms per
+#: block.
 _QUERY_WORK = 2e8
-#: kd-tree: a block holds only its lists, so its size is set by time (about a second),
-#: while each call's fixed cost (about 1 ms) stays small; much smaller blocks slow the
-#: search down several times.
-_KD_TREE_BLOCK = 8192
+#: The blocks are sized by time: the first has ``_FIRST_BLOCK`` rows, each next one is
+#: scaled to last about ``_BLOCK_SECONDS`` (at most 4 times the previous one), so that a
+#: Ctrl-C acts within about that however slow the machine, while each call's fixed cost
+#: (about 1 ms) stays small; the kd-tree and HNSW blocks hold only their lists and grow to
+#: at most ``_MAX_BLOCK`` rows.
+_FIRST_BLOCK = 1024
+_BLOCK_SECONDS = 0.25
+_MAX_BLOCK = 65_536
 
 
 def _n_threads(n_jobs):
@@ -346,14 +352,12 @@ class NeighborIndex:
     def _search_blocks(self, rows, n_q, k, own, store=None):
         """Search ``rows(start, stop)`` block by block for ``k`` neighbours each; hand each
         block to ``store(start, stop, dist, ind)``, or return the stacked results."""
-        if self.backend_ == "hnsw":
-            step = 16_384
-        elif self.backend_ == "kd_tree":
-            step = _KD_TREE_BLOCK
-        else:
-            step = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_ * max(self.n_features_in_,
-                                                                           8), 1),
-                               64, 65_536))
+        largest = _MAX_BLOCK
+        if self.backend_ == "brute":
+            largest = int(np.clip(_QUERY_WORK / max(self.n_samples_fit_
+                                                    * max(self.n_features_in_, 8), 1),
+                                  64, _MAX_BLOCK))
+        step = min(_FIRST_BLOCK, largest)
         out = None
         if store is None:
             out = np.empty((n_q, k)), np.empty((n_q, k), dtype=np.int64)
@@ -363,11 +367,16 @@ class NeighborIndex:
 
         with progress_bar(self.verbose and n_q > step, total=n_q, desc="kNN search",
                           unit="pt") as bar:
-            for start in range(0, n_q, step):
+            start = 0
+            while start < n_q:
                 stop = min(start + step, n_q)
                 entry = np.arange(start, stop) if own else None
+                begin = time.perf_counter()
                 store(start, stop, *self._query(rows(start, stop), k, entry=entry))
+                seconds = max(time.perf_counter() - begin, 1e-4)
+                step = int(np.clip(step * _BLOCK_SECONDS / seconds, 1, min(4 * step, largest)))
                 bar.update(stop - start)
+                start = stop
         return out
 
     def _query(self, Q, k, entry=None):

@@ -32,7 +32,8 @@ from sklearn.model_selection import BaseCrossValidator, StratifiedGroupKFold, St
 from sklearn.utils.validation import check_is_fitted
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
-from psdlearn._progress import progress_bar
+from psdlearn._interrupt import fitting, phase
+from psdlearn._progress import FitInterruptedWarning, progress_bar
 from psdlearn.constraints import PairwiseConstraints, as_constraints
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl._suspicious import constraint_scores
@@ -602,71 +603,82 @@ class NPKLCV(NPKL):
         -------
         self
         """
-        from psdlearn.npkl.gamma import auto_gamma
+        with fitting(self):
+            from psdlearn.npkl.gamma import auto_gamma
 
-        base = self._npkl()
-        L = base._build_laplacian(X)
-        n = L.shape[0]
-        C = as_constraints(y, n)
-        if C.n_pairs == 0:
-            raise ValueError("y holds no constraint: NPKLCV needs pairs (or labels).")
-        rank = self.rank
-        if rank == "auto":
-            rank = self._auto_rank(y, C, n)
-        self.gamma0_ = None
-        if self.gammas is None or isinstance(self.gammas, numbers.Integral):
-            centre, self.gamma0_ = auto_gamma(L, C.pairs, C.signs, self.loss)
-            if not np.isfinite(centre):
-                raise ValueError("no nonzero kernel lowers the loss of these constraints; "
-                                 "pass an explicit grid of gammas.")
-            k = 8 if self.gammas is None else int(self.gammas)
-            grid = centre * (np.logspace(-1.0, 2.0, k) if k > 1 else np.ones(1))
-        else:
-            grid = np.sort(np.asarray(self.gammas, dtype=np.float64).ravel())
-            if grid.size == 0 or not np.all(grid > 0):
-                raise ValueError("gammas must be positive.")
-        splits = self._splits(C)
-        scorer = self.scoring or (lambda est, X_, C_: est.score(X_, C_))
-        scores = np.empty((len(grid), len(splits)))
-        n_iter = np.zeros((len(grid), len(splits)), dtype=np.int64)
-        converged = np.zeros((len(grid), len(splits)), dtype=bool)
-        best_fold_E = [None] * len(grid)
-        bar = progress_bar(self.verbose, total=scores.size, desc="NPKLCV", unit="fit")
-        with bar:
-            for f, (train, test) in enumerate(splits):
-                C_tr = PairwiseConstraints(C.pairs[train], C.signs[train], n)
-                C_te = PairwiseConstraints(C.pairs[test], C.signs[test], n)
-                # no certificate on the loose fold fits (it would fail and warn), unless
-                # rank="adaptive" grows the rank by it
-                model = self._npkl(graph="precomputed", rank=rank, warm_start=True,
-                                   tol=max(self.tol, self.cv_tol), verbose=0,
-                                   certificate_tol=(self.certificate_tol
-                                                    if rank == "adaptive" else None))
-                # small gamma first: K grows along the path, and a stiff large-gamma
-                # problem starts from a near solution (a cold start there is the slowest)
-                for g in range(len(grid)):
-                    model.set_params(gamma=float(grid[g])).fit(L, C_tr)
-                    scores[g, f] = scorer(model, L, C_te)
-                    n_iter[g, f] = model.n_iter_
-                    converged[g, f] = model.converged_
-                    if best_fold_E[g] is None or scores[g, f] > scores[g, :f].max():
-                        best_fold_E[g] = model.embedding_
-                    bar.update(1)
-        candidates = np.arange(len(grid))
-        if self.require_convergence and converged.all(axis=1).any():
-            candidates = np.flatnonzero(converged.all(axis=1))
-        best = int(candidates[select_gamma(scores[candidates], self.selection)])
-        final = self._npkl(gamma=float(grid[best]), rank=rank, warm_start=True)
-        final.embedding_ = best_fold_E[best]
-        final.fit(X, C)
-        for name, value in vars(final).items():
-            if (name.endswith("_") and not name.startswith("_")) or name == "_training_rows":
-                setattr(self, name, value)
-        self.gamma_ = float(grid[best])
-        self.gammas_ = grid
-        self.scores_ = scores
-        self.cv_n_iter_ = n_iter
-        self.cv_converged_ = converged
+            base = self._npkl()
+            with phase("the graph build" if self.graph != "knn" else "the kNN graph build"):
+                L = base._build_laplacian(X)
+            n = L.shape[0]
+            C = as_constraints(y, n)
+            if C.n_pairs == 0:
+                raise ValueError("y holds no constraint: NPKLCV needs pairs (or labels).")
+            rank = self.rank
+            if rank == "auto":
+                rank = self._auto_rank(y, C, n)
+            self.gamma0_ = None
+            if self.gammas is None or isinstance(self.gammas, numbers.Integral):
+                with phase("the gamma_0 eigen-solve (the centre of the grid)"):
+                    centre, self.gamma0_ = auto_gamma(L, C.pairs, C.signs, self.loss)
+                if not np.isfinite(centre):
+                    raise ValueError("no nonzero kernel lowers the loss of these constraints; "
+                                     "pass an explicit grid of gammas.")
+                k = 8 if self.gammas is None else int(self.gammas)
+                grid = centre * (np.logspace(-1.0, 2.0, k) if k > 1 else np.ones(1))
+            else:
+                grid = np.sort(np.asarray(self.gammas, dtype=np.float64).ravel())
+                if grid.size == 0 or not np.all(grid > 0):
+                    raise ValueError("gammas must be positive.")
+            splits = self._splits(C)
+            scorer = self.scoring or (lambda est, X_, C_: est.score(X_, C_))
+            scores = np.empty((len(grid), len(splits)))
+            n_iter = np.zeros((len(grid), len(splits)), dtype=np.int64)
+            converged = np.zeros((len(grid), len(splits)), dtype=bool)
+            best_fold_E = [None] * len(grid)
+            bar = progress_bar(self.verbose, total=scores.size, desc="NPKLCV", unit="fit")
+            with phase("the cross-validation"), bar:
+                for f, (train, test) in enumerate(splits):
+                    C_tr = PairwiseConstraints(C.pairs[train], C.signs[train], n)
+                    C_te = PairwiseConstraints(C.pairs[test], C.signs[test], n)
+                    # no certificate on the loose fold fits (it would fail and warn), unless
+                    # rank="adaptive" grows the rank by it
+                    model = self._npkl(graph="precomputed", rank=rank, warm_start=True,
+                                       tol=max(self.tol, self.cv_tol), verbose=0,
+                                       certificate_tol=(self.certificate_tol
+                                                        if rank == "adaptive" else None))
+                    # small gamma first: K grows along the path, and a stiff large-gamma
+                    # problem starts from a near solution (a cold start there is the slowest)
+                    for g in range(len(grid)):
+                        with warnings.catch_warnings():  # a fold fit stopped stops the search
+                            warnings.simplefilter("ignore", FitInterruptedWarning)
+                            model.set_params(gamma=float(grid[g])).fit(L, C_tr)
+                        if model._interrupted_in is not None:
+                            stop = KeyboardInterrupt()
+                            stop.phases = [f"{model._interrupted_in} of the fit of fold {f + 1} "
+                                           f"at gamma={grid[g]:.3g}"]
+                            raise stop
+                        scores[g, f] = scorer(model, L, C_te)
+                        n_iter[g, f] = model.n_iter_
+                        converged[g, f] = model.converged_
+                        if best_fold_E[g] is None or scores[g, f] > scores[g, :f].max():
+                            best_fold_E[g] = model.embedding_
+                        bar.update(1)
+            candidates = np.arange(len(grid))
+            if self.require_convergence and converged.all(axis=1).any():
+                candidates = np.flatnonzero(converged.all(axis=1))
+            best = int(candidates[select_gamma(scores[candidates], self.selection)])
+            final = self._npkl(gamma=float(grid[best]), rank=rank, warm_start=True)
+            final.embedding_ = best_fold_E[best]
+            with phase("the refit at the chosen gamma"):
+                final.fit(X, C)
+            for name, value in vars(final).items():
+                if (name.endswith("_") and not name.startswith("_")) or name == "_training_rows":
+                    setattr(self, name, value)
+            self.gamma_ = float(grid[best])
+            self.gammas_ = grid
+            self.scores_ = scores
+            self.cv_n_iter_ = n_iter
+            self.cv_converged_ = converged
         return self
 
     def score(self, X, y):

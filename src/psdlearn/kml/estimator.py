@@ -44,6 +44,7 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, RealNotInt, StrOptions, _fit_context
+from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import center_kernel
 from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._training_rows import TrainingRows
@@ -464,46 +465,52 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             ``y`` is missing, gives no similar pair, or has more points in ``S`` than
             ``n_landmarks``; the centered kernel has no positive eigenvalue.
         """
-        start = time.perf_counter()
-        X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
-        gamma, rank = self._resolved_params()
-        n = X.shape[0]
-        similar = similar_set(y, n, "KernelMetricLearner", warn_cannot=False)
-        side = check_side_info(y, n, accept=("labels", "pairs"))
-        self.side_info_ = side.constraints if side.kind == "pairs" else side.labels
-        rng = check_random_state(self.random_state)
-        if gamma == "auto":
-            base = median_heuristic_kernel_gamma(X, self.kernel, rng)
-            if self.kernel == "rbf":
-                base *= RBF_WIDTH_FACTOR
-        else:
-            base = float(gamma)
-        landmarks = None if self.n_landmarks is None else self._landmarks(n, similar, rng)
-        folds = None
-        if gamma == "auto" and self.kernel in CV_KERNELS:
-            folds = constraint_folds(y, n, rng)
-        if side.kind == "pairs" and side.constraints.n_cannot and folds is None:
-            warnings.warn(f"{side.constraints.n_cannot} cannot-link pair(s) ignored: "
-                          "KernelMetricLearner learns from similar (must-link) pairs and "
-                          "uses cannot-links only to choose kernel_gamma='auto' for the "
-                          f"{' and '.join(CV_KERNELS)} kernels, from at least 3 of each.",
-                          UserWarning, stacklevel=3)
-        self.n_similar_pairs_ = similar.n_pairs
-        self.cv_kernel_gammas_ = self.cv_scores_ = None
-        self.kernel_gamma_ = base
-        if folds is None:
-            basis = self._basis(X, landmarks, rank)
-        else:
-            basis = self._cross_validate_width(X, landmarks, rank, folds, base)
-        if landmarks is None:
-            self._fit_full(X, similar, basis)
-        else:
-            self._fit_landmarks(X, similar, landmarks, basis)
-        self.rank_ = len(self.beta_)
-        train = X if landmarks is None else self.landmarks_
-        self._training = TrainingRows(train)
-        self._training_index = np.arange(n) if landmarks is None else landmarks
-        self.fit_time_ = time.perf_counter() - start
+        with fitting(self):
+            start = time.perf_counter()
+            X = validate_data(self, X, dtype=np.float64, order="C", ensure_min_samples=2)
+            gamma, rank = self._resolved_params()
+            n = X.shape[0]
+            similar = similar_set(y, n, "KernelMetricLearner", warn_cannot=False)
+            side = check_side_info(y, n, accept=("labels", "pairs"))
+            self.side_info_ = side.constraints if side.kind == "pairs" else side.labels
+            rng = check_random_state(self.random_state)
+            if gamma == "auto":
+                with phase("the kernel width (median heuristic)"):
+                    base = median_heuristic_kernel_gamma(X, self.kernel, rng)
+                if self.kernel == "rbf":
+                    base *= RBF_WIDTH_FACTOR
+            else:
+                base = float(gamma)
+            landmarks = None if self.n_landmarks is None else self._landmarks(n, similar, rng)
+            folds = None
+            if gamma == "auto" and self.kernel in CV_KERNELS:
+                folds = constraint_folds(y, n, rng)
+            if side.kind == "pairs" and side.constraints.n_cannot and folds is None:
+                warnings.warn(f"{side.constraints.n_cannot} cannot-link pair(s) ignored: "
+                              "KernelMetricLearner learns from similar (must-link) pairs and "
+                              "uses cannot-links only to choose kernel_gamma='auto' for the "
+                              f"{' and '.join(CV_KERNELS)} kernels, from at least 3 of each.",
+                              UserWarning, stacklevel=3)
+            self.n_similar_pairs_ = similar.n_pairs
+            self.cv_kernel_gammas_ = self.cv_scores_ = None
+            self.kernel_gamma_ = base
+            with phase("the kernel eigen-solve" if folds is None
+                       else "the kernel eigen-solves of the width cross-validation"):
+                if folds is None:
+                    basis = self._basis(X, landmarks, rank)
+                else:
+                    basis = self._cross_validate_width(X, landmarks, rank, folds, base)
+            with phase("the reweighting" if landmarks is None
+                       else "the reweighting and landmark weights"):
+                if landmarks is None:
+                    self._fit_full(X, similar, basis)
+                else:
+                    self._fit_landmarks(X, similar, landmarks, basis)
+            self.rank_ = len(self.beta_)
+            train = X if landmarks is None else self.landmarks_
+            self._training = TrainingRows(train)
+            self._training_index = np.arange(n) if landmarks is None else landmarks
+            self.fit_time_ = time.perf_counter() - start
         return self
 
     def fit_transform(self, X, y=None, **fit_params):

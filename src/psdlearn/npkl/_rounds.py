@@ -90,12 +90,19 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
     est._laplacian_min_eig = None  # of a precomputed graph, once per fit
     if spec.certificate:
         est.rank_path_, est.certificate_time_ = [], 0.0
-    history, times, kept, n_iter, carried = [], [], {}, 0, None
+    history, times, kept, n_iter, carried, res = [], [], {}, 0, None, None
     with bar:
         while True:
-            cpu = time.process_time()
-            res = spec.solve(problem, E0, options)
-            cpu = time.process_time() - cpu
+            try:
+                cpu = time.process_time()
+                res = spec.solve(problem, E0, options)
+                cpu = time.process_time() - cpu
+            except KeyboardInterrupt:
+                if res is None:  # nothing complete to keep
+                    raise
+                # before a later round's first step: keep the previous round's iterate
+                res = replace(res, interrupted=True, converged=False)
+                break
             offset = times[-1] if times else 0.0
             history += list(res.objective_history[1 if history else 0:])
             times += [offset + t for t in res.time_history[1 if times else 0:]]
@@ -143,8 +150,12 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
     est._warm_state = ((spec.name, map_rows(kept_state, inverse))
                         if est.warm_start and kept_state is not None else None)
     est.converged_ = bool(res.converged) and not est._stopped_in_certificate
-    if res.interrupted:
-        warn_interrupted(f"NPKL(solver={spec.name!r})", n_iter, spec.unit, stacklevel=5)
+    est._interrupted_in = None  # the phase a Ctrl-C stopped, read by NPKLCV
+    if res.interrupted or est._stopped_in_certificate:
+        where = est._interrupted_in = (f"the {spec.name} solver" if res.interrupted
+                                       else "the duality certificate or rank escalation")
+        warn_interrupted(f"NPKL(solver={spec.name!r})", n_iter, spec.unit, stacklevel=5,
+                         phase=where)
     elif not res.converged and res.n_iter >= est.max_iter:
         warnings.warn(
             f"NPKL(solver={spec.name!r}) stopped at max_iter={est.max_iter} {spec.unit} "
@@ -190,26 +201,22 @@ def _certify(est, problem, res, round_=None, multipliers=None, solve_cpu=0.0):
     n_eig = min(int(est.rank_init), est._rank_cap - rank) if est.rank == "adaptive" else 0
     # the built normalized Laplacian has lambda_min(L) >= delta exactly; a precomputed
     # one gets the Gershgorin bound, computed once per fit (a Lanczos run on L)
-    if est.graph != "precomputed":
-        lmin = float(est.delta)
-    else:
-        if est._laplacian_min_eig is None:
-            est._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
-        lmin = est._laplacian_min_eig
+    lmin = float(est.delta) if est.graph != "precomputed" else None
     # a fixed rank's certificate costs at most CERTIFICATE_SHARE of the solve's CPU time
     # (or CERTIFICATE_MIN_SECONDS); the adaptive rounds need its eigenvectors to grow the
     # rank. CPU time: other jobs on the machine do not make a certificate skip
     budget = (None if est.rank == "adaptive" else
               max(CERTIFICATE_SHARE * solve_cpu, CERTIFICATE_MIN_SECONDS))
     try:
+        if est.graph == "precomputed" and est._laplacian_min_eig is None:
+            est._laplacian_min_eig = laplacian_lower_bound(problem.laplacian)
         cert, E_new = certify_and_escalate(
             problem, E, res.multipliers if multipliers is None else multipliers,
             tol=est.certificate_tol,
-            laplacian_min_eig=lmin, n_eig=n_eig,
+            laplacian_min_eig=est._laplacian_min_eig if lmin is None else lmin, n_eig=n_eig,
             intermediate=round_ is not None and round_.intermediate, time_budget=budget,
             **({"smoothing": round_.smoothing} if round_ is not None else {}))
-    except KeyboardInterrupt:
-        warn_interrupted("NPKL certificate", 0, "steps", stacklevel=6)
+    except KeyboardInterrupt:  # solve_rounds warns, naming the certificate
         est._stopped_in_certificate = True
         return None
     est.certificate_ = cert

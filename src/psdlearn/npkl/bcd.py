@@ -35,6 +35,7 @@ from psdlearn._linalg import PARALLEL_MIN_WORK
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
+from ._blocks import BlockedPass
 from ._multilevel import multilevel_start, use_multilevel
 from .escalation import AdaptiveRound
 from .losses import LOSS_TABLE, ROW_HINGE, get_loss
@@ -404,6 +405,7 @@ def solve_bcd(
         split_accs = np.zeros((len(split[1]) - 1, 3))
 
     rng = _as_generator(random_state)
+    blocked = BlockedPass(free, split, Lp, Tp, E.shape[1])
 
     def exact_objectives():
         f = K.objective(E, Lp, Li, Lx, pairs, signs, loss, gamma)
@@ -431,20 +433,20 @@ def solve_bcd(
             order = rng.permutation(constrained)
             t0 = time.perf_counter()
             acc[:] = 0.0
-            change = K.sweep_constrained(
-                order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, inner_loss, gamma, param, alpha,
-                K.SQUARE_AUTO, acc, omega
+            # in calls of bounded time, so that a Ctrl-C acts promptly (npkl._blocks)
+            change = blocked.constrained(
+                K.sweep_constrained, order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, inner_loss,
+                gamma, param, alpha, K.SQUARE_AUTO, acc, omega
             )
             exact = n_iter % REFRESH == 0
             if len(free):
                 if split is not None:
                     split_accs[:] = 0.0
-                    change += K.sweep_unconstrained_split(split[0], split[1], E, Lp, Li, Lx, diag,
-                                                          radius, split_accs, omega)
+                    change += blocked.unconstrained(E, Lp, Li, Lx, diag, radius, split_accs,
+                                                    omega)
                     acc += split_accs.sum(axis=0)
                 elif unconstrained == "sequential":
-                    change += K.sweep_unconstrained(free, E, Lp, Li, Lx, diag, radius, acc,
-                                                    omega)
+                    change += blocked.unconstrained(E, Lp, Li, Lx, diag, radius, acc, omega)
                 else:
                     exact = True
                     change += K.jacobi_unconstrained(

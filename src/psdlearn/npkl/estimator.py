@@ -34,7 +34,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
 from psdlearn._exact_knn import value_order
+from psdlearn._interrupt import fitting, phase
 from psdlearn._memory import guard_npkl_fit, npkl_estimate
+from psdlearn._progress import warn_interrupted
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
@@ -482,54 +484,66 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             from psdlearn.npkl.distributed import fit_dask
 
             return fit_dask(self, X, y)
-        self.solver_options_ = resolve_solver_options(self)
-        guard_npkl_fit(self, X, y)  # MemoryError before any allocation, estimate if verbose
-        start_graph = time.perf_counter()
-        L = self._build_laplacian(X)
-        self.graph_time_ = time.perf_counter() - start_graph
-        n = L.shape[0]
-        C = as_constraints(y, n)
-        if C.n_pairs == 0:
-            raise ValueError("y holds no constraint: NPKL needs at least one pair (or two "
-                             "labelled points).")
-        spec = NPKL_SOLVERS[self.solver]
-        if self.loss not in spec.losses:
-            raise ValueError(f"solver={self.solver!r} handles the losses {spec.losses}, not "
-                             f"loss={self.loss!r}.")
-        rule = self._auto_rank(y, C, n)
-        if self.rank == "adaptive":
-            if not spec.certificate:
-                certified = [s.name for s in NPKL_SOLVERS if s.certificate]
-                raise ValueError(f"rank='adaptive' needs a solver with a duality certificate "
-                                 f"({certified}), not solver={self.solver!r}.")
-            if self.certificate_tol is None:
-                raise ValueError("rank='adaptive' needs a certificate_tol.")
-            rank = min(int(self.rank_init), n)
-        else:
-            rank = rule if self.rank == "auto" else int(self.rank)
-        self._rank_cap = max(rule, rank)
-        if rank > n:
-            raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
-        # gamma_0 and the solver see the points in an order set by their values, so that
-        # the random start and sweep orders follow the points, not their positions
-        order = value_order(self.X_fit_) if self.graph == "knn" else None
-        L_o, pairs_o = in_order(L, C.pairs, order)
-        self.gamma_ = self._resolve_gamma(L_o, pairs_o, C.signs)
-        problem = NPKLProblem(L_o, pairs_o, C.signs.astype(np.float64), self.loss,
-                              self.gamma_, float(self.b))
-        start = time.perf_counter()
-        solve_rounds(self, spec, problem, rank, check_random_state(self.random_state),
-                     order=order)
-        self.fit_time_ = time.perf_counter() - start
-        warn_uncertified(self)
-        self.n_neighbors_transform_ = self.n_neighbors_
-        if self.neighbor_index_ is not None:
-            self.n_neighbors_transform_ = select_n_neighbors(
-                self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
-                self.n_neighbors_, self.random_state, order=order)
-        self.laplacian_ = L
-        self.side_info_ = C
-        self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
+        with fitting(self):
+            self.solver_options_ = resolve_solver_options(self)
+            guard_npkl_fit(self, X, y)  # MemoryError before any allocation, estimate if verbose
+            start_graph = time.perf_counter()
+            with phase("the graph build" if self.graph != "knn" else "the kNN graph build"):
+                L = self._build_laplacian(X)
+            self.graph_time_ = time.perf_counter() - start_graph
+            n = L.shape[0]
+            C = as_constraints(y, n)
+            if C.n_pairs == 0:
+                raise ValueError("y holds no constraint: NPKL needs at least one pair (or two "
+                                 "labelled points).")
+            spec = NPKL_SOLVERS[self.solver]
+            if self.loss not in spec.losses:
+                raise ValueError(f"solver={self.solver!r} handles the losses {spec.losses}, not "
+                                 f"loss={self.loss!r}.")
+            rule = self._auto_rank(y, C, n)
+            if self.rank == "adaptive":
+                if not spec.certificate:
+                    certified = [s.name for s in NPKL_SOLVERS if s.certificate]
+                    raise ValueError(f"rank='adaptive' needs a solver with a duality certificate "
+                                     f"({certified}), not solver={self.solver!r}.")
+                if self.certificate_tol is None:
+                    raise ValueError("rank='adaptive' needs a certificate_tol.")
+                rank = min(int(self.rank_init), n)
+            else:
+                rank = rule if self.rank == "auto" else int(self.rank)
+            self._rank_cap = max(rule, rank)
+            if rank > n:
+                raise ValueError(f"rank={rank} exceeds the number of samples n={n}.")
+            # gamma_0 and the solver see the points in an order set by their values, so that
+            # the random start and sweep orders follow the points, not their positions
+            order = value_order(self.X_fit_) if self.graph == "knn" else None
+            L_o, pairs_o = in_order(L, C.pairs, order)
+            with phase("the gamma_0 eigen-solve (gamma='auto')"):
+                self.gamma_ = self._resolve_gamma(L_o, pairs_o, C.signs)
+            with phase("the set-up of the problem"):
+                problem = NPKLProblem(L_o, pairs_o, C.signs.astype(np.float64), self.loss,
+                                      self.gamma_, float(self.b))
+            start = time.perf_counter()
+            with phase(f"the {spec.name} solver"):  # its set-up (renumbering) included
+                solve_rounds(self, spec, problem, rank, check_random_state(self.random_state),
+                             order=order)
+            self.fit_time_ = time.perf_counter() - start
+            warn_uncertified(self)
+            self.n_neighbors_transform_ = self.n_neighbors_
+            if self.neighbor_index_ is not None:
+                try:  # the solution is complete: an interrupt here keeps it
+                    self.n_neighbors_transform_ = select_n_neighbors(
+                        self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
+                        self.n_neighbors_, self.random_state, order=order)
+                except KeyboardInterrupt:
+                    self.converged_ = False
+                    self._interrupted_in = "the choice of the transform's neighbours"
+                    warn_interrupted("NPKL", self.n_iter_, spec.unit, stacklevel=4,
+                                     phase=self._interrupted_in)
+            self.laplacian_ = L
+            self.side_info_ = C
+            with phase("the constraint scores"):
+                self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
         return self
 
     def partial_fit(self, X, y):
@@ -572,7 +586,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return self.fit(X, y)
         from psdlearn.npkl._partial import partial_fit
 
-        return partial_fit(self, X, y)
+        with fitting(self, "partial_fit"), phase("the re-solve on the union"):
+            return partial_fit(self, X, y)
 
     def suspicious_constraints(self, k=10):
         """The ``k`` constraints the learned kernel disagrees with most.

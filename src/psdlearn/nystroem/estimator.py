@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import psd_factor
 from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn.constraints import PairwiseConstraints, check_side_info
@@ -511,24 +512,27 @@ default="kmeans"
             ``kernel_gammas``, all samples identical with ``kernel_gamma="auto"``, or
             ``y`` of a kind the estimator does not take.
         """
-        start = time.perf_counter()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                          ensure_min_samples=2)
-        n = X.shape[0]
-        lambdas = self._lambdas()
-        side = self._side_information(y, n)
-        multiple = self._check_multiple(side)
-        rng = check_random_state(self.random_state)
-        self.kernel_gamma_ = self._kernel_gamma(X)
-        m = self._n_landmarks(n)
-        with progress_bar(self.verbose, desc="GeneralizedNystroem", unit="it") as bar:
-            if multiple is None:
-                self.kernel_gammas_ = self.kernel_weights_ = None
-                self._fit_single(X, side, lambdas, m, rng, bar)
-            else:
-                self._fit_multiple(X, side, lambdas, multiple, m, rng, bar)
-        self.rank_ = self.feature_map_.shape[1]
-        self.fit_time_ = time.perf_counter() - start
+        with fitting(self):
+            start = time.perf_counter()
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                              ensure_min_samples=2)
+            n = X.shape[0]
+            lambdas = self._lambdas()
+            side = self._side_information(y, n)
+            multiple = self._check_multiple(side)
+            rng = check_random_state(self.random_state)
+            with phase("the kernel width"):
+                self.kernel_gamma_ = self._kernel_gamma(X)
+            m = self._n_landmarks(n)
+            with phase("the dictionary solves"), progress_bar(
+                    self.verbose, desc="GeneralizedNystroem iterations", unit="it") as bar:
+                if multiple is None:
+                    self.kernel_gammas_ = self.kernel_weights_ = None
+                    self._fit_single(X, side, lambdas, m, rng, bar)
+                else:
+                    self._fit_multiple(X, side, lambdas, multiple, m, rng, bar)
+            self.rank_ = self.feature_map_.shape[1]
+            self.fit_time_ = time.perf_counter() - start
         return self
 
     def _check_multiple(self, side):

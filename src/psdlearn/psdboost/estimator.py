@@ -50,6 +50,7 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._interrupt import fitting, phase
 from psdlearn._mahalanobis import MahalanobisMixin
 from psdlearn._progress import warn_interrupted
 from psdlearn._solver import SolveOptions
@@ -446,19 +447,25 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
             ``y`` is missing, gives no triplet, or ``C < 1 / t`` (``C < 1 / p`` for ``p``
             target pairs with ``impostors="active"``).
         """
-        start = time.perf_counter()
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        if y is None:
-            raise ValueError(
-                "PSDBoost requires y to be passed, but the target y is None: pass partial "
-                "labels, pairwise constraints or a psdlearn.Triplets.")
-        rng = check_random_state(self.random_state)
-        side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
-        if side.kind == "labels" and self.impostors == "active":
-            self._fit_active(X, self._codes(side.labels), rng, start)
-        else:
-            self._fit(X, self._triplets(X, side, rng), rng)
-        self.fit_time_ = time.perf_counter() - start
+        with fitting(self):
+            start = time.perf_counter()
+            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            if y is None:
+                raise ValueError(
+                    "PSDBoost requires y to be passed, but the target y is None: pass partial "
+                    "labels, pairwise constraints or a psdlearn.Triplets.")
+            rng = check_random_state(self.random_state)
+            side = check_side_info(y, len(X), accept=("labels", "pairs", "triplets"))
+            solver = "the solver" if self.solver == "auto" else f"the {self.solver} solver"
+            if side.kind == "labels" and self.impostors == "active":
+                with phase(f"{solver} (active impostors)"):
+                    self._fit_active(X, self._codes(side.labels), rng, start)
+            else:
+                with phase("the choice of the triplets"):
+                    triplets = self._triplets(X, side, rng)
+                with phase(solver):
+                    self._fit(X, triplets, rng)
+            self.fit_time_ = time.perf_counter() - start
         return self
 
     @deprecated("fit_triplets(X, T) is deprecated and will be removed in the next release; "

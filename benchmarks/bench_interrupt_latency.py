@@ -1,0 +1,220 @@
+"""Ctrl-C latency in each phase of a fit: from the signal to ``fit`` returning or raising.
+
+Run: ``python benchmarks/bench_interrupt_latency.py [--sizes 100000 1000000]
+[--graph-cache DIR] [--only PHASE ...]``. Writes the rows of each size to
+``benchmarks/results/interrupt_latency_n<n>.json`` and the table of all the sizes measured
+so far to ``benchmarks/results/interrupt_latency.{md,json}``.
+
+Problem: 10-d two Gaussians N(+1, I) / N(-1, I) (``make_two_gaussians``), 2,000 labelled
+points whose label pairs are the constraints (``PairwiseConstraints.from_labels``), NPKL
+with the square loss at rank 20. A timer thread sends SIGINT to the main thread
+(``signal.pthread_kill``) at a chosen time after ``fit`` starts, placed inside one phase
+by a reference run of the same configuration (the phase times it records, or the phase's
+own public function), and the script records the seconds from the signal to the return or
+the raise of ``fit``, and what the user got: the ``FitInterruptedWarning`` (the fit kept
+its last complete iterate) or the ``KeyboardInterrupt`` message (the estimator unchanged).
+The message names the phase the signal landed in, so a row whose phase is not the one
+aimed at says so.
+
+Phases and how the signal is placed:
+
+- ``kNN graph``: ``graph="knn"`` (faiss HNSW above 20,000 points), at half the build time
+  of the reference fit (at 10^6, where a reference build is long: 20 s into the build);
+- ``gamma_0``: ``graph="precomputed"`` (the Laplacian of the kNN graph),
+  ``gamma="auto"``, at half the time of ``psdlearn.npkl.gamma.critical_gamma`` on it;
+- ``solver``: precomputed graph, the reference ``gamma_``, no certificate, ``tol=0``,
+  3.5 sweeps after the solver's set-up (both timed by a 3-sweep reference fit);
+- ``certificate``: precomputed graph, the reference ``gamma_``, ``max_iter=5``, the
+  certificate, at the solve time plus half the certificate time of the reference;
+- ``NPKLCV folds``: precomputed graph, 3 folds over 3 gammas (``cv_tol`` 1e-3), at 30 %
+  of the reference search;
+- ``GeneralizedNystroem``, ``KernelMetricLearner`` (landmarks), ``PSDBoost``: the same
+  data and labels, at half their reference fit.
+
+The graph at 10^6 (``--graph-cache``) is built once with ``psdlearn.graph.knn_laplacian``
+with NPKL's defaults and reused by the precomputed phases. Latencies are single runs on a
+shared machine: the load is stated under the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from _common import RESULTS, load_note, write_results
+
+import psdlearn as pl
+from psdlearn.npkl.gamma import critical_gamma
+
+N_LABELLED = 2000
+RANK = 20
+
+
+def problem(n):
+    X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
+    labels = np.full(n, -1)
+    idx = np.random.default_rng(0).choice(n, N_LABELLED, replace=False)
+    labels[idx] = y[idx]
+    return X, labels, pl.PairwiseConstraints.from_labels(labels, random_state=0)
+
+
+def interrupted_fit(fit, delay):
+    """Run ``fit()`` with SIGINT sent ``delay`` s after its start: (latency, got, sent)."""
+    sent = []
+
+    def fire():
+        sent.append(time.perf_counter())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Timer(delay, fire)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        timer.start()
+        try:
+            fit()
+            end = time.perf_counter()
+            kept = [str(w.message) for w in caught
+                    if type(w.message).__name__ == "FitInterruptedWarning"]
+            got = ("warning: " + kept[0]) if kept else "no interrupt (fit ended first)"
+        except KeyboardInterrupt as exc:
+            end = time.perf_counter()
+            got = f"raised: {exc}"
+        finally:
+            timer.cancel()
+    if not sent:
+        return None, got, delay
+    return end - sent[0], got, delay
+
+
+def graph_of(n, X, cache):
+    path = None if cache is None else Path(cache) / f"interrupt_gauss10_n{n}.npz"
+    if path is not None and path.exists():
+        return sp.load_npz(path), None
+    start = time.perf_counter()
+    L = pl.graph.knn_laplacian(X, n_neighbors=pl.NPKL().n_neighbors, random_state=0)
+    seconds = time.perf_counter() - start
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sp.save_npz(path, L)
+    return L, seconds
+
+
+def run_size(n, cache, only, log):
+    X, labels, C = problem(n)
+    rows = []
+
+    def record(phase, fit, delay):
+        if only and phase not in only:
+            return
+        latency, got, delay = interrupted_fit(fit, delay)
+        rows.append({"phase": phase, "n": n, "signal_at_s": delay,
+                     "latency_s": latency, "user_got": got})
+        log(f"n={n} {phase}: signal at {delay:.1f} s, latency "
+            f"{'-' if latency is None else f'{latency:.2f}'} s | {got}")
+
+    base = {"loss": "square", "rank": RANK, "random_state": 0}
+    graph_build = None
+    if n <= 200_000:
+        ref = pl.NPKL(**base).fit(X, C)
+        graph_build, gamma = ref.graph_time_, ref.gamma_
+        L = ref.laplacian_
+    else:
+        L, graph_build_cached = graph_of(n, X, cache)
+        gamma = None
+    record("kNN graph", lambda: pl.NPKL(**base).fit(X, C),
+           0.5 * graph_build if graph_build else 20.0)
+
+    start = time.perf_counter()
+    gamma0 = critical_gamma(L, C.pairs, C.signs, "square")
+    gamma_s = time.perf_counter() - start
+    if gamma is None:
+        gamma = 30.0 * gamma0  # gamma="auto" of the margin losses
+    pre = {**base, "graph": "precomputed"}
+    record("gamma_0", lambda: pl.NPKL(**pre).fit(L, C), 0.5 * gamma_s)
+
+    ref = pl.NPKL(**pre, gamma=gamma, certificate_tol=None, max_iter=3).fit(L, C)
+    sweep = float(np.median(np.diff(ref.time_history_)))
+    record("solver (BCD sweeps)",
+           lambda: pl.NPKL(**pre, gamma=gamma, certificate_tol=None, tol=0.0,
+                           max_iter=100_000).fit(L, C),
+           ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 3.5 * sweep)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C)
+    solve = ref.fit_time_ - ref.certificate_time_
+    record("certificate", lambda: pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C),
+           ref.graph_time_ + solve + 0.5 * ref.certificate_time_)
+
+    cv = {**pre, "gammas": gamma * np.array([0.3, 1.0, 3.0]), "cv": 3}
+    if not only or "NPKLCV folds" in only:
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pl.NPKLCV(**cv).fit(L, C)
+        cv_s = time.perf_counter() - start
+        record("NPKLCV folds", lambda: pl.NPKLCV(**cv).fit(L, C), 0.3 * cv_s)
+
+    others = {
+        "GeneralizedNystroem": lambda: pl.GeneralizedNystroem(random_state=0).fit(X, labels),
+        "KernelMetricLearner": lambda: pl.KernelMetricLearner(
+            n_landmarks=N_LABELLED + 500, random_state=0).fit(X, labels),
+        "PSDBoost": lambda: pl.PSDBoost(random_state=0).fit(X, labels),
+    }
+    for name, fit in others.items():
+        if only and name not in only:
+            continue
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit()
+        seconds = time.perf_counter() - start
+        if seconds < 1.0:
+            rows.append({"phase": name, "n": n, "signal_at_s": None, "latency_s": None,
+                         "user_got": f"whole fit {seconds:.2f} s: below a second"})
+            log(f"n={n} {name}: fit {seconds:.2f} s")
+            continue
+        record(name, fit, 0.5 * seconds)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--graph-cache", default=None, help="directory for the 10^6 graph")
+    ap.add_argument("--only", nargs="*", default=None, help="phases to run")
+    args = ap.parse_args()
+    # a background shell may start Python with SIGINT ignored: make it KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for n in args.sizes:
+        load = os.getloadavg()[0]
+        rows = run_size(n, args.graph_cache, set(args.only or ()), print)
+        (RESULTS / f"interrupt_latency_n{n}.json").write_text(json.dumps(
+            {"rows": rows, "load": load_note(load)}, indent=2, default=float))
+    rows, loads = [], []
+    for path in sorted(RESULTS.glob("interrupt_latency_n*.json"),
+                       key=lambda p: int(p.stem.rsplit("n", 1)[1])):
+        part = json.loads(path.read_text())
+        rows += part["rows"]
+        loads.append(f"n = {part['rows'][0]['n']}: {part['load']}" if part["rows"] else "")
+    notes = [
+        "latency_s: from the SIGINT to fit returning (warning: the last complete iterate "
+        "kept) or raising (KeyboardInterrupt, estimator unchanged); single runs.",
+        "The precomputed phases at 10^6 use the kNN Laplacian built once with "
+        "psdlearn.graph.knn_laplacian (NPKL's defaults), not a fresh build per run.",
+        *loads,
+    ]
+    write_results("interrupt_latency", ["phase", "n", "signal_at_s", "latency_s", "user_got"],
+                  rows, notes)
+
+
+if __name__ == "__main__":
+    main()
