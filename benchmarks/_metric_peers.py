@@ -16,32 +16,15 @@ neighbours) on the labels, ``ITML_Supervised()`` on the pairs it samples from th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import platform
-import signal
 import sys
 import time
 from importlib import metadata
 
 import numpy as np
+from _time_limit import time_limit
 from metric_learn import LMNN, ITML_Supervised
-
-
-@contextlib.contextmanager
-def _time_limit(seconds):
-    """Raise ``TimeoutError`` in the block after ``seconds`` of wall time."""
-
-    def _expired(signum, frame):
-        raise TimeoutError(f"fit stopped after the time limit of {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def versions():
@@ -63,7 +46,7 @@ def fit(req):
              "itml": lambda: ITML_Supervised(random_state=seed)}[req["method"]]()
     t0 = time.perf_counter()
     try:
-        with _time_limit(float(req.get("time_limit", 600.0))):
+        with time_limit(float(req.get("time_limit", 600.0))):
             model.fit(Xtr, ytr)
         elapsed = time.perf_counter() - t0
         return {"Z_train": model.transform(Xtr).tolist(), "Z_test": model.transform(Xte).tolist(),

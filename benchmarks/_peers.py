@@ -48,15 +48,14 @@ as the method's error.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import platform
-import signal
 import sys
 import time
 from importlib import metadata
 
 import numpy as np
+from _time_limit import time_limit
 
 _DEFAULT_ERR = np.geterr()
 from active_semi_clustering.exceptions import (  # noqa: E402
@@ -94,22 +93,6 @@ def versions():
     return out
 
 
-@contextlib.contextmanager
-def _time_limit(seconds):
-    """Raise ``TimeoutError`` in the block after ``seconds`` of wall time (the peers are
-    pure Python/NumPy loops, which a signal interrupts)."""
-
-    def _expired(signum, frame):
-        raise TimeoutError(f"fit stopped after the time limit of {seconds:g} s")
-
-    previous = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
 
 def _fit_assc(name, X, k, ml, cl, seed):
     np.random.seed(seed)  # noqa: NPY002 (the package draws from the global state)
@@ -144,7 +127,7 @@ def cluster(req):
     for name in req["methods"]:
         t0 = time.perf_counter()
         try:
-            with _time_limit(limit):
+            with time_limit(limit):
                 if name == "itml_kmeans":
                     labels, attempts = _fit_itml_kmeans(X, k, pairs, signs, seed)
                 else:
@@ -171,7 +154,7 @@ def pairs(req):
     for name in req["methods"]:
         t0 = time.perf_counter()
         try:
-            with _time_limit(limit):
+            with time_limit(limit):
                 model = _PAIRS[name](preprocessor=X, random_state=seed).fit(fit_pairs, fit_y)
             elapsed = time.perf_counter() - t0
             model.calibrate_threshold(val_pairs, val_y, strategy="accuracy")

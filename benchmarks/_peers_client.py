@@ -186,6 +186,24 @@ def close_run(peers, args, runs, sets, path, start_load, t_start):
     return runs, run_notes, extra
 
 
+def start_run(description, path, write_tables):
+    """The start every peer benchmark shares: parse the command line; with
+    ``--tables-only`` rebuild the tables from the per-seed records in ``path`` (the JSON)
+    and return None; else limit the thread pools, start the peers' process and return
+    ``(args, sets, start_load, limits, peers)`` (keep ``limits`` for the whole run)."""
+    args = parser(description).parse_args()
+    if args.tables_only:
+        old = json.loads(Path(path).read_text())
+        write_tables(old["runs"], old["run_notes"], old, args.no_write)
+        return None
+    start_load = os.getloadavg()[0]
+    limits = limit_threads(args.threads)
+    peers = PeerProcess(args.peers_python, threads=args.threads)
+    if not peers.available:
+        log(f"peers skipped: {peers.reason}")
+    return args, args.sets.split(","), start_load, limits, peers
+
+
 def parser(description):
     """The command line shared by the peer benchmarks."""
     import argparse

@@ -40,25 +40,21 @@ Protocol, fixed before measuring:
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
 import numpy as np
 from _common import RESULTS, write_results
 from _peers_client import (
     SETS,
-    PeerProcess,
     accuracy_threshold,
     close_run,
     finish,
-    limit_threads,
     load_set,
     log,
     mean_sd,
     median,
-    parser,
     sample_pairs,
+    start_run,
 )
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -221,17 +217,10 @@ def write_tables(runs, run_notes, extra, no_write):
 
 
 def main():
-    args = parser(__doc__.split("\n\n")[0]).parse_args()
-    if args.tables_only:
-        old = json.loads((RESULTS / f"{NAME}.json").read_text())
-        write_tables(old["runs"], old["run_notes"], old, args.no_write)
+    run = start_run(__doc__.split("\n\n")[0], RESULTS / f"{NAME}.json", write_tables)
+    if run is None:
         return
-    sets = args.sets.split(",")
-    start_load = os.getloadavg()[0]
-    _limits = limit_threads(args.threads)  # noqa: F841 (kept for the whole run)
-    peers = PeerProcess(args.peers_python, threads=args.threads)
-    if not peers.available:
-        log(f"peers skipped: {peers.reason}")
+    args, sets, start_load, _limits, peers = run
 
     X0, y0 = load_set("iris")  # untimed: compiles psdlearn's numba kernels
     run_ours(split(X0, y0, 100, 0), 0)
