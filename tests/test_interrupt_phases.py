@@ -178,11 +178,13 @@ def test_solver_keeps_the_last_sweep(monkeypatch, graph_problem):
     from psdlearn.npkl import _rounds
 
     _, _, C, L = graph_problem
-    interrupter = Interrupter(0.5)
+    interrupter = Interrupter(0.05)
     interrupter.on_progress(monkeypatch, _rounds)
-    # a gamma far above gamma_0: K = 0 is not optimal, the sweeps never stop on their own
+    # a gamma far above gamma_0: K = 0 is not optimal; from a random start (no multilevel
+    # start) the sweeps run for seconds before they stall
     model = pl.NPKL(loss="square", rank=5, gamma=100.0, graph="precomputed", tol=0.0,
-                    max_iter=10**6, certificate_tol=None, random_state=0)
+                    max_iter=10**6, certificate_tol=None, random_state=0,
+                    solver_options={"multilevel": False})
     with pytest.warns(FitInterruptedWarning, match="in the bcd solver after .* complete "
                       "sweeps"):
         latency, error = interrupter.run(lambda: model.fit(L, C))
