@@ -145,8 +145,9 @@ def test_fitting_restores_the_estimator_and_names_it():
 def test_knn_graph_build(monkeypatch, method):
     from psdlearn import graph
 
-    X, _, C = _gaussians(12_000 if method == "approximate" else 8_000)
-    interrupter = Interrupter(0.1)
+    X, _, C = (_gaussians(12_000) if method == "approximate"
+               else _gaussians(40_000, n_labelled=400))
+    interrupter = Interrupter(0.1 if method == "approximate" else 0.05)
     # armed once the build has started: the first block of the index or of the search
     name = "HNSW" if method == "approximate" else "spatial_order"
     if method == "exact":
@@ -237,10 +238,11 @@ def test_npklcv_folds(monkeypatch, graph_problem):
     from psdlearn.npkl import _rounds
 
     _, _, C, L = graph_problem
-    interrupter = Interrupter(0.5)
+    interrupter = Interrupter(0.05)
     interrupter.on_progress(monkeypatch, _rounds)  # in the first fold's first fit
     model = pl.NPKLCV(loss="square", rank=5, graph="precomputed", gammas=[30.0, 100.0, 300.0],
-                      cv=3, cv_tol=1e-12, tol=1e-12, max_iter=10**5, random_state=0)
+                      cv=3, cv_tol=1e-12, tol=1e-12, max_iter=10**5, random_state=0,
+                      solver_options={"multilevel": False})
     fresh = copy.deepcopy(model)
     latency, error = interrupter.run(lambda: model.fit(L, C))
     assert error is not None and latency < LATENCY
@@ -257,8 +259,8 @@ def test_psdboost_interior_point(monkeypatch):
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 30))
-    T = pl.triplets_from_labels(X, rng.integers(0, 3, 400), n_triplets=3000, random_state=0)
-    interrupter = Interrupter(0.3)
+    T = pl.triplets_from_labels(X, rng.integers(0, 3, 400), n_triplets=1500, random_state=0)
+    interrupter = Interrupter(0.05)
     monkeypatch.setattr(solvers, "solve_ipm", interrupter.wrap(solvers.solve_ipm))
     model = pl.PSDBoost(solver="interior-point", tol=1e-12, max_iter=10**4, random_state=0)
     latency, error = interrupter.run(lambda: model.fit(X, pl.Triplets(T)))
