@@ -307,7 +307,8 @@ def cross_val_constraint_scores(estimator, X, y, *, cv=5, random_state=None):
 
     with ``e`` the rows of the fold's embedding and ``E_hat = (diag(L) - L) E`` the rows its
     graph neighbours predict. The pair itself never entered the kernel that judges it, in
-    the manner of cross-validated label-noise detection. It costs ``cv`` fits; it ranks
+    the manner of cross-validated label-noise detection. It costs ``cv`` fits on one
+    graph (built by the first); it ranks
     wrong pairs better where the data separates the classes only partly, and about as
     well as ``constraint_scores_`` where the kNN graph already separates them.
 
@@ -365,9 +366,13 @@ def cross_val_constraint_scores(estimator, X, y, *, cv=5, random_state=None):
         # a ranking needs no optimality certificate; it would cost a fit's time per fold
         fold_model.set_params(certificate_tol=None)
     scores = np.full(C.n_pairs, np.nan)
+    data = X
     for train, test in cv.split(C):
         model = clone(fold_model).fit(
-            X, PairwiseConstraints(C.pairs[train], C.signs[train], n_samples))
+            data, PairwiseConstraints(C.pairs[train], C.signs[train], n_samples))
+        if data is X:  # the graph depends on X alone: the later folds reuse the first's
+            data = model.laplacian_
+            fold_model.set_params(graph="precomputed")
         scores[test] = constraint_scores(model.embedding_, model.laplacian_,
                                          C.pairs[test], C.signs[test])
     if np.isnan(scores).any():
