@@ -247,25 +247,24 @@ def test_sigint_from_a_timer_keeps_the_last_complete_iterate(monkeypatch):
 
 
 def test_sigint_during_an_alternation_keeps_the_last_complete_alternation(monkeypatch):
-    # 200 alternations of 3 x 100 projected-gradient steps; the timer is started when
-    # the first alternation completes, so the signal lands inside the second
+    # three kernels: one alternation makes three dictionary solves; SIGINT is raised as the
+    # fifth starts, inside the second alternation, which is then dropped
+    from psdlearn.nystroem import _multi
+
     X, yp, g = _long_fit([0.5, 1.0, 2.0], max_iter=1000)
-    solve, timers = estimator_module.solve_multiple, []
+    solve, calls = _multi.solve_dictionary, []
 
-    def solve_with_timer(*args, callback=None, **kwargs):
-        def started(value):
-            if not timers:
-                timers.append(_sigint_after(0.1))
-        return solve(*args, callback=started, **kwargs)
+    def solve_then_signal(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:
+            signal.raise_signal(signal.SIGINT)
+        return solve(*args, **kwargs)
 
-    monkeypatch.setattr(estimator_module, "solve_multiple", solve_with_timer)
-    try:
-        with pytest.warns(FitInterruptedWarning, match="after 1 complete alternations"):
-            g.fit(X, yp)
-    finally:
-        timers[0].cancel()
+    monkeypatch.setattr(_multi, "solve_dictionary", solve_then_signal)
+    with pytest.warns(FitInterruptedWarning, match="after 1 complete alternations"):
+        g.fit(X, yp)
     _check_kept_iterate(g, X, g.max_iter // 5)
-    assert g.n_iter_ == 1
+    assert g.n_iter_ == 1 and len(calls) == 5
 
 
 def test_interrupt_between_lambdas_keeps_the_best_scored_and_reraises_without_one(
