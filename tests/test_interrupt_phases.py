@@ -1,17 +1,18 @@
-"""Ctrl-C in every phase of a fit: named, and nothing half-fitted.
+"""Ctrl-C in every phase of a fit: prompt, named, and nothing half-fitted.
 
-Each test raises SIGINT in the main thread at a fixed point inside the phase: the ``k``-th
-step a progress bar of the phase counts, or the call of a function the phase makes. The
-point is fixed, not timed, so the test means the same on a fast machine and a loaded one.
-The seconds from the signal to ``fit`` returning or raising (the unwinding: keeping the
-last iterate, restoring the estimator) must stay under ``LATENCY``. How promptly a signal
-from another thread stops the compiled code of each phase is measured, on a quiet machine,
-by ``benchmarks/bench_interrupt_latency.py``.
+Each test sends SIGINT to the main thread from a timer thread, as a terminal does. The
+timer is armed at a fixed point inside the phase (the ``k``-th step a progress bar of the
+phase counts, or the call of a function the phase makes) and fires at once, so the signal
+arrives while the phase's own work runs, on a fast machine and a loaded one alike. The
+bound on the seconds from the signal to ``fit`` returning or raising (1.5 s) is generous
+against the about one second every phase promises; the latency of each phase at 10^5 and
+10^6 points is measured by ``benchmarks/bench_interrupt_latency.py``.
 """
 
 import copy
 import re
 import signal
+import threading
 import time
 
 import numpy as np
@@ -25,19 +26,23 @@ LATENCY = 1.5
 
 
 class Interrupter:
-    """Raise SIGINT in the main thread at the ``after``-th :meth:`tick`; once."""
+    """Send SIGINT to the main thread from a timer thread at the ``after``-th :meth:`tick`."""
 
     def __init__(self, after=1):
         self.after = after
         self.calls = 0
         self.sent = None
+        self.timer = None
 
     def tick(self):
         self.calls += 1
         if self.calls == self.after:
-            self.sent = time.perf_counter()
-            # Python runs the handler (KeyboardInterrupt) at the next bytecode: here
-            signal.raise_signal(signal.SIGINT)
+            self.timer = threading.Thread(target=self._fire)
+            self.timer.start()
+
+    def _fire(self):
+        self.sent = time.perf_counter()
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     def wrap(self, func):
         """``func``, ticking as each call starts."""
@@ -73,13 +78,18 @@ class Interrupter:
 
     def run(self, fit):
         """Run ``fit()``: ``(latency, exception or None)``."""
-        error = None
+        error, returned = None, False
         try:
             fit()
+            returned = True
+            if self.timer is not None:
+                self.timer.join()
+            time.sleep(0.01)  # a signal sent after fit returned is handled here
         except KeyboardInterrupt as exc:
+            assert not returned, "the phase ended before the signal arrived"
             error = exc
         end = time.perf_counter()
-        assert self.sent is not None, "the phase ended before its interrupt point"
+        assert self.sent is not None, "the phase ended before the timer was armed"
         return end - self.sent, error
 
 
@@ -141,7 +151,7 @@ def test_fitting_restores_the_estimator_and_names_it():
 def test_knn_graph_build(monkeypatch, method):
     from psdlearn import graph
 
-    X, _, C = _gaussians(3_000)
+    X, _, C = _gaussians(20_000)
     if method == "exact":
         X = X[:, :6]  # the kd-tree
     interrupter = Interrupter(after=1)
@@ -151,7 +161,7 @@ def test_knn_graph_build(monkeypatch, method):
     latency, error = interrupter.run(lambda: model.fit(X, C))
     assert error is not None and latency < LATENCY
     assert str(error).startswith("NPKL.fit interrupted in the kNN graph build after ")
-    assert re.search(r"at \d+% of the kNN (index|search) \(\d+/3000 pt", str(error))
+    assert re.search(r"at \d+% of the kNN (index|search) \(\d+/20000 pt", str(error))
     _assert_unchanged(model, fresh)
 
 
@@ -177,13 +187,13 @@ def test_solver_keeps_the_last_sweep(monkeypatch, graph_problem):
     model = pl.NPKL(loss="square", rank=5, gamma=100.0, graph="precomputed", tol=0.0,
                     max_iter=10**6, certificate_tol=None, random_state=0,
                     solver_options={"multilevel": False})
-    with pytest.warns(FitInterruptedWarning, match="in the bcd solver after 3 complete "
+    with pytest.warns(FitInterruptedWarning, match=r"in the bcd solver after \d+ complete "
                       "sweeps"):
         latency, error = interrupter.run(lambda: model.fit(L, C))
     assert error is None and latency < LATENCY
-    assert model.converged_ is False and model.n_iter_ == 3
-    assert len(model.objective_history_) == 4
-    # the kept iterate is the third sweep's, whose objective was recorded
+    assert model.converged_ is False and 3 <= model.n_iter_ < 10**6
+    assert len(model.objective_history_) == model.n_iter_ + 1
+    # the kept iterate is the last complete sweep's, whose objective was recorded
     assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
 
 
@@ -241,7 +251,7 @@ def test_npklcv_folds(monkeypatch, graph_problem):
     message = str(error)
     assert message.startswith("NPKLCV.fit interrupted in the bcd solver")
     assert "(in the cross-validation after " in message
-    assert re.search(r"\(0/9 fit", message)
+    assert re.search(r"\([0-8]/9 fit", message)
     _assert_unchanged(model, fresh)
 
 
@@ -259,7 +269,7 @@ def test_psdboost_interior_point(monkeypatch):
     latency, error = interrupter.run(lambda: model.fit(X, pl.Triplets(T)))
     assert error is not None and latency < LATENCY
     assert str(error).startswith("PSDBoost.fit interrupted in the interior-point solver")
-    assert re.search(r"at \d+% of the PSDBoost interior point \(2/", str(error))
+    assert re.search(r"at \d+% of the PSDBoost interior point \(\d+/", str(error))
     _assert_unchanged(model, fresh)
 
 
