@@ -21,6 +21,7 @@ from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._constraint_checks import ConstraintConflictWarning
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 
@@ -267,7 +268,10 @@ def _choose_assignment(E, centers, nearest, y, n_folds=5, random_state=None):
         else:
             train = codes.copy()
             train[labelled[test]] = -1
-        units, edges, _ = constraint_units(train, n)
+        with warnings.catch_warnings():
+            # the fit has warned of the conflicts of the whole set already
+            warnings.simplefilter("ignore", ConstraintConflictWarning)
+            units, edges, _ = constraint_units(train, n)
         labels, _ = constrained_lloyd(E, centers, units, edges)
         for name, lab in (("constrained", labels), ("nearest", nearest)):
             scores[name] += (_agreement_pairs(lab, C.pairs[test], C.signs[test])
