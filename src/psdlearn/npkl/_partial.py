@@ -6,6 +6,21 @@ gains pairs. The problem on the union of the pairs is solved from the current
 ``embedding_`` (the point that was optimal for the old pairs), with the loss weight
 ``gamma_`` and the rank ``rank_`` of the first fit, so that it is the very problem a fresh
 ``NPKL(gamma=gamma_, rank=rank_)`` solves on the union and reaches its optimum.
+
+**Endpoint sweeps** (solver ``bcd``). The new pairs move the optimum most at their own
+endpoints (on 10^4 to 10^5 points of a kNN graph, 40 to 75% of the squared change of
+``E`` lies on the rows of the new pairs, a few hundred of them). Before the full sweeps,
+:func:`endpoint_sweeps` runs Gauss-Seidel passes over those rows alone, the others held
+fixed, until their change falls below the test of the full sweeps (``||Delta E||_F <
+tol ||E||_F``); each such pass costs ``|rows| / n`` of a full sweep. Every row update is
+the exact (over-relaxed) minimizer of its row objective, as in
+:func:`psdlearn.npkl.bcd.solve_bcd`, so the objective does not increase and the full
+sweeps that follow, with their usual stopping test, reach the same optimum from a closer
+point. The rest of the change is spread over the whole graph (the graph term couples
+every row), and the full sweeps remove it at the usual rate: the endpoint sweeps save
+about a quarter of them. For the hinge they minimize the smoothed hinge of the first
+stage of the smoothing continuation, which then runs as in a fit (starting it later,
+from the previous optimum at a small smoothing, stalls BCD short of the optimum).
 """
 
 from __future__ import annotations
@@ -17,13 +32,19 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from psdlearn.constraints import as_constraints, warn_conflicts
+from psdlearn.npkl import _kernels as K
 from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._settings import warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores
+from psdlearn.npkl.bcd import relaxation_factor, smoothing_schedule
 from psdlearn.npkl.distributed.fit import is_dask_array
+from psdlearn.npkl.losses import ROW_HINGE, get_loss
 from psdlearn.npkl.problem import NPKLProblem, auto_rank, rank_rule_count
 from psdlearn.npkl.solvers import NPKL_SOLVERS, WARM
+
+#: Most passes of :func:`endpoint_sweeps` (each costs ``|rows| / n`` of a full sweep).
+ENDPOINT_MAX_SWEEPS = 100
 
 
 def partial_fit(est, X, y):
@@ -65,7 +86,15 @@ def partial_fit(est, X, y):
                           est.gamma_, float(est.b))
     start = None
     if spec.warm_start and np.any(est.embedding_):
-        start = (np.array(est.embedding_, dtype=np.float64, order="C"), WARM)
+        E0 = np.array(est.embedding_, dtype=np.float64, order="C")
+        if spec.name == "bcd":
+            options = est.solver_options_
+            endpoint_sweeps(problem, E0, np.unique(new.pairs),
+                            omega=relaxation_factor(est.laplacian_, options["omega"]),
+                            tol=est.tol,
+                            smoothing=smoothing_schedule(est.loss, options["hinge_smoothing"])[0],
+                            random_state=check_random_state(est.random_state))
+        start = (E0, WARM)
     began = time.perf_counter()
     solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
     est.fit_time_ = time.perf_counter() - began
@@ -74,3 +103,64 @@ def partial_fit(est, X, y):
     est.constraint_scores_ = constraint_scores(est.embedding_, est.laplacian_, C.pairs,
                                                C.signs)
     return est
+
+
+def endpoint_sweeps(problem, E, rows, *, omega, tol, smoothing=0.0, random_state=None,
+                    max_sweeps=ENDPOINT_MAX_SWEEPS):
+    """BCD passes over ``rows`` alone, the other rows fixed, ``E`` updated in place.
+
+    Each pass updates every row of ``rows`` once, in a fresh random order, by the exact
+    minimizer of the objective (10) in that row
+    (:func:`psdlearn.npkl._kernels.sweep_constrained`, over-relaxed by ``omega`` where
+    that does not increase the row objective), so the objective never increases. The
+    passes stop when their change ``sum_i ||e_i^new - e_i^old||^2`` is below
+    ``tol^2 ||E||_F^2`` (the test of a full sweep) or after ``max_sweeps``.
+
+    Parameters
+    ----------
+    problem : NPKLProblem
+        A loss of :data:`psdlearn.npkl.bcd.BCD_LOSSES`.
+    E : ndarray of shape (n_samples, rank), C-contiguous float64
+        Updated in place.
+    rows : ndarray of shape (k,)
+        Rows in at least one pair of ``problem`` (the endpoints of the new pairs).
+    omega : float
+        Over-relaxation factor (:func:`psdlearn.npkl.bcd.relaxation_factor`).
+    tol : float
+        Relative tolerance of the change.
+    smoothing : float, default=0.0
+        Hinge only: minimize the Huber-smoothed hinge ``h_mu`` with ``mu = smoothing``.
+    random_state : numpy.random.RandomState or Generator
+        Draws the order of each pass.
+    max_sweeps : int, default=ENDPOINT_MAX_SWEEPS
+
+    Returns
+    -------
+    n_sweeps : int
+        Passes run.
+    """
+    L = problem.laplacian.tocsr()
+    Lp = np.ascontiguousarray(L.indptr, dtype=np.int64)
+    Li = np.ascontiguousarray(L.indices, dtype=np.int64)
+    Lx = np.ascontiguousarray(L.data, dtype=np.float64)
+    diag = np.ascontiguousarray(L.diagonal(), dtype=np.float64)
+    Tp, Ti, Ts = problem.neighbors()
+    Tp = np.ascontiguousarray(Tp, dtype=np.int64)
+    Ti = np.ascontiguousarray(Ti, dtype=np.int64)
+    Ts = np.ascontiguousarray(Ts, dtype=np.float64)
+    # the kernels read the smoothing through their scalar parameter (as in solve_bcd)
+    loss, param = get_loss(problem.loss).kernel, float(problem.b)
+    if loss == ROW_HINGE and smoothing > 0:
+        loss, param = K.SMOOTH_HINGE, float(smoothing)
+    rows = np.asarray(rows, dtype=np.int64)
+    alpha, acc = np.zeros(len(Ti)), np.zeros(3)
+    bound = tol * tol * float(np.einsum("ij,ij->", E, E))
+    n_sweeps = 0
+    while n_sweeps < max_sweeps:
+        n_sweeps += 1
+        change = K.sweep_constrained(random_state.permutation(rows), E, Lp, Li, Lx, diag,
+                                     Tp, Ti, Ts, loss, float(problem.gamma), param, alpha,
+                                     K.SQUARE_AUTO, acc, float(omega))
+        if change < bound:
+            break
+    return n_sweeps
