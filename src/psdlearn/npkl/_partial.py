@@ -7,20 +7,24 @@ gains pairs. The problem on the union of the pairs is solved from the current
 ``gamma_`` and the rank ``rank_`` of the first fit, so that it is the very problem a fresh
 ``NPKL(gamma=gamma_, rank=rank_)`` solves on the union and reaches its optimum.
 
-**Endpoint sweeps** (solver ``bcd``). The new pairs move the optimum most at their own
-endpoints (on 10^4 to 10^5 points of a kNN graph, 40 to 75% of the squared change of
-``E`` lies on the rows of the new pairs, a few hundred of them). Before the full sweeps,
-:func:`endpoint_sweeps` runs Gauss-Seidel passes over those rows alone, the others held
-fixed, until their change falls below the test of the full sweeps (``||Delta E||_F <
-tol ||E||_F``); each such pass costs ``|rows| / n`` of a full sweep. Every row update is
-the exact (over-relaxed) minimizer of its row objective, as in
-:func:`psdlearn.npkl.bcd.solve_bcd`, so the objective does not increase and the full
-sweeps that follow, with their usual stopping test, reach the same optimum from a closer
-point. The rest of the change is spread over the whole graph (the graph term couples
-every row), and the full sweeps remove it at the usual rate: the endpoint sweeps save
-about a quarter of them. For the hinge they minimize the smoothed hinge of the first
-stage of the smoothing continuation, which then runs as in a fit (starting it later,
-from the previous optimum at a small smoothing, stalls BCD short of the optimum).
+**Solver bcd at a fixed rank.** Two savings over a fresh solve, neither of which changes
+the problem or the stopping test of the sweeps:
+
+- *Endpoint sweeps.* The new pairs move the optimum most at their own endpoints (at
+  10^4 and 10^5 points of a kNN graph, 75% and 37% of the squared change of ``E`` lies
+  on the rows of 100 new pairs; the rest is spread over the whole graph, which couples
+  every row). Before the full sweeps, :func:`endpoint_sweeps` runs BCD passes over those
+  rows alone, each costing ``|rows| / n`` of a full sweep, until their change falls
+  below the test of a full sweep. Every row update is the exact (over-relaxed) minimizer
+  of its row objective, as in :func:`psdlearn.npkl.bcd.solve_bcd`: the objective does
+  not increase, and the full sweeps start closer (a quarter fewer of them at 10^5).
+- *Hinge smoothing.* The smoothing continuation starts at
+  :data:`psdlearn.npkl.bcd.COARSE_SMOOTHING` instead of its first stage
+  (:func:`psdlearn.npkl.bcd.partial_schedule`): from the previous optimum only the new
+  pairs are far from their optimal terms. The endpoint sweeps minimize the smoothed
+  hinge of that first stage.
+
+With ``rank="adaptive"`` the rounds run as in a warm-started fit.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from psdlearn.npkl._fit_graph import is_training_data
 from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._settings import warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores
-from psdlearn.npkl.bcd import relaxation_factor, smoothing_schedule
+from psdlearn.npkl.bcd import PARTIAL, partial_schedule, relaxation_factor, smoothing_schedule
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.losses import ROW_HINGE, get_loss
 from psdlearn.npkl.problem import NPKLProblem, auto_rank, rank_rule_count
@@ -84,18 +88,19 @@ def partial_fit(est, X, y):
                                   n))
     problem = NPKLProblem(est.laplacian_, C.pairs, C.signs.astype(np.float64), est.loss,
                           est.gamma_, float(est.b))
+    began = time.perf_counter()
     start = None
     if spec.warm_start and np.any(est.embedding_):
-        E0 = np.array(est.embedding_, dtype=np.float64, order="C")
-        if spec.name == "bcd":
+        E0, state = np.array(est.embedding_, dtype=np.float64, order="C"), WARM
+        if spec.name == "bcd" and est.rank != "adaptive":
+            state = PARTIAL
             options = est.solver_options_
+            stages = partial_schedule(smoothing_schedule(est.loss, options["hinge_smoothing"]))
             endpoint_sweeps(problem, E0, np.unique(new.pairs),
                             omega=relaxation_factor(est.laplacian_, options["omega"]),
-                            tol=est.tol,
-                            smoothing=smoothing_schedule(est.loss, options["hinge_smoothing"])[0],
+                            tol=est.tol, smoothing=stages[0],
                             random_state=check_random_state(est.random_state))
-        start = (E0, WARM)
-    began = time.perf_counter()
+        start = (E0, state)
     solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
     est.fit_time_ = time.perf_counter() - began
     warn_uncertified(est)
