@@ -91,9 +91,9 @@ def main():
              "start: tests/test_npkl_partial_fit.py finds 1e-6 at tol=1e-8.",
              "partial_fit keeps the graph, the neighbour index, gamma_ and rank_ of the first "
              "fit and starts from its embedding; the refit builds the graph again.",
-             "BLAS threads: " + ", ".join(f"{i['internal_api']} {i['num_threads']}"
-                                          for i in threadpool_info()
-                                          if i["user_api"] == "blas")
+             "BLAS threads: " + ", ".join(
+                 f"{os.path.basename(i['filepath']).split('-')[0]} {i['num_threads']}"
+                 for i in threadpool_info() if i["user_api"] == "blas")
              + " (on this shared 2-core machine two BLAS threads made a 1e4 x 44 SVD "
              "20-40x slower under load, which inflated the certificate of both fits; run "
              "with OPENBLAS_NUM_THREADS=1).",
