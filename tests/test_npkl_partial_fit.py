@@ -112,7 +112,7 @@ def gaussians():
 def test_partial_fit_with_far_apart_new_pairs_reaches_the_optimum(gaussians, loss,
                                                                   monkeypatch):
     from psdlearn.npkl import _partial
-    from psdlearn.npkl.bcd import COARSE_SMOOTHING
+    from psdlearn.npkl.bcd import COARSE_SMOOTHING, HINGE_SMOOTHING_AUTO
 
     X, C, A, B = gaussians
     kw = dict(loss=loss, tol=1e-8, max_iter=20000, random_state=0)
@@ -127,11 +127,13 @@ def test_partial_fit_with_far_apart_new_pairs_reaches_the_optimum(gaussians, los
     endpoint_sweeps = _partial.endpoint_sweeps
     monkeypatch.setattr(_partial, "endpoint_sweeps", spy)
     model.partial_fit(X, B)
-    # the endpoint sweeps ran on the new pairs' rows; the hinge's continuation started at
-    # the coarse smoothing, with the endpoint sweeps at that smoothing
-    assert [r.tolist() for r, _ in calls] == [ends.tolist()]
-    mu = COARSE_SMOOTHING if loss == "hinge" else 0.0
-    assert calls[0][1] == mu and model.smoothing_stages_[0][0] == mu
+    # the endpoint sweeps ran on the new pairs' rows: for the hinge at each smoothing the
+    # continuation skips and at its first stage, the coarse smoothing
+    assert all(r.tolist() == ends.tolist() for r, _ in calls)
+    mus = ([mu for mu in HINGE_SMOOTHING_AUTO if mu >= COARSE_SMOOTHING] if loss == "hinge"
+           else [0.0])
+    assert [mu for _, mu in calls] == mus
+    assert model.smoothing_stages_[0][0] == mus[-1]
     fresh = pl.NPKL(**{**kw, "gamma": model.gamma_, "rank": model.rank_}).fit(X, C)
     assert model.certificate_.certified and fresh.certificate_.certified
     assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)

@@ -95,11 +95,13 @@ def partial_fit(est, X, y):
         if spec.name == "bcd" and est.rank != "adaptive":
             state = PARTIAL
             options = est.solver_options_
-            stages = partial_schedule(smoothing_schedule(est.loss, options["hinge_smoothing"]))
-            endpoint_sweeps(problem, E0, np.unique(new.pairs),
-                            omega=relaxation_factor(est.laplacian_, options["omega"]),
-                            tol=est.tol, smoothing=stages[0],
-                            random_state=check_random_state(est.random_state))
+            full = smoothing_schedule(est.loss, options["hinge_smoothing"])
+            stages = partial_schedule(full)
+            omega = relaxation_factor(est.laplacian_, options["omega"])
+            rng = check_random_state(est.random_state)
+            for mu in full[:len(full) - len(stages) + 1]:
+                endpoint_sweeps(problem, E0, np.unique(new.pairs), omega=omega, tol=est.tol,
+                                smoothing=mu, random_state=rng)
         start = (E0, state)
     solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
     est.fit_time_ = time.perf_counter() - began
