@@ -575,8 +575,9 @@ def partial_schedule(schedule):
     The stages smoothed above :data:`COARSE_SMOOTHING` are dropped (the coarse levels of
     the multilevel start, too, stop there), keeping at least one smoothed stage: from the
     previous optimum only the new pairs' terms are far from their values at the
-    solution. Starting lower stalls: from the previous optimum at ``mu = 1e-3``, BCD on
-    iris and on 1e4 points ended 1% above the optimum.
+    solution, and the caller runs the dropped stages on their rows alone
+    (:func:`psdlearn.npkl._partial.endpoint_sweeps`). Starting lower stalls: from the
+    previous optimum at ``mu = 1e-3``, BCD on 1e4 points ended 1% above the optimum.
     """
     schedule = list(schedule)
     if len(schedule) < 2:
