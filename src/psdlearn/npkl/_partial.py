@@ -120,9 +120,10 @@ def endpoint_sweeps(problem, E, rows, *, omega, tol, smoothing=0.0, random_state
     """BCD passes over ``rows`` alone, the other rows fixed, ``E`` updated in place.
 
     Each pass updates every row of ``rows`` once, in a fresh random order, by the exact
-    minimizer of the objective (10) in that row
-    (:func:`psdlearn.npkl._kernels.sweep_constrained`, over-relaxed by ``omega`` where
-    that does not increase the row objective), so the objective never increases. The
+    minimizer in that row of the objective (10), with the hinge smoothed when
+    ``smoothing > 0`` (:func:`psdlearn.npkl._kernels.sweep_constrained`, over-relaxed by
+    ``omega`` where that does not increase the row objective), so that objective never
+    increases. The
     passes stop when their change ``sum_i ||e_i^new - e_i^old||^2`` is below
     ``tol^2 ||E||_F^2`` (the test of a full sweep) or after ``max_sweeps``.
 
@@ -140,7 +141,7 @@ def endpoint_sweeps(problem, E, rows, *, omega, tol, smoothing=0.0, random_state
         Relative tolerance of the change.
     smoothing : float, default=0.0
         Hinge only: minimize the Huber-smoothed hinge ``h_mu`` with ``mu = smoothing``.
-    random_state : numpy.random.RandomState or Generator
+    random_state : None, int, numpy.random.RandomState or Generator
         Draws the order of each pass.
     max_sweeps : int, default=ENDPOINT_MAX_SWEEPS
 
@@ -163,12 +164,14 @@ def endpoint_sweeps(problem, E, rows, *, omega, tol, smoothing=0.0, random_state
     if loss == ROW_HINGE and smoothing > 0:
         loss, param = K.SMOOTH_HINGE, float(smoothing)
     rows = np.asarray(rows, dtype=np.int64)
+    rng = (random_state if isinstance(random_state, np.random.Generator)
+           else check_random_state(random_state))
     alpha, acc = np.zeros(len(Ti)), np.zeros(3)
     bound = tol * tol * float(np.einsum("ij,ij->", E, E))
     n_sweeps = 0
     while n_sweeps < max_sweeps:
         n_sweeps += 1
-        change = K.sweep_constrained(random_state.permutation(rows), E, Lp, Li, Lx, diag,
+        change = K.sweep_constrained(rng.permutation(rows), E, Lp, Li, Lx, diag,
                                      Tp, Ti, Ts, loss, float(problem.gamma), param, alpha,
                                      K.SQUARE_AUTO, acc, float(omega))
         if change < bound:
