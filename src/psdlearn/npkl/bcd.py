@@ -629,14 +629,17 @@ def fit_bcd(problem, E0, options):
         start_time = time.perf_counter() - start_time
         if interrupted:
             return _interrupted_start(problem, E0, levels, omega, start_time)
+    intermediate = isinstance(options.state, AdaptiveRound) and options.state.intermediate
     if isinstance(options.state, AdaptiveRound):
         schedule = options.state.stages(schedule)
-        if options.state.intermediate:
+        if intermediate:
             exact_tol *= INTERMEDIATE_TOL_FACTOR
-        elif get_loss(problem.loss).kernel == ROW_HINGE and params.get("certificate_tol"):
-            plateau = FINAL_PLATEAU_FACTOR * params["certificate_tol"]
     elif options.state == "restart":
         schedule = schedule[-3:]
+    if get_loss(problem.loss).kernel == ROW_HINGE and not intermediate:
+        # a fixed rank's exact hinge stage never escalates either: the same plateau
+        plateau = FINAL_PLATEAU_FACTOR * (params.get("certificate_tol")
+                                          or DEFAULT_CERTIFICATE_TOL)
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
     E, history, times, stages, multipliers = E0, [], [], [], []
