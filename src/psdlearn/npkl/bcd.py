@@ -61,10 +61,11 @@ SMOOTHING_TOL_FACTOR = 30.0
 #: ``INTERMEDIATE_TOL_FACTOR * tol``: like the smoothed stages, it only brings the next
 #: round near its optimum (``psdlearn.npkl.escalation.AdaptiveRound``).
 INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
-#: The final round of ``rank="adaptive"`` on the hinge also stops its exact stage when
-#: :data:`REFRESH` sweeps lower the objective by less than ``FINAL_PLATEAU_FACTOR *
-#: certificate_tol`` (relative; ``plateau_tol`` of :func:`solve_bcd`): its rank is fixed
-#: (a kinked loss's final round never escalates), and row-wise BCD on the exact hinge crawls
+#: The exact stage of the hinge at a fixed rank, and in the final round of
+#: ``rank="adaptive"``, also stops when :data:`REFRESH` sweeps lower the objective by less
+#: than ``FINAL_PLATEAU_FACTOR * certificate_tol`` (relative; ``plateau_tol`` of
+#: :func:`solve_bcd`): its rank is fixed (a kinked loss's final round never escalates; a
+#: fixed rank has no round after it), and row-wise BCD on the exact hinge crawls
 #: along the kinks once the smoothing bias is gone (a9a, rank 16: 389 sweeps to ``tol =
 #: 1e-5``, the last 364 of which lowered ``f`` by 1.3e-6 relative). The factor is the
 #: escalation's own threshold (``ESCALATION_MIN_DECREASE``): a decrease that would not buy
@@ -577,8 +578,9 @@ def fit_bcd(problem, E0, options):
     the smoothing of a point already near the optimum. A round of ``rank="adaptive"``
     (``options.state`` a :class:`psdlearn.npkl.escalation.AdaptiveRound`) runs the stages
     of :meth:`~psdlearn.npkl.escalation.AdaptiveRound.stages`, an intermediate one with
-    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``, the final one of the hinge with
-    its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`). Every stage
+    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``. The exact hinge stage of any
+    other round (a fixed rank, or the final round) also stops on a plateau
+    (:data:`FINAL_PLATEAU_FACTOR`, with ``certificate_tol=None`` its default). Every stage
     also stops when it has stalled: when the decrease still to come, extrapolated from the
     last sweeps, is at most ``STALL_FACTOR * certificate_tol**2 * tol / DEFAULT_TOL``
     relative (:func:`stalled`).
