@@ -1,7 +1,6 @@
 """What the cheaper defaults keep: the scaled dictionary solver reaches the optimum of (7),
-cross-validation scores the candidates by their projected closed forms and solves only
-the chosen one on all points, and a certificate past its time budget is skipped with a
-note."""
+cross-validation fits each candidate once on all points, and a certificate past its time
+budget is skipped with a note."""
 
 import warnings
 
@@ -12,11 +11,7 @@ import psdlearn as pl
 import psdlearn.npkl.certificate as certificate_module
 from psdlearn.npkl import bcd
 from psdlearn.nystroem import estimator as estimator_module
-from psdlearn.nystroem.dictionary import (
-    gradient,
-    projected_closed_form,
-    solve_dictionary,
-)
+from psdlearn.nystroem.dictionary import gradient, solve_dictionary
 from tests._nystroem_problems import partial_labels, small_problem, two_blobs
 
 
@@ -37,59 +32,28 @@ def test_scaled_solver_meets_the_optimality_conditions_at_small_lambda(lam):
     assert abs(np.sum(S * G)) <= 1e-6 * scale * np.linalg.norm(S)
 
 
-def test_cv_solves_only_the_chosen_lambda_on_all_points(monkeypatch):
+def test_cv_fits_each_candidate_on_the_folds_and_the_chosen_one_on_all_points(monkeypatch):
     X, y = two_blobs(n=90)
     yp = partial_labels(y, per_class=6)
     lambdas = [1e-2, 1.0, 1e2]
-    calls, factors = [], []
-    solve, closed = estimator_module.solve_dictionary, estimator_module.projected_closed_form
+    calls = []
+    solve = estimator_module.solve_dictionary
 
     def counting(prior, lam, data, **kwargs):
-        calls.append(lam)
+        calls.append((lam, kwargs.get("S_init") is not None))
         return solve(prior, lam, data, **kwargs)
 
-    def recording(prior, lams, data):
-        factors.append(list(lams))
-        return closed(prior, lams, data)
-
     monkeypatch.setattr(estimator_module, "solve_dictionary", counting)
-    monkeypatch.setattr(estimator_module, "projected_closed_form", recording)
     g = pl.GeneralizedNystroem(n_landmarks=12, lambdas=lambdas, random_state=0).fit(X, yp)
+    folds = 3 * estimator_module.CV_REPEATS
     assert g.lambda_selection_ == "cv" and np.all(np.isfinite(g.lambda_scores_))
-    # every fold scores every candidate by its closed form; one solve, at the choice
-    assert factors == [lambdas] * (3 * estimator_module.CV_REPEATS)
-    assert calls == [g.lambda_]
+    assert len(calls) == folds * len(lambdas) + 1
+    # largest lambda first, cold; every later candidate's folds start from the last one's
+    assert [lam for lam, _ in calls[:folds]] == [1e2] * folds
+    assert not any(warm for _, warm in calls[:folds])
+    assert all(warm for _, warm in calls[folds:-1])
+    assert calls[-1] == (g.lambda_, False)
     assert g.lambda_scores_[lambdas.index(g.lambda_)] == g.lambda_scores_.max()
-
-
-@pytest.mark.parametrize("lam", [1e-4, 1e-1, 1e2])
-def test_projected_closed_form_is_the_projection_of_the_unconstrained_minimizer(lam):
-    """F F^T = Proj_+(S) where S solves the stationarity of J without the cone,
-    lam (S - P) + A S A = B; the projection is characterized by Proj_+(S) >= 0,
-    Proj_+(S) - S >= 0 and <Proj_+(S), Proj_+(S) - S> = 0."""
-    _, _, prior, data = small_problem(m=10, n_lab=15, seed=4)
-    (F,) = projected_closed_form(prior, [lam], data)
-    A = data.blocks[0]
-    m = prior.shape[0]
-    # the unconstrained minimizer from the vectorized linear system, (lam I + A x A) s = rhs
-    S = np.linalg.solve(lam * np.eye(m * m) + np.kron(A, A),
-                        (lam * prior + data.B).ravel()).reshape(m, m)
-    P = F @ F.T
-    scale = np.abs(S).max()
-    assert np.linalg.eigvalsh(P - S)[0] >= -1e-9 * scale
-    assert abs(np.sum(P * (P - S))) <= 1e-9 * scale**2 * m
-
-
-def test_projected_closed_form_is_the_optimum_where_it_is_psd():
-    """A PSD unconstrained minimizer solves (7): the solver's optimum, for each lambda of
-    the path (a prior well inside the cone keeps the closed form PSD at large lambda)."""
-    _, _, prior, data = small_problem(m=10, n_lab=15, seed=4)
-    prior = prior + np.eye(10)
-    lambdas = [1e3, 1e4]
-    for lam, F in zip(lambdas, projected_closed_form(prior, lambdas, data), strict=True):
-        opt = solve_dictionary(prior, lam, data, tol=1e-14, max_iter=1000).S
-        assert np.linalg.eigvalsh(opt)[0] > 0  # interior: the cone is not active
-        np.testing.assert_allclose(F @ F.T, opt, atol=1e-9 * np.abs(opt).max())
 
 
 def test_certificate_past_its_budget_is_skipped_with_a_note(monkeypatch):

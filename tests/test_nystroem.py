@@ -234,8 +234,8 @@ def test_default_selects_lambda_by_cross_validation_where_it_applies():
 
 def test_cv_score_is_the_mean_over_repeated_folds(monkeypatch):
     """lambda_scores_ of "cv" is the held-out accuracy averaged over CV_REPEATS draws x 3
-    folds, each fold's S the projected closed form, recomputed here from the recorded
-    splits; the splits (hence lambda_) depend only on random_state."""
+    folds, recomputed here from the recorded splits; the splits (hence lambda_) depend
+    only on random_state."""
     from sklearn import model_selection
     from sklearn.svm import LinearSVC
 
@@ -270,9 +270,9 @@ def test_cv_score_is_the_mean_over_repeated_folds(monkeypatch):
     for score, lam in zip(g.lambda_scores_, lambdas, strict=True):
         accuracy = []
         for train, test in first:
-            # a fold's S: the unconstrained minimizer (12)-(13) projected on the PSD cone
-            data = _data_term(E[train], Y[train], "labels")
-            F = psd_factor(psd_projection(closed_form_start(g.prior_, lam, data)))
+            S = solve_dictionary(g.prior_, lam, _data_term(E[train], Y[train], "labels"),
+                                 max_iter=g.max_iter, tol=g.tol).S
+            F = psd_factor(S)
             clf = LinearSVC(C=1.0).fit(E[train] @ F, codes[train])
             accuracy.append(clf.score(E[test] @ F, codes[test]))
         assert score == pytest.approx(np.mean(accuracy), abs=1e-12)

@@ -37,7 +37,6 @@ __all__ = [
     "closed_form_start",
     "gradient",
     "objective",
-    "projected_closed_form",
     "psd_projection",
     "solve_dictionary",
 ]
@@ -166,47 +165,6 @@ def closed_form_start(prior, lam, data, tol=1e-12):
     x, _ = cg(op, rhs.ravel(), x0=prior.ravel(), rtol=tol, maxiter=10 * m * m)
     S = x.reshape(m, m)
     return 0.5 * (S + S.T)
-
-
-def projected_closed_form(prior, lambdas, data, rtol=1e-12):
-    """Factors of ``Proj_+(S_lam)``, the closed form (12)-(13) projected on the PSD cone,
-    for every ``lam`` in ``lambdas`` (one block: labels).
-
-    In the eigenbasis ``A = U diag(d) U^T`` the unconstrained minimizer of ``J`` is
-    entrywise, ``S~_ij = (lam P~ + B~)_ij / (lam + d_i d_j)`` with ``P~ = U^T P U`` and
-    ``B~ = U^T B U``; the PSD cone is rotation invariant, so its projection is
-    ``U Proj_+(S~) U^T``. ``P~`` and ``B~`` are rotated once for all ``lambdas``, and the
-    eigendecomposition ``S~ = V diag(w) V^T`` of the projection gives the factor
-    ``F = U V_+ diag(w_+)^{1/2}`` at no further cost: one ``m x m`` eigendecomposition per
-    ``lam``. This is the start of :func:`solve_dictionary`, the exact solution of (7)
-    when ``S_lam`` is PSD.
-
-    Parameters
-    ----------
-    prior : ndarray of shape (m, m)
-        ``P`` (the prior ``S_0``).
-    lambdas : sequence of float
-        ``lambda > 0``.
-    data : QuadraticData
-        One block.
-    rtol : float, default=1e-12
-        Eigenvalues at most ``rtol`` times the largest are dropped (as
-        :func:`psdlearn._linalg.psd_factor`).
-
-    Yields
-    ------
-    F : ndarray of shape (m, r)
-        ``F F^T = Proj_+(S_lam)``, largest eigenvalue first, for each ``lam`` in turn.
-    """
-    d, U = data.eigensystem()
-    P, B, weight = U.T @ prior @ U, U.T @ data.B @ U, np.outer(d, d)
-    for lam in lambdas:
-        S = (lam * P + B) / (lam + weight)
-        w, V = eigh(0.5 * (S + S.T), driver="evd")
-        w, V = w[::-1], V[:, ::-1]
-        keep = w > rtol * max(w[0], 0.0) if w.size else np.zeros(0, dtype=bool)
-        keep &= w > 0
-        yield U @ (V[:, keep] * np.sqrt(w[keep]))
 
 
 def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a_init=None,
