@@ -61,10 +61,11 @@ SMOOTHING_TOL_FACTOR = 30.0
 #: ``INTERMEDIATE_TOL_FACTOR * tol``: like the smoothed stages, it only brings the next
 #: round near its optimum (``psdlearn.npkl.escalation.AdaptiveRound``).
 INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
-#: The final round of ``rank="adaptive"`` on the hinge also stops its exact stage when
-#: :data:`REFRESH` sweeps lower the objective by less than ``FINAL_PLATEAU_FACTOR *
-#: certificate_tol`` (relative; ``plateau_tol`` of :func:`solve_bcd`): its rank is fixed
-#: (a kinked loss's final round never escalates), and row-wise BCD on the exact hinge crawls
+#: The exact stage of the hinge at a fixed rank, and in the final round of
+#: ``rank="adaptive"``, also stops when :data:`REFRESH` sweeps lower the objective by less
+#: than ``FINAL_PLATEAU_FACTOR * certificate_tol`` (relative; ``plateau_tol`` of
+#: :func:`solve_bcd`): its rank is fixed (a kinked loss's final round never escalates; a
+#: fixed rank has no round after it), and row-wise BCD on the exact hinge crawls
 #: along the kinks once the smoothing bias is gone (a9a, rank 16: 389 sweeps to ``tol =
 #: 1e-5``, the last 364 of which lowered ``f`` by 1.3e-6 relative). The factor is the
 #: escalation's own threshold (``ESCALATION_MIN_DECREASE``): a decrease that would not buy
@@ -599,8 +600,9 @@ def fit_bcd(problem, E0, options):
     :func:`partial_schedule`. A round of ``rank="adaptive"``
     (``options.state`` a :class:`psdlearn.npkl.escalation.AdaptiveRound`) runs the stages
     of :meth:`~psdlearn.npkl.escalation.AdaptiveRound.stages`, an intermediate one with
-    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``, the final one of the hinge with
-    its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`). Every stage
+    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``. The exact hinge stage of any
+    other round (a fixed rank, or the final round) also stops on a plateau
+    (:data:`FINAL_PLATEAU_FACTOR`, with ``certificate_tol=None`` its default). Every stage
     also stops when it has stalled: when the decrease still to come, extrapolated from the
     last sweeps, is at most ``STALL_FACTOR * certificate_tol**2 * tol / DEFAULT_TOL``
     relative (:func:`stalled`).
@@ -651,16 +653,19 @@ def fit_bcd(problem, E0, options):
         start_time = time.perf_counter() - start_time
         if interrupted:
             return _interrupted_start(problem, E0, levels, omega, start_time)
+    intermediate = isinstance(options.state, AdaptiveRound) and options.state.intermediate
     if isinstance(options.state, AdaptiveRound):
         schedule = options.state.stages(schedule)
-        if options.state.intermediate:
+        if intermediate:
             exact_tol *= INTERMEDIATE_TOL_FACTOR
-        elif get_loss(problem.loss).kernel == ROW_HINGE and params.get("certificate_tol"):
-            plateau = FINAL_PLATEAU_FACTOR * params["certificate_tol"]
     elif options.state == "restart":
         schedule = schedule[-3:]
     elif options.state == PARTIAL:
         schedule = partial_schedule(schedule)
+    if get_loss(problem.loss).kernel == ROW_HINGE and not intermediate:
+        # a fixed rank's exact hinge stage never escalates either: the same plateau
+        plateau = FINAL_PLATEAU_FACTOR * (params.get("certificate_tol")
+                                          or DEFAULT_CERTIFICATE_TOL)
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
     E, history, times, stages, multipliers = E0, [], [], [], []
