@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import psdlearn as pl
+from psdlearn.psdboost import _outer
 from psdlearn.psdboost._bounds import primal_value
 from psdlearn.psdboost._outer import (
     first_working_set,
@@ -103,15 +104,18 @@ def test_reselection_never_increases_the_optimum_and_ends_at_that_of_the_union()
     assert v[-1] == pytest.approx(opt_union, abs=1e-7)
 
 
-def test_impostor_search_finds_every_triplet_below_the_threshold():
-    """The widened nearest-neighbour search against brute force, from one neighbour."""
+@pytest.mark.parametrize("block", [7, 2**21])
+def test_impostor_search_finds_every_triplet_below_the_threshold(block, monkeypatch):
+    """The blocked range search against brute force, with blocks of a few rows (every
+    block boundary inside a class) and with one block per class."""
+    monkeypatch.setattr(_outer, "_BLOCK_ENTRIES", block)
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(80, 3))
     codes = rng.integers(0, 3, size=80)
     codes[:5] = -1  # unlabelled points are never impostors
     pairs = target_pairs(Z, codes, 2)
     for threshold in (-0.5, 0.3, 2.0):
-        T, margins = impostor_triplets(Z, codes, pairs, threshold, n_first=1)
+        T, margins = impostor_triplets(Z, codes, pairs, threshold)
         D2 = ((Z[:, None] - Z[None]) ** 2).sum(-1)
         expect = {(i, j, o) for i, j in pairs for o in np.flatnonzero(codes >= 0)
                   if codes[o] != codes[i] and D2[i, o] - D2[i, j] < threshold}
