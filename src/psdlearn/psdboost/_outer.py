@@ -18,7 +18,12 @@ method on the primal of (3)):
    with margin at least ``rho_k`` meets the optimality conditions with ``w_r = 0``, so
    ``(M_k, rho_k, xi_k)`` and ``w_k`` extended by zeros are optimal, with the same gap.
    Otherwise the most violated rows join ``W_{k+1}`` (at most ``2 ceil(1 / C)`` per round),
-   and rows with ``w_r = 0`` and a margin above ``rho_k`` leave it.
+   and rows with ``w_r = 0`` and a margin above ``rho_k`` leave it, until the first round
+   whose optimum is not below the previous one by more than ``eps`` (with the gaps:
+   ``upper_k >= objective_{k-1} - eps``); from then on rows only join. Where the optimum
+   is degenerate, the solver can return a different optimal ``M`` on each working set,
+   under which a dropped row is violated again: without this rule the working sets can
+   cycle; with it they grow, and the impostor triplets are finitely many.
 
 Monotonicity. Dropping rows whose optimal dual weight is zero leaves the optimum of (3)
 unchanged (the primal solution stays feasible with the same value, the dual solution stays
@@ -196,7 +201,7 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
     n = len(X)
     q = math.ceil(1.0 / C - 1e-9)
     W = first
-    rounds, status = [], "max_rounds"
+    rounds, status, drop = [], "max_rounds", True
     for _ in range(max_rounds):
         res, spec = solve(W)
         F = res.embedding
@@ -222,8 +227,11 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
             break
         found, margins = found[new], margins[new]
         added = found[np.argsort(margins, kind="stable")[:_ADD * q]]
+        # No progress (the optimum fell by at most eps and the gaps): from now on rows
+        # only join, so that degenerate optima cannot make the working sets cycle.
+        drop = drop and (len(rounds) < 2 or upper < rounds[-2]["objective"] - eps)
         w = np.asarray(res.info["dual_weights"])
-        keep = (w > _ZERO * C) | (margins_w <= rho)
+        keep = (w > _ZERO * C) | (margins_w <= rho) | (not drop)
         W = np.concatenate([W[keep], added])
         W = W[np.lexsort((W[:, 2], W[:, 1], W[:, 0]))]
     return res, spec, W, rounds, status

@@ -216,8 +216,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
           then searches under the new metric for the *active impostors*, the rows with
           ``d(i, l)^2 - d(i, j)^2 < rho - eps``; the most violated join ``W`` (at most
           ``2 / C`` per round) and rows with zero dual weight and a margin above ``rho``
-          leave it. With ``C`` fixed, dropping zero-weight rows keeps the optimum of (3)
-          on ``W`` and adding rows can only lower it, so the optimum of each round never
+          leave it, until a round lowers the optimum by at most ``eps``; from then on
+          rows only join (no cycling where the optimum is degenerate). With ``C``
+          fixed, dropping zero-weight rows keeps the optimum of (3) on ``W`` and adding
+          rows can only lower it, so the optimum of each round never
           exceeds that of the previous one. The fit ends when no row lies below
           ``rho - eps``: then ``metric_`` is optimal for all the impostor triplets, with
           the certified gap of the last round (a row outside ``W`` with margin at least
