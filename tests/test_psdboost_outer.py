@@ -140,3 +140,28 @@ def test_active_and_nearest_rules():
     assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))
     with pytest.raises(ValueError, match="target pairs"):
         pl.PSDBoost(C=1e-6, impostors="active").fit(X, y)
+
+
+def test_rows_only_join_once_the_optimum_stops_falling():
+    """From the first round whose optimum is not below the previous one by more than
+    ``eps`` (certified: ``upper_k >= objective_{k-1} - eps``), every working set contains
+    the previous one: no row leaves, so degenerate optima cannot make the sets cycle.
+    Before it, rows do leave."""
+    X, y = _data(n=60, d=5, seed=0)
+    codes = np.unique(y, return_inverse=True)[1]
+    pairs = target_pairs(X, codes, 3)
+    C, eps = 1.0 / (0.1 * len(pairs)), 0.03
+
+    def solve(W):
+        return solve_ipm(X, W, C, tol=1e-10, max_iter=200, max_triplets=10**5), None
+
+    first = first_working_set(X, codes, pairs, C)
+    _, _, _, rounds, status = solve_rounds(X, codes, pairs, first, C, eps, solve, record=True)
+    assert status == "optimal"
+    stalls = [k for k in range(1, len(rounds))
+              if rounds[k]["upper_bound"] >= rounds[k - 1]["objective"] - eps]
+    assert stalls and stalls[0] < len(rounds) - 1
+    sets = [set(map(tuple, r["triplets"].tolist())) for r in rounds]
+    assert not all(a <= b for a, b in zip(sets[:stalls[0]], sets[1:stalls[0] + 1],
+                                          strict=True))
+    assert all(sets[k] <= sets[k + 1] for k in range(stalls[0], len(sets) - 1))
