@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import psdlearn as pl
-from psdlearn.psdboost import _outer
+from psdlearn.psdboost import _outer, estimator
 from psdlearn.psdboost._bounds import primal_value
 from psdlearn.psdboost._outer import (
     first_working_set,
@@ -165,3 +165,16 @@ def test_rows_only_join_once_the_optimum_stops_falling():
     assert not all(a <= b for a, b in zip(sets[:stalls[0]], sets[1:stalls[0] + 1],
                                           strict=True))
     assert all(sets[k] <= sets[k + 1] for k in range(stalls[0], len(sets) - 1))
+
+
+def test_active_rounds_pick_the_solver_as_documented(monkeypatch):
+    """With solver="auto", the rounds' working sets go to the interior-point method up to
+    AUTO_ACTIVE_IPM_MAX_TRIPLETS rows, whatever the limit for fixed triplets."""
+    doc = " ".join(pl.PSDBoost.__doc__.split())
+    assert f"up to {estimator.AUTO_ACTIVE_IPM_MAX_TRIPLETS} rows" in doc
+    X, y = _data(n=60, d=4, seed=2)
+    monkeypatch.setattr(estimator, "AUTO_IPM_MAX_TRIPLETS", 5)
+    m = pl.PSDBoost(impostors="active").fit(X, y)
+    assert m.solver_ == "interior-point" and len(m.side_info_.triplets) > 5
+    monkeypatch.setattr(estimator, "AUTO_ACTIVE_IPM_MAX_TRIPLETS", 5)
+    assert pl.PSDBoost(impostors="active").fit(X, y).solver_ == "working-set"

@@ -602,8 +602,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
             self._warn_unconverged(res, spec, status == "max_time")
         return self
 
-    def _solve(self, X, triplets, C, rng, max_time, *, op=None,
-               max_ipm_triplets=AUTO_IPM_MAX_TRIPLETS):
+    def _solve(self, X, triplets, C, rng, max_time, *, op=None, max_ipm_triplets=None):
         """Problem (3) on ``triplets`` by the selected solver: ``(result, spec)``."""
         self.solver_ = self._select_solver(len(triplets), X.shape[1], max_ipm_triplets)
         spec = SOLVERS[self.solver_]
@@ -639,9 +638,11 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 f"{self.upper_bound_ - self.objective_:.3g} > eps = {self.eps_:.3g}: "
                 f"{spec.hint}.", ConvergenceWarning, stacklevel=5)
 
-    def _select_solver(self, t, n_features, max_ipm_triplets=AUTO_IPM_MAX_TRIPLETS):
+    def _select_solver(self, t, n_features, max_ipm_triplets=None):
         if self.solver != "auto":
             return self.solver
+        if max_ipm_triplets is None:
+            max_ipm_triplets = AUTO_IPM_MAX_TRIPLETS
         small = t <= max_ipm_triplets and n_features <= AUTO_IPM_MAX_FEATURES
         return "interior-point" if small else "working-set"
 
