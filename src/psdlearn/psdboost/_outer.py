@@ -58,7 +58,7 @@ _BLOCK_ENTRIES = 2**21
 _START = 1.5
 _START_EXTRA = 50
 #: Rows added per round, in units of ``1 / C`` (the most violated first): two take fewer
-#: rounds than one at about the same time per round (measured in the method notes).
+#: rounds than one, on larger working sets (the trade-off is in the method notes).
 _ADD = 2
 #: Rows dropped: dual weight below this fraction of ``C`` and margin above ``rho``.
 _ZERO = 1e-6
