@@ -177,6 +177,23 @@ def test_kernel_metric_learner_row_permutation_permutes_the_model():
     assert np.abs(K_a - K_b).max() <= 1e-8 * np.abs(K_a).max()
 
 
+@pytest.mark.parametrize("landmarks", ["kmeans", "random"])
+def test_generalized_nystroem_row_permutation_permutes_the_model(landmarks):
+    """Landmarks and the lambda cross-validation folds are drawn in value order."""
+    X, y = _continuous(300, seed=4)
+    y_partial = np.where(np.random.default_rng(1).random(len(y)) < 0.7, -1, y)
+    perm = np.random.default_rng(5).permutation(len(X))
+    kw = {"n_landmarks": 30, "landmarks": landmarks, "random_state": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = pl.GeneralizedNystroem(**kw).fit(X, y_partial)
+        b = pl.GeneralizedNystroem(**kw).fit(X[perm], y_partial[perm])
+    assert np.array_equal(a.landmarks_, b.landmarks_)
+    assert b.lambda_ == a.lambda_
+    Za, Zb = a.transform(X), b.transform(X)
+    assert np.abs(Za @ Za.T - Zb @ Zb.T).max() <= 1e-8 * np.abs(Za @ Za.T).max()
+
+
 def test_other_estimators_same_model_in_every_container():
     X, y = _binary(120, 12, seed=5)
     y_partial = np.where(np.random.default_rng(0).random(len(y)) < 0.7, -1, y)

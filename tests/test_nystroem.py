@@ -241,10 +241,11 @@ def test_cv_score_is_the_mean_over_repeated_folds(monkeypatch):
 
     from psdlearn._linalg import psd_factor
 
-    splits = []
+    splits, data = [], []
 
     class Recording(model_selection.RepeatedStratifiedKFold):
         def split(self, X, y=None, groups=None):
+            data.append((X, y))  # the labelled points' kernel rows, in value order
             for train, test in super().split(X, y, groups):
                 splits.append((train, test))
                 yield train, test
@@ -265,8 +266,11 @@ def test_cv_score_is_the_mean_over_repeated_folds(monkeypatch):
         assert np.array_equal(tests, np.arange(lab.size))
     assert any(not np.array_equal(first[0][1], first[3 * r][1]) for r in range(1, repeats))
 
-    codes, Y = estimator_module._one_hot(yp[lab])
-    E = rbf_kernel(X[lab], g.landmarks_, gamma=g.kernel_gamma_)
+    E, codes = data[0]
+    # the split rows are the labelled points' kernel rows (in the order they were split)
+    E_lab = rbf_kernel(X[lab], g.landmarks_, gamma=g.kernel_gamma_)
+    assert np.allclose(np.sort(E, axis=0), np.sort(E_lab, axis=0), rtol=0, atol=1e-12)
+    Y = estimator_module._one_hot(codes)[1]
     for score, lam in zip(g.lambda_scores_, lambdas, strict=True):
         accuracy = []
         for train, test in first:

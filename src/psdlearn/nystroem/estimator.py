@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import psd_factor
 from psdlearn._progress import progress_bar, warn_interrupted
@@ -387,8 +388,11 @@ default="kmeans"
                     f"landmarks must be a finite (m, {X.shape[1]}) array, got {Z.shape}."
                 )
             return Z
+        # the draws (the random rows, k-means' initialisation and batches) are made on the
+        # rows in value order, so that any row order of X gives the same landmarks
+        order = value_order(X)
         if self.landmarks == "random":
-            Z = X[np.sort(rng.choice(X.shape[0], size=m, replace=False))]
+            Z = X[order[np.sort(rng.choice(X.shape[0], size=m, replace=False))]]
             return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
         if X.shape[0] > MINIBATCH_THRESHOLD:
             km = MiniBatchKMeans(n_clusters=m, n_init=1, batch_size=max(1024, 10 * m),
@@ -402,7 +406,7 @@ default="kmeans"
             X = X.toarray()
         small = X.shape[0] * X.shape[1] * m <= KMEANS_SINGLE_THREAD_WORK
         with threadpool_limits(1 if small else None):
-            return km.fit(X).cluster_centers_
+            return km.fit(X[order]).cluster_centers_
 
     def _kernel_gamma(self, X):
         if self.kernel != "rbf":
@@ -681,12 +685,16 @@ default="kmeans"
         if counts.min() < 3:
             raise ValueError("lambda_selection='cv' needs at least 3 labelled points of "
                              "every class (3 folds).")
-        # the seed comes from rng, so the folds depend only on random_state; a fold's data
-        # term (and the eigensystem it caches) serves every candidate lambda
-        folds = [(train, test, _data_term(E_l[train], side.Y[train], "labels"))
+        # the seed comes from rng, so the folds depend only on random_state; they are drawn
+        # on the labelled points in value order (any row order, the same folds); a fold's
+        # data term (and the eigensystem it caches) serves every candidate lambda
+        order = value_order(E_l)
+        folds = [(order[train], order[test],
+                  _data_term(E_l[order[train]], side.Y[order[train]], "labels"))
                  for train, test in RepeatedStratifiedKFold(
                      n_splits=3, n_repeats=CV_REPEATS,
-                     random_state=rng.randint(2**31 - 1)).split(E_l, side.codes)]
+                     random_state=rng.randint(2**31 - 1)).split(E_l[order],
+                                                                side.codes[order])]
         self.lambda_scores_ = np.full(len(lambdas), np.nan)
         starts = [None] * len(folds)
         best = None
