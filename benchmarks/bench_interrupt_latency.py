@@ -26,10 +26,20 @@ Phases and how the signal is placed:
   3.5 sweeps after the solver's set-up (both timed by a 3-sweep reference fit);
 - ``certificate``: precomputed graph, the reference ``gamma_``, ``max_iter=5``, the
   certificate, at the solve time plus half the certificate time of the reference;
+- ``rank escalation``: ``rank="adaptive"`` from ``rank_init=5``, at the solve time plus
+  half the certificate and escalation time of the reference;
+- ``solver (ADMM iterations)``: ``solver="admm"`` on 2,000 must-links and 2,000
+  cannot-links drawn from the same labels (the all-pairs set gives the labelled rows
+  thousands of partners each, whose Woodbury solves make an ADMM iteration take
+  minutes), 2.5 iterations after its set-up;
 - ``NPKLCV folds``: precomputed graph, 3 folds over 3 gammas (``cv_tol`` 1e-3), at 30 %
-  of the reference search;
-- ``GeneralizedNystroem``, ``KernelMetricLearner`` (landmarks), ``PSDBoost``: the same
-  data and labels, at half their reference fit.
+  of the reference search (above 2e5 points, where a reference search is long: at the
+  solver row's delay, inside the first fold's fit);
+- ``GeneralizedNystroem``, ``KernelMetricLearner`` (2,500 landmarks), ``PSDBoost`` with
+  ``solver="column-generation"`` (the master LP in HiGHS, the pricing eigen-solves) and
+  ``solver="interior-point"``: the same data and labels, after a warm-up fit (numba
+  compilation), at half their reference fit; above 2e5 points, without a reference,
+  15 s into the fit (the message names the phase it landed in).
 
 The graph at 10^6 (``--graph-cache``) is built once with ``psdlearn.graph.knn_laplacian``
 with NPKL's defaults and reused by the precomputed phases. Latencies are single runs on a
@@ -142,10 +152,10 @@ def run_size(n, cache, only, log):
 
     ref = pl.NPKL(**pre, gamma=gamma, certificate_tol=None, max_iter=3).fit(L, C)
     sweep = float(np.median(np.diff(ref.time_history_)))
+    solver_at = ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 3.5 * sweep
     record("solver (BCD sweeps)",
            lambda: pl.NPKL(**pre, gamma=gamma, certificate_tol=None, tol=0.0,
-                           max_iter=100_000).fit(L, C),
-           ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 3.5 * sweep)
+                           max_iter=100_000).fit(L, C), solver_at)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -154,27 +164,58 @@ def run_size(n, cache, only, log):
     record("certificate", lambda: pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C),
            ref.graph_time_ + solve + 0.5 * ref.certificate_time_)
 
-    cv = {**pre, "gammas": gamma * np.array([0.3, 1.0, 3.0]), "cv": 3}
-    if not only or "NPKLCV folds" in only:
-        start = time.perf_counter()
+    if not only or "rank escalation" in only:
+        adaptive = {**pre, "gamma": gamma, "rank": "adaptive", "rank_init": 5, "max_iter": 5}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pl.NPKLCV(**cv).fit(L, C)
-        cv_s = time.perf_counter() - start
-        record("NPKLCV folds", lambda: pl.NPKLCV(**cv).fit(L, C), 0.3 * cv_s)
+            ref = pl.NPKL(**adaptive).fit(L, C)
+        solve = ref.fit_time_ - ref.certificate_time_
+        record("rank escalation", lambda: pl.NPKL(**adaptive).fit(L, C),
+               ref.graph_time_ + solve + 0.5 * ref.certificate_time_)
+
+    if not only or "solver (ADMM iterations)" in only:
+        C_admm = pl.PairwiseConstraints.from_labels(labels, n_must=2000, n_cannot=2000,
+                                                    random_state=0)
+        admm = {**pre, "gamma": gamma, "solver": "admm", "certificate_tol": None}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = pl.NPKL(**admm, max_iter=2).fit(L, C_admm)
+        iteration = float(ref.time_history_[-1] - ref.time_history_[-2])
+        record("solver (ADMM iterations)",
+               lambda: pl.NPKL(**admm, tol=0.0, max_iter=100_000).fit(L, C_admm),
+               ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 2.5 * iteration)
+
+    cv = {**pre, "gammas": gamma * np.array([0.3, 1.0, 3.0]), "cv": 3}
+    if not only or "NPKLCV folds" in only:
+        if n <= 200_000:
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pl.NPKLCV(**cv).fit(L, C)
+            cv_delay = 0.3 * (time.perf_counter() - start)
+        else:
+            cv_delay = solver_at
+        record("NPKLCV folds", lambda: pl.NPKLCV(**cv).fit(L, C), cv_delay)
 
     others = {
         "GeneralizedNystroem": lambda: pl.GeneralizedNystroem(random_state=0).fit(X, labels),
         "KernelMetricLearner": lambda: pl.KernelMetricLearner(
             n_landmarks=N_LABELLED + 500, random_state=0).fit(X, labels),
-        "PSDBoost": lambda: pl.PSDBoost(random_state=0).fit(X, labels),
+        "PSDBoost (column generation)": lambda: pl.PSDBoost(
+            solver="column-generation", random_state=0).fit(X, labels),
+        "PSDBoost (interior point)": lambda: pl.PSDBoost(
+            solver="interior-point", random_state=0).fit(X, labels),
     }
     for name, fit in others.items():
         if only and name not in only:
             continue
-        start = time.perf_counter()
+        if n > 200_000:
+            record(name, fit, 15.0)
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            fit()  # the warm-up: numba compiles on the first fit of a process
+            start = time.perf_counter()
             fit()
         seconds = time.perf_counter() - start
         if seconds < 1.0:

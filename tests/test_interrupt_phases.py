@@ -490,3 +490,39 @@ def test_kernel_metric_learner_reweighting(monkeypatch):
     assert 1 <= model.n_iter_ < 1_000 and model.converged_ is False
     assert len(model.objective_history_) == model.n_iter_
     assert np.all(np.isfinite(model.embedding_))
+
+
+def test_kernel_metric_learner_dense_eigen_solve_in_a_worker(monkeypatch):
+    """The dense eigendecomposition (rank=None) is one LAPACK call: it runs in a worker
+    thread, so Ctrl-C acts while it runs. Here a compiled loop that never looks at signals
+    stands in for it (it would hold the main thread for seconds)."""
+    from numba import njit
+
+    @njit(nogil=True, cache=False)
+    def spin(stop, limit):
+        count = 0
+        while stop[0] == 0 and count < limit:
+            count += 1
+        return count
+
+    stop = np.zeros(1, dtype=np.int64)
+    spin(np.ones(1, dtype=np.int64), 1)  # compiled before the fit
+    interrupter = Interrupter()
+    eigh = np.linalg.eigh
+
+    def slow_eigh(K):
+        interrupter.tick()
+        spin(stop, 10**10)  # seconds: a long LAPACK call
+        return eigh(K)
+
+    X, labels, _ = _gaussians(300, 100)
+    monkeypatch.setattr(np.linalg, "eigh", slow_eigh)
+    model = pl.KernelMetricLearner(kernel_gamma=0.1, rank=None)
+    fresh = copy.deepcopy(model)
+    try:
+        latency, error = interrupter.run(lambda: model.fit(X, labels))
+    finally:
+        stop[0] = 1  # end the stand-in left running in the worker
+    assert error is not None and latency < LATENCY
+    assert "KernelMetricLearner.fit interrupted in the kernel eigen-solve" in str(error)
+    _assert_unchanged(model, fresh)

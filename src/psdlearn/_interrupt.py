@@ -23,15 +23,20 @@ it was) when the interrupt escapes. A solver loop that holds a complete iterate 
 interrupt itself and returns that iterate; the estimator then keeps it and warns with
 :class:`psdlearn._progress.FitInterruptedWarning` naming the phase
 (:func:`psdlearn._progress.warn_interrupted`).
+
+A single compiled call that cannot be cut into blocks (a dense LAPACK eigendecomposition)
+runs under :func:`interruptible`: in a worker thread, the main thread waiting for it in
+slices of a tenth of a second, so Ctrl-C still acts at once.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["Phase", "current_phase", "fitting", "phase"]
+__all__ = ["Phase", "current_phase", "fitting", "interruptible", "phase"]
 
 _CURRENT = contextvars.ContextVar("psdlearn_phase", default=None)
 
@@ -137,3 +142,41 @@ def fitting(estimator, method="fit"):
         raise
     finally:
         _FITTING.reset(token)
+
+
+#: Seconds between two looks of the main thread at a pending Ctrl-C in :func:`interruptible`.
+POLL_SECONDS = 0.1
+
+
+def interruptible(func, *args, **kwargs):
+    """``func(*args, **kwargs)``, answering Ctrl-C within :data:`POLL_SECONDS` even when it
+    is one long compiled call.
+
+    The call runs in a worker thread; the main thread waits in short slices, during which
+    Python sees the signal. A compiled call cannot be stopped, so after an interrupt the
+    worker finishes in the background (its CPU time is spent) and its result is dropped.
+    Only worth it for calls that release the GIL (``numpy.linalg.eigh`` does,
+    ``scipy.linalg.eigh`` does not); off the main thread, where no Ctrl-C arrives, the
+    call runs directly.
+
+    Returns
+    -------
+    The value of ``func``; its exception is raised as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return func(*args, **kwargs)
+    done = {}
+
+    def work():
+        try:
+            done["value"] = func(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=work, name="psdlearn-interruptible", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(POLL_SECONDS)  # a wait that a signal interrupts
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
