@@ -197,6 +197,27 @@ def test_solver_keeps_the_last_sweep(monkeypatch, graph_problem):
     assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
 
 
+def test_solver_keeps_a_partial_sweep_with_its_objective(monkeypatch, graph_problem):
+    """The signal lands between two bounded calls of a sweep: the kept iterate has some
+    rows updated, and its recorded objective (the last sweep's plus the exact changes of
+    the rows done, no pass over the graph after the stop) is its objective."""
+    from psdlearn.npkl import _blocks
+
+    _, _, C, L = graph_problem
+    monkeypatch.setattr(_blocks, "CALL_WORK", 1.0)  # calls of 64 rows
+    interrupter = Interrupter(after=150)  # in the third sweep or so
+    for name in ("sweep_unconstrained", "_sweep_part_slices"):
+        monkeypatch.setattr(_blocks, name, interrupter.wrap(getattr(_blocks, name)))
+    model = pl.NPKL(loss="square", rank=5, gamma=100.0, graph="precomputed", tol=0.0,
+                    max_iter=10**6, certificate_tol=None, random_state=0,
+                    solver_options={"multilevel": False})
+    with pytest.warns(FitInterruptedWarning, match="in the bcd solver"):
+        latency, error = interrupter.run(lambda: model.fit(L, C))
+    assert error is None and latency < LATENCY
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+    assert model.objective_history_[-1] <= model.objective_history_[-2]
+
+
 def test_certificate_keeps_the_solution(monkeypatch, graph_problem):
     from psdlearn.npkl import escalation
 
