@@ -120,7 +120,7 @@ def graph_of(n, X, cache):
     return L, seconds
 
 
-def run_size(n, cache, only, log):
+def run_size(n, cache, only, log, save):
     X, labels, C = problem(n)
     rows = []
 
@@ -130,6 +130,7 @@ def run_size(n, cache, only, log):
         latency, got, delay = interrupted_fit(fit, delay)
         rows.append({"phase": phase, "n": n, "signal_at_s": delay,
                      "latency_s": latency, "user_got": got})
+        save(rows)  # row by row: a run stopped early keeps what it measured
         log(f"n={n} {phase}: signal at {delay:.1f} s, latency "
             f"{'-' if latency is None else f'{latency:.2f}'} s | {got}")
 
@@ -231,9 +232,12 @@ def main():
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for n in args.sizes:
         load = os.getloadavg()[0]
-        rows = run_size(n, args.graph_cache, set(args.only or ()), print)
-        (RESULTS / f"interrupt_latency_n{n}.json").write_text(json.dumps(
-            {"rows": rows, "load": load_note(load)}, indent=2, default=float))
+
+        def save(rows, n=n, load=load):
+            (RESULTS / f"interrupt_latency_n{n}.json").write_text(json.dumps(
+                {"rows": rows, "load": load_note(load)}, indent=2, default=float))
+
+        save(run_size(n, args.graph_cache, set(args.only or ()), print, save))
     rows, loads = [], []
     for path in sorted(RESULTS.glob("interrupt_latency_n*.json"),
                        key=lambda p: int(p.stem.rsplit("n", 1)[1])):
