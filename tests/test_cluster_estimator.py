@@ -271,3 +271,67 @@ def test_nearest_assignment_is_plain_kmeans_on_the_embedding():
                                   random_state=0).fit(X, C)
     d = ((cl.embedding_[:, None] - cl.cluster_centers_[None]) ** 2).sum(-1)
     assert np.array_equal(cl.labels_, d.argmin(1))
+
+
+# ------------------------------------------------------------ assign="auto"
+def test_label_agreement_counts_the_pairs_it_stands_for():
+    """The contingency count equals the count over the listed pairs (i held out, j any
+    other labelled point)."""
+    from psdlearn.cluster import _agreement_labels
+
+    rng = np.random.default_rng(0)
+    codes = np.where(rng.random(60) < 0.6, rng.integers(0, 3, 60), -1)
+    labels = rng.integers(0, 4, 60)
+    labelled = np.flatnonzero(codes >= 0)
+    held = labelled[::3]
+    brute = sum(int((labels[i] == labels[j]) == (codes[i] == codes[j]))
+                for i in held for j in labelled if j != i)
+    assert _agreement_labels(labels, codes, held) == brute
+
+
+def _unstructured(n=150, seed=0):
+    """Classes unrelated to X (a Gaussian cloud): only enforcing the pairs finds them."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, 2)), rng.integers(0, 2, n)
+
+
+def test_auto_enforces_numerous_right_pairs():
+    X, y = _unstructured()
+    C = pl.PairwiseConstraints.from_labels(y, 200, 200, random_state=0)
+    cl = pl.ConstrainedClustering(2, estimator=pl.RCA(), random_state=0).fit(X, C)
+    assert cl.assign == "auto" and cl.assign_ == "constrained"
+    assert cl.assign_scores_["constrained"] > cl.assign_scores_["nearest"]
+    near = clone(cl).set_params(assign="nearest").fit(X, C)
+    assert rand_score(y, cl.labels_) > rand_score(y, near.labels_) + 0.2
+    # with partial labels too
+    partial = np.where(np.arange(150) < 100, y, -1)
+    assert clone(cl).fit(X, partial).assign_ == "constrained"
+
+
+def test_auto_keeps_nearest_when_enforcing_breaks_held_out_pairs():
+    """Three far blobs, the clustering of X is right; a third of the signs flipped:
+    enforcing them would merge blobs and break the held-out pairs."""
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 50)
+    X = 10.0 * np.eye(3)[y][:, :2] + rng.normal(scale=0.3, size=(150, 2))
+    C = pl.PairwiseConstraints.from_labels(y, 60, 60, random_state=0)
+    flip = rng.random(len(C.signs)) < 0.3
+    noisy = pl.PairwiseConstraints(C.pairs, np.where(flip, -C.signs, C.signs),
+                                   n_samples=150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cl = pl.ConstrainedClustering(3, estimator=pl.RCA(), random_state=0).fit(X, noisy)
+    assert cl.assign_ == "nearest"
+    assert cl.assign_scores_["nearest"] >= cl.assign_scores_["constrained"]
+    assert adjusted_rand_score(y, cl.labels_) == pytest.approx(1.0)
+
+
+def test_auto_with_few_pairs_or_triplets_keeps_nearest():
+    X, y = _decoy(40)
+    C = pl.PairwiseConstraints([[0, 1], [2, 3], [4, 5]], [1, 1, -1], n_samples=40)
+    cl = pl.ConstrainedClustering(2, estimator=pl.RCA(), random_state=0).fit(X, C)
+    assert cl.assign_ == "nearest" and cl.assign_scores_ == {"constrained": 0, "nearest": 0}
+    T = pl.triplets_from_labels(X, y, n_triplets=60, random_state=0)
+    cl = pl.ConstrainedClustering(2, estimator=pl.PSDBoost(), random_state=0).fit(
+        X, pl.Triplets(T))
+    assert cl.assign_ == "nearest" and cl.assign_scores_ is None

@@ -158,6 +158,25 @@ def test_row_permutation_permutes_the_model(loss, solver):
                        atol=1e-6 * np.abs(K_a).max())
 
 
+def test_kernel_metric_learner_row_permutation_permutes_the_model():
+    """Landmarks and the width sample are drawn from the rows in value order: n above
+    the width sample (1000) and above n_landmarks, so both draws happen."""
+    X, y = _continuous(1100, seed=2)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=30, n_cannot=30, random_state=0)
+    perm = np.random.default_rng(3).permutation(len(X))
+    where = np.argsort(perm)
+    Cp = pl.PairwiseConstraints(where[C.pairs], C.signs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = pl.KernelMetricLearner(n_landmarks=150, random_state=0).fit(X, C)
+        b = pl.KernelMetricLearner(n_landmarks=150, random_state=0).fit(X[perm], Cp)
+    assert np.array_equal(np.sort(where[a.landmark_indices_]), b.landmark_indices_)
+    assert b.kernel_gamma_ == pytest.approx(a.kernel_gamma_, rel=1e-12)
+    Za, Zb = a.transform(X), b.transform(X)
+    K_a, K_b = Za @ Za.T, Zb @ Zb.T
+    assert np.abs(K_a - K_b).max() <= 1e-8 * np.abs(K_a).max()
+
+
 def test_other_estimators_same_model_in_every_container():
     X, y = _binary(120, 12, seed=5)
     y_partial = np.where(np.random.default_rng(0).random(len(y)) < 0.7, -1, y)

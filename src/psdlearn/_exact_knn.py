@@ -26,10 +26,13 @@ SIAM, section 3.1.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 from numba import njit, prange
 from sklearn.utils.extmath import row_norms, safe_sparse_dot
+
+from psdlearn._linalg import PARALLEL_MIN_WORK
 
 #: Safety factor on the rounding bound ``(d + 2) u (|q|^2 + |x|^2)`` of a brute-force
 #: squared distance: a wider margin only adds candidates, never changes the answer.
@@ -238,6 +241,20 @@ def brute_force(Q, X, x_norms, k):
     ``X``). One BLAS product per block of queries gives the fast distances and the
     candidates (module docstring), which are then ranked exactly; dense data in at most
     ``DIRECT_MAX_FEATURES`` features skips the product."""
+    n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
+    if n_q * n * d < PARALLEL_MIN_WORK:
+        # a small search: waking numba's threads costs more than they save (far more on
+        # a busy machine, where they spin)
+        before = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            return _brute_force(Q, X, x_norms, k)
+        finally:
+            numba.set_num_threads(before)
+    return _brute_force(Q, X, x_norms, k)
+
+
+def _brute_force(Q, X, x_norms, k):
     n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
     if not sp.issparse(X) and d <= DIRECT_MAX_FEATURES:
         return _call(_brute_direct, Q, X, k)

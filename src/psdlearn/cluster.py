@@ -21,6 +21,7 @@ from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._constraint_checks import ConstraintConflictWarning
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 
@@ -195,6 +196,90 @@ def constrained_lloyd(E, centers, units, edges, max_iter=10):
     return labels, centers
 
 
+def _agreement_pairs(labels, pairs, signs):
+    """Number of pairs whose sign the clustering meets (same cluster <=> must-link)."""
+    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    return int(np.sum(same == (signs > 0)))
+
+
+def _agreement_labels(labels, codes, held):
+    """Number of pairs ``(i, j)``, ``i`` in ``held``, ``j`` another labelled point, whose
+    class relation the clustering meets (same cluster <=> same class); from the
+    class x cluster contingency table, so no pair is listed."""
+    lab = codes >= 0
+    table = np.zeros((int(codes.max()) + 1, int(labels.max()) + 1), np.int64)
+    np.add.at(table, (codes[lab], labels[lab]), 1)
+    c, k = codes[held], labels[held]
+    same_class = table.sum(1)[c] - 1
+    same_cluster = table.sum(0)[k] - 1
+    both = table[c, k] - 1
+    return int(np.sum(both + (lab.sum() - 1 - same_class - same_cluster + both)))
+
+
+def _choose_assignment(E, centers, nearest, y, n_folds=5, random_state=None):
+    """``"constrained"`` or ``"nearest"``: whichever meets more held-out side information.
+
+    The pairs (for partial labels: the labelled points) are split into ``n_folds`` folds.
+    For each fold, the constrained assignment (:func:`constrained_lloyd` from ``centers``)
+    enforces the other folds' pairs, and counts the held-out pairs it meets (a must-link in
+    one cluster, a cannot-link across two; for labels, every pair of a held-out point with
+    another labelled point). The nearest-centre labels ``nearest`` are scored on the same
+    pairs. Enforcing the pairs pays when they are right and numerous; wrong pairs, enforced,
+    move their points and break the held-out pairs around them, which the count sees. The
+    embedding is shared by the folds (it was learned from every pair), and a tie keeps
+    ``"nearest"``.
+
+    Parameters
+    ----------
+    E : ndarray of shape (n_samples, rank)
+    centers : ndarray of shape (n_clusters, rank)
+        The k-means centres of ``E``.
+    nearest : ndarray of shape (n_samples,)
+        Nearest-centre labels.
+    y : PairwiseConstraints or array-like of shape (n_samples,)
+        Pairs or partial labels (``-1`` = unlabelled).
+    n_folds : int, default=5
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    choice : {"constrained", "nearest"}
+    scores : dict
+        ``{"constrained": int, "nearest": int}``, the held-out pairs each meets.
+    """
+    n = E.shape[0]
+    side = check_side_info(y, n, accept=("labels", "pairs"), required=True)
+    rng = check_random_state(random_state)
+    if side.kind == "pairs":
+        C = side.constraints
+        items = len(C.pairs)
+    else:
+        codes = side.codes
+        labelled = np.flatnonzero(codes >= 0)
+        items = len(labelled)
+    scores = {"constrained": 0, "nearest": 0}
+    if items < 2 * n_folds:
+        return "nearest", scores
+    fold = rng.permutation(items) % n_folds
+    for f in range(n_folds):
+        test = fold == f
+        if side.kind == "pairs":
+            train = type(C)(C.pairs[~test], C.signs[~test], n_samples=n)
+        else:
+            train = codes.copy()
+            train[labelled[test]] = -1
+        with warnings.catch_warnings():
+            # the fit has warned of the conflicts of the whole set already
+            warnings.simplefilter("ignore", ConstraintConflictWarning)
+            units, edges, _ = constraint_units(train, n)
+        labels, _ = constrained_lloyd(E, centers, units, edges)
+        for name, lab in (("constrained", labels), ("nearest", nearest)):
+            scores[name] += (_agreement_pairs(lab, C.pairs[test], C.signs[test])
+                             if side.kind == "pairs"
+                             else _agreement_labels(lab, codes, labelled[test]))
+    return ("constrained" if scores["constrained"] > scores["nearest"] else "nearest"), scores
+
+
 def _default_learner():
     """NPKL without its duality certificate: a diagnostic of the solve that does not change
     the kernel, and on small sets costs more than the solve itself."""
@@ -267,7 +352,16 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     neighbours than ``n_clusters``); a component holding a cannot-link contradicts itself
     (noisy pairs), and its points are then assigned one by one, with a ``UserWarning``.
     Hard enforcement trusts every pair: with wrong pairs it can do worse than
-    ``"nearest"``.
+    ``"nearest"``. The default, ``assign="auto"``, chooses between the two by
+    cross-validation on the side information itself, so it needs no labels beyond the
+    user's: the pairs (or the labelled points) are split into five folds; for each, the
+    constrained assignment enforces the other four folds, and both assignments are scored
+    by the held-out pairs they meet (a must-link in one cluster, a cannot-link across two;
+    for labels, the pairs of a held-out point with every other labelled point). The one
+    meeting more is used, ``"nearest"`` on a tie or with fewer than ten pairs (labelled
+    points). Right and numerous pairs favour enforcing them; wrong pairs, enforced, drag
+    their points along and break the held-out pairs around them. The embedding, learned
+    from every pair, is shared by the folds.
 
     A new point is embedded by the learner's out-of-sample map ``transform`` and assigned
     to the nearest centre ``mu_c``. A row of ``X`` equal to a training row gets that row's
@@ -291,9 +385,10 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         Seeds k-means, and the learner when its own ``random_state`` is None.
     verbose : int, default=0
         Passed to k-means (progress on stderr); the learner keeps its own ``verbose``.
-    assign : {"nearest", "constrained"}, default="nearest"
+    assign : {"auto", "nearest", "constrained"}, default="auto"
         How the training points are assigned to the clusters: to the nearest centre
         (k-means on the embedding), or with the must-links and cannot-links enforced
+        (see above), or ``"auto"``: the one that meets more held-out side information
         (see above). Side information without pairs (triplets) assigns to the nearest.
 
     Attributes
@@ -311,6 +406,11 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         Sum of squared distances of the points to the centres of their clusters.
     n_iter_ : int
         k-means iterations of the kept restart (the constrained steps not counted).
+    assign_ : {"nearest", "constrained"}
+        The assignment used (the choice of ``assign="auto"``).
+    assign_scores_ : dict or None
+        For ``assign="auto"`` with pairs or labels: the held-out pairs each assignment
+        met, ``{"constrained": int, "nearest": int}``; None otherwise.
     n_features_in_ : int
         Number of features of ``X``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -347,11 +447,11 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
         "n_init": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "assign": [StrOptions({"constrained", "nearest"})],
+        "assign": [StrOptions({"auto", "constrained", "nearest"})],
     }
 
     def __init__(self, n_clusters=8, *, estimator=None, n_init=10, random_state=None,
-                 verbose=0, assign="nearest"):
+                 verbose=0, assign="auto"):
         self.n_clusters = n_clusters
         self.estimator = estimator
         self.n_init = n_init
@@ -413,7 +513,18 @@ default=None
                     verbose=self.verbose).fit(E)
         labels, centers = km.labels_.astype(np.int64), km.cluster_centers_
         units = None
-        if self.assign == "constrained":
+        assign = self.assign
+        self.assign_scores_ = None
+        if assign == "auto":
+            kind = (None if y is None else
+                    check_side_info(y, E.shape[0], accept=("labels", "pairs", "triplets"),
+                                    required=False).kind)
+            assign = "nearest"
+            if kind in ("pairs", "labels"):
+                assign, self.assign_scores_ = _choose_assignment(
+                    E, centers, labels, y, random_state=rng)
+        self.assign_ = assign
+        if assign == "constrained":
             units, edges, n_conflicts = constraint_units(y, E.shape[0])
             if n_conflicts:
                 warnings.warn(f"{n_conflicts} cannot-link(s) join points of one must-link "

@@ -44,6 +44,7 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, RealNotInt, StrOptions, _fit_context
+from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import center_kernel
 from psdlearn._progress import progress_bar, warn_interrupted
@@ -122,8 +123,9 @@ def median_heuristic_kernel_gamma(X, kernel="rbf", random_state=None):
     if kernel == "poly":
         return 1.0 / X.shape[1]
     rng = check_random_state(random_state)
-    sample = X if len(X) <= _GAMMA_SAMPLE else X[rng.choice(len(X), _GAMMA_SAMPLE,
-                                                           replace=False)]
+    # the sample is drawn from the rows in value order: any row order gives the same
+    sample = X if len(X) <= _GAMMA_SAMPLE else X[value_order(X)[
+        rng.choice(len(X), _GAMMA_SAMPLE, replace=False)]]
     dist = pdist(sample, "sqeuclidean" if kernel == "rbf" else "cityblock")
     dist = dist[dist > 0]
     if dist.size == 0:
@@ -481,7 +483,8 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                     base *= RBF_WIDTH_FACTOR
             else:
                 base = float(gamma)
-            landmarks = None if self.n_landmarks is None else self._landmarks(n, similar, rng)
+            landmarks = (None if self.n_landmarks is None
+                         else self._landmarks(X, similar, rng))
             folds = None
             if gamma == "auto" and self.kernel in CV_KERNELS:
                 folds = constraint_folds(y, n, rng)
@@ -621,8 +624,10 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         self.X_fit_ = X
         self._col_mean, self._all_mean = basis["col_mean"], basis["all_mean"]
 
-    def _landmarks(self, n, similar, rng):
-        """Sorted landmark indices: every point of ``S``, then points drawn at random."""
+    def _landmarks(self, X, similar, rng):
+        """Sorted landmark indices: every point of ``S``, then points drawn at random
+        (from the rows in value order, so that any row order draws the same points)."""
+        n = len(X)
         m = self.n_landmarks
         m = math.ceil(m * n) if isinstance(m, numbers.Real) and not isinstance(
             m, numbers.Integral) else int(m)
@@ -639,7 +644,8 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if self.n_neighbors > m:
             warnings.warn(f"n_neighbors={self.n_neighbors} exceeds the {m} landmarks: "
                           f"each point is fitted on all {m}.", UserWarning, stacklevel=4)
-        others = np.setdiff1d(np.arange(n), constrained)
+        order = value_order(X)
+        others = order[~np.isin(order, constrained)]
         extra = rng.choice(others, m - len(constrained), replace=False)
         return np.sort(np.concatenate([constrained, extra]))
 

@@ -47,6 +47,7 @@ import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.sparse.linalg import lobpcg
+from threadpoolctl import threadpool_limits
 
 from psdlearn.npkl.losses import get_loss
 
@@ -114,8 +115,11 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0):
     n = L.shape[0]
     G = loss_gradient_matrix(n, pairs, signs, loss)
     if n <= _DENSE_MAX:
-        lam = sl.eigh(G.toarray(), L.toarray(), eigvals_only=True,
-                      subset_by_index=[n - 1, n - 1])[0]
+        # one thread: at this size BLAS threads cost more than they save, and on a busy
+        # machine their spinning made this 5 ms solve take 0.3 s
+        with threadpool_limits(1, "blas"):
+            lam = sl.eigh(G.toarray(), L.toarray(), eigvals_only=True,
+                          subset_by_index=[n - 1, n - 1])[0]
     else:
         # gamma_0 only sets a scale: a residual of 1e-2 gives lambda to about 1e-3
         # (Rayleigh quotient); a block of 2 took 1.2 s at n = 5e4, a block of 4 ten times that
