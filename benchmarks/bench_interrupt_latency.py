@@ -1,7 +1,7 @@
 """Ctrl-C latency in each phase of a fit: from the signal to ``fit`` returning or raising.
 
 Run: ``python benchmarks/bench_interrupt_latency.py [--sizes 100000 1000000]
-[--graph-cache DIR] [--only PHASE ...]``. Writes the rows of each size to
+[--graph-cache DIR] [--only PHASE ...] [--table-only]``. Writes the rows of each size to
 ``benchmarks/results/interrupt_latency_n<n>.json`` and the table of all the sizes measured
 so far to ``benchmarks/results/interrupt_latency.{md,json}``.
 
@@ -227,10 +227,12 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--graph-cache", default=None, help="directory for the 10^6 graph")
     ap.add_argument("--only", nargs="*", default=None, help="phases to run")
+    ap.add_argument("--table-only", action="store_true",
+                    help="only write the table of the sizes measured so far")
     args = ap.parse_args()
     # a background shell may start Python with SIGINT ignored: make it KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    for n in args.sizes:
+    for n in [] if args.table_only else args.sizes:
         load = os.getloadavg()[0]
 
         def save(rows, n=n, load=load):
@@ -249,6 +251,10 @@ def main():
         "kept) or raising (KeyboardInterrupt, estimator unchanged); single runs.",
         "The precomputed phases at 10^6 use the kNN Laplacian built once with "
         "psdlearn.graph.knn_laplacian (NPKL's defaults), not a fresh build per run.",
+        "The machine is shared: the load of each size (1-minute load average, which counts "
+        "every job on it, the sizes run at the same time in separate processes included) "
+        "is on its line below; a loaded machine stretches each compiled call and so each "
+        "latency.",
         *loads,
     ]
     write_results("interrupt_latency", ["phase", "n", "signal_at_s", "latency_s", "user_got"],
