@@ -125,11 +125,17 @@ def ours(method, seed):
             "kml": lambda: pl.KernelMetricLearner(random_state=seed)}[method]()
 
 
-def run_seed(name, seed, peers, limit):
+def run_seed(name, seed, peers, limit, reused=None):
     Xtr, ytr, Xte, yte = split(name, seed)
     rec = {"set": name, "seed": seed, "n_train": len(Xtr), "D": Xtr.shape[1],
            "euclidean": accuracy(Xtr, ytr, Xte, yte), "euclidean_time": 0.0}
     for method in METHODS[1:]:
+        if method in ("lmnn", "itml") and reused is not None:
+            # the same split and seed in an earlier run: its peer record is reused
+            for key in (method, f"{method}_time", f"{method}_error"):
+                rec[key] = reused.get(key)
+            rec[f"{method}_reused"] = True
+            continue
         if method in ("lmnn", "itml"):
             if peers is None:
                 rec[method], rec[f"{method}_time"] = None, None
@@ -194,6 +200,9 @@ def main():
     ap.add_argument("--merge-logs", default="",
                     help="comma-separated logs of earlier runs (their per-seed JSON lines): "
                          "merge their records, write the tables, fit nothing")
+    ap.add_argument("--reuse-peers", default="",
+                    help="a results JSON of an earlier run: its LMNN and ITML records of the "
+                         "same set and seed are reused instead of fitting them again")
     ap.add_argument("--load-note", default="load not recorded",
                     help="with --merge-logs: the load the logged runs saw")
     args = ap.parse_args()
@@ -213,11 +222,16 @@ def main():
         versions = peers.versions if peers else None
         sets = args.sets.split(",")
         runs = [r for r in old if r["set"] not in sets]
+    reuse = {}
+    if args.reuse_peers:
+        reuse = {(r["set"], r["seed"]): r
+                 for r in json.loads(Path(args.reuse_peers).read_text())["runs"]
+                 if r.get("lmnn_time") is not None}
     for name in sets:
         n_train = len(split(name, 0)[0])
         n_seeds = args.large_seeds if n_train > 1000 else args.seeds
         for seed in range(args.first_seed, args.first_seed + n_seeds):
-            rec = run_seed(name, seed, peers, args.peer_limit)
+            rec = run_seed(name, seed, peers, args.peer_limit, reuse.get((name, seed)))
             runs.append(rec)
             print(json.dumps(rec), flush=True)
     if peers:
@@ -227,6 +241,7 @@ def main():
     columns = ["set", "n_train", "D", "seeds", *METHODS,
                *(f"{m}_s" for m in METHODS[1:]), "new-eucl", "new-best_peer", "new_s/nca_s",
                "rounds"]
+    reused = sorted({r["set"] for r in runs if r.get("lmnn_reused")})
     load = (f"1-minute load average {start_load:.1f} at the start of this run, "
             f"{os.getloadavg()[0]:.1f} at the end" if sets else args.load_note)
     notes = [
@@ -237,6 +252,9 @@ def main():
         "and minus the best of NCA, LMNN and ITML; new_s/nca_s: ratio of median fit times "
         "in the same run; rounds: median re-selection rounds.",
         f"Peers: {versions}." if versions else "Peers: not run (no interpreter).",
+        *([f"LMNN and ITML records (accuracy and time) of an earlier run on the same splits "
+           f"and seeds, reused on: {', '.join(reused)}; their times are not from this run."]
+          if reused else []),
         f"Shared machine (2 cores, other jobs running): {load}; methods are interleaved "
         "per seed, so the time ratios are the figures to read.",
     ]

@@ -1,7 +1,9 @@
 """Cost of ``NPKL.partial_fit`` (10% more pairs) against a refit on all the pairs.
 
 Run: ``python benchmarks/bench_partial_fit.py [--sizes 10000,100000] [--repeats 3]
-[--loss hinge]``. Writes ``benchmarks/results/partial_fit.{md,json}``.
+[--loss hinge] [--suffix S]``. Writes ``benchmarks/results/partial_fit[_<loss>][_S].{md,json}``
+(``--suffix before``: the same protocol run against an older ``psdlearn`` on
+``PYTHONPATH``, for a before/after table under the same load).
 
 Data: ``psdlearn.datasets.make_two_gaussians`` (10-d), ``n`` points; ``m`` random pairs
 from the labels (half must-link, half cannot-link), then ``m / 10`` more. Per repeat
@@ -24,6 +26,7 @@ import warnings
 
 import numpy as np
 from _common import load_note, write_results
+from threadpoolctl import threadpool_info
 
 import psdlearn as pl
 
@@ -61,6 +64,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--loss", default="hinge")
     parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--suffix", default="")
     args = parser.parse_args()
     start_load = os.getloadavg()[0]
     rows, raw = [], {}
@@ -83,12 +87,20 @@ def main():
                      "objective rel. diff": f"{med['rel']:.1e}", "repeats": args.repeats})
         print(rows[-1], flush=True)
     notes = ["Times are medians over the repeats, in seconds; the ratio is of the medians.",
-             "objective rel. diff is limited by the solvers' tol (default 1e-5), not by the "
-             "start: tests/test_npkl_partial_fit.py finds 1e-6 at tol=1e-8.",
+             "objective rel. diff: both fits stop at the default tol=1e-5, each where its "
+             "own path ends (the hinge fits are not certified there, gap about 1e-3); "
+             "tests/test_npkl_partial_fit.py finds 1e-6 at tol=1e-8.",
              "partial_fit keeps the graph, the neighbour index, gamma_ and rank_ of the first "
              "fit and starts from its embedding; the refit builds the graph again.",
+             "BLAS threads: " + ", ".join(
+                 f"{os.path.basename(i['filepath']).split('-')[0]} {i['num_threads']}"
+                 for i in threadpool_info() if i["user_api"] == "blas")
+             + " (on this shared 2-core machine two BLAS threads made a 1e4 x 44 SVD "
+             "20-40x slower under load, which inflated the certificate of both fits; run "
+             "with OPENBLAS_NUM_THREADS=1).",
              load_note(start_load)]
     name = "partial_fit" if args.loss == "hinge" else f"partial_fit_{args.loss}"
+    name += f"_{args.suffix}" if args.suffix else ""
     write_results(name, COLUMNS, rows, notes)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import psdlearn as pl
 import psdlearn.npkl.certificate as certificate_module
+from psdlearn.npkl import bcd
 from psdlearn.nystroem import estimator as estimator_module
 from psdlearn.nystroem.dictionary import gradient, solve_dictionary
 from tests._nystroem_problems import partial_labels, small_problem, two_blobs
@@ -71,3 +72,41 @@ def test_certificate_past_its_budget_is_skipped_with_a_note(monkeypatch):
     assert cert.objective == pytest.approx(full.certificate_.objective, rel=1e-12)
     np.testing.assert_array_equal(cut.embedding_, full.embedding_)
     assert cert.as_dict()["note"] == cert.note
+
+
+def test_fixed_rank_exact_hinge_stage_stops_on_a_plateau(monkeypatch):
+    """At a fixed rank the exact hinge stage stops on the plateau of the final adaptive
+    round (REFRESH sweeps lowering the objective by less than FINAL_PLATEAU_FACTOR *
+    certificate_tol); the smoothed stages and the smooth losses keep the step test. On a
+    run that crawls along the kinks it stops at the first flat window, where the
+    objective is within that threshold of the run without the plateau."""
+    X, y = pl.datasets.make_two_gaussians(300, n_features=5, random_state=1)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=100, n_cannot=100, random_state=1)
+    calls = []
+    solve = bcd.solve_bcd
+
+    def recording(problem, E0, **kw):
+        calls.append((problem.loss, kw["smoothing"], kw.get("plateau_tol")))
+        return solve(problem, E0, **kw)
+
+    monkeypatch.setattr(bcd, "solve_bcd", recording)
+
+    def fit(loss="hinge"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pl.NPKL(loss=loss, rank=4, random_state=0, tol=1e-7,
+                           certificate_tol=None).fit(X, C)
+
+    model = fit()
+    plateau = bcd.FINAL_PLATEAU_FACTOR * bcd.DEFAULT_CERTIFICATE_TOL
+    assert [c[2] for c in calls] == [None] * 4 + [plateau] and calls[-1][1] == 0.0
+    calls.clear()
+    fit("squared_hinge")
+    assert calls and all(c[2] is None for c in calls)
+    monkeypatch.setattr(bcd, "FINAL_PLATEAU_FACTOR", 0.0)  # no window decreases by < 0
+    crawl = fit()
+    stopped, full = model.smoothing_stages_[-1][1], crawl.smoothing_stages_[-1][1]
+    assert model.smoothing_stages_[:-1] == crawl.smoothing_stages_[:-1]
+    assert stopped % bcd.REFRESH == 0 and stopped < full
+    f, f_full = model.objective(), crawl.objective()
+    assert f_full <= f <= f_full * (1.0 + plateau)

@@ -83,3 +83,108 @@ def test_partial_fit_checks_x_and_the_new_pairs(iris):
     k = next(k for k in range(len(X)) if k not in set(A.pairs.ravel().tolist()))
     with pytest.warns(ConstraintConflictWarning, match=rf"\({min(a, k)}, {max(a, k)}\)"):
         model.partial_fit(X, [[b, k, 1], [a, k, -1]])
+
+
+@pytest.fixture(scope="module")
+def gaussians():
+    """1200 points of two Gaussians, 120 pairs, and 12 more between points far apart
+    in the kNN graph (at least 3 edges between any two new endpoints, none in a pair)."""
+    X, y = pl.datasets.make_two_gaussians(1200, random_state=0)
+    A = pl.PairwiseConstraints.from_labels(y, 60, 60, random_state=0)
+    graph = pl.NPKL(certificate_tol=None, random_state=0).fit(X, A).laplacian_.tocsr()
+    near = (graph != 0).astype(float)
+    near = ((near @ near) != 0).astype(float)  # within 2 edges
+    taken = np.zeros(len(X), dtype=bool)
+    taken[A.pairs.ravel()] = True
+    ends = []
+    for i in np.random.default_rng(1).permutation(len(X)):
+        if not taken[i]:
+            ends.append(i)
+            taken[near[i].indices] = True
+        if len(ends) == 24:
+            break
+    ends = np.array(ends).reshape(12, 2)
+    B = pl.PairwiseConstraints(ends, np.where(y[ends[:, 0]] == y[ends[:, 1]], 1, -1), len(X))
+    return X, A.union(B), A, B
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge"])
+def test_partial_fit_with_far_apart_new_pairs_reaches_the_optimum(gaussians, loss,
+                                                                  monkeypatch):
+    from psdlearn.npkl import _partial
+    from psdlearn.npkl.bcd import COARSE_SMOOTHING, HINGE_SMOOTHING_AUTO
+
+    X, C, A, B = gaussians
+    kw = dict(loss=loss, tol=1e-8, max_iter=20000, random_state=0)
+    model = pl.NPKL(**kw).fit(X, A)
+    ends = np.unique(B.pairs)
+    calls = []
+
+    def spy(problem, E, rows, **kwargs):
+        calls.append((rows, kwargs["smoothing"]))
+        return endpoint_sweeps(problem, E, rows, **kwargs)
+
+    endpoint_sweeps = _partial.endpoint_sweeps
+    monkeypatch.setattr(_partial, "endpoint_sweeps", spy)
+    model.partial_fit(X, B)
+    # the endpoint sweeps ran on the new pairs' rows: for the hinge at each smoothing the
+    # continuation skips and at its first stage, the coarse smoothing
+    assert all(r.tolist() == ends.tolist() for r, _ in calls)
+    mus = ([mu for mu in HINGE_SMOOTHING_AUTO if mu >= COARSE_SMOOTHING] if loss == "hinge"
+           else [0.0])
+    assert [mu for _, mu in calls] == mus
+    assert model.smoothing_stages_[0][0] == mus[-1]
+    fresh = pl.NPKL(**{**kw, "gamma": model.gamma_, "rank": model.rank_}).fit(X, C)
+    assert model.certificate_.certified and fresh.certificate_.certified
+    assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["square", "squared_hinge", "hinge"])
+def test_endpoint_sweeps_move_only_their_rows_and_lower_the_objective(gaussians, loss):
+    from psdlearn.npkl import _kernels as K
+    from psdlearn.npkl._partial import endpoint_sweeps
+    from psdlearn.npkl.losses import get_loss
+    from psdlearn.npkl.problem import NPKLProblem
+
+    X, C, A, B = gaussians
+    model = pl.NPKL(loss=loss, certificate_tol=None, random_state=0).fit(X, A)
+    problem = NPKLProblem(model.laplacian_, C.pairs, C.signs.astype(float), loss,
+                          model.gamma_, 1.0)
+    mu = 1e-2 if loss == "hinge" else 0.0
+    code = K.SMOOTH_HINGE if mu else get_loss(loss).kernel
+    L = model.laplacian_.tocsr()
+
+    def objective(E):  # the objective the sweeps minimize (smoothed hinge at mu)
+        return K.objective(E, L.indptr.astype(np.int64), L.indices.astype(np.int64), L.data,
+                           C.pairs.astype(np.int64), C.signs.astype(float), code,
+                           model.gamma_, mu)
+
+    E0 = np.ascontiguousarray(model.embedding_)
+    E = E0.copy()
+    rows = np.unique(B.pairs)
+    n_sweeps = endpoint_sweeps(problem, E, rows, omega=1.5, tol=1e-5, smoothing=mu,
+                               random_state=np.random.RandomState(0))
+    # the smooth losses' passes stop by their test; the smoothed hinge's may use them all
+    assert 1 < n_sweeps < 100 if loss != "hinge" else 1 < n_sweeps <= 100
+    others = np.setdiff1d(np.arange(len(E)), rows)
+    np.testing.assert_array_equal(E[others], E0[others])
+    assert not np.allclose(E[rows], E0[rows])
+    # the new pairs' terms start far from their optimum: the sweeps lower the objective
+    assert objective(E) < objective(E0) * (1 - 1e-4)
+    if n_sweeps < 100:  # stopped where a pass changes the rows by < tol ||E||: one more does
+        F = E.copy()
+        endpoint_sweeps(problem, F, rows, omega=1.5, tol=1e-5, smoothing=mu,
+                        random_state=np.random.RandomState(1), max_sweeps=1)
+        assert np.sum((F - E) ** 2) < 1e-10 * np.sum(E ** 2)
+
+
+def test_partial_schedule_starts_the_hinge_continuation_at_the_coarse_smoothing():
+    from psdlearn.npkl.bcd import COARSE_SMOOTHING, partial_schedule, smoothing_schedule
+
+    auto = smoothing_schedule("hinge", "auto")
+    assert partial_schedule(auto) == [mu for mu in auto if mu <= COARSE_SMOOTHING]
+    assert partial_schedule(auto)[0] == COARSE_SMOOTHING and partial_schedule(auto)[-1] == 0
+    # a single smoothed stage is kept, whatever its mu; smooth losses have one stage
+    assert partial_schedule([0.5, 0.0]) == [0.5, 0.0]
+    assert partial_schedule([1e-3, 0.0]) == [1e-3, 0.0]
+    assert partial_schedule(smoothing_schedule("square")) == [0.0]

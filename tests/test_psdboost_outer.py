@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import psdlearn as pl
+from psdlearn.psdboost import _outer, estimator
 from psdlearn.psdboost._bounds import primal_value
 from psdlearn.psdboost._outer import (
     first_working_set,
@@ -103,15 +104,18 @@ def test_reselection_never_increases_the_optimum_and_ends_at_that_of_the_union()
     assert v[-1] == pytest.approx(opt_union, abs=1e-7)
 
 
-def test_impostor_search_finds_every_triplet_below_the_threshold():
-    """The widened nearest-neighbour search against brute force, from one neighbour."""
+@pytest.mark.parametrize("block", [7, 2**21])
+def test_impostor_search_finds_every_triplet_below_the_threshold(block, monkeypatch):
+    """The blocked range search against brute force, with blocks of a few rows (every
+    block boundary inside a class) and with one block per class."""
+    monkeypatch.setattr(_outer, "_BLOCK_ENTRIES", block)
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(80, 3))
     codes = rng.integers(0, 3, size=80)
     codes[:5] = -1  # unlabelled points are never impostors
     pairs = target_pairs(Z, codes, 2)
     for threshold in (-0.5, 0.3, 2.0):
-        T, margins = impostor_triplets(Z, codes, pairs, threshold, n_first=1)
+        T, margins = impostor_triplets(Z, codes, pairs, threshold)
         D2 = ((Z[:, None] - Z[None]) ** 2).sum(-1)
         expect = {(i, j, o) for i, j in pairs for o in np.flatnonzero(codes >= 0)
                   if codes[o] != codes[i] and D2[i, o] - D2[i, j] < threshold}
@@ -136,3 +140,41 @@ def test_active_and_nearest_rules():
     assert np.array_equal(paper.side_info_.triplets, pl.triplets_from_labels(X, y))
     with pytest.raises(ValueError, match="target pairs"):
         pl.PSDBoost(C=1e-6, impostors="active").fit(X, y)
+
+
+def test_rows_only_join_once_the_optimum_stops_falling():
+    """From the first round whose optimum is not below the previous one by more than
+    ``eps`` (certified: ``upper_k >= objective_{k-1} - eps``), every working set contains
+    the previous one: no row leaves, so degenerate optima cannot make the sets cycle.
+    Before it, rows do leave."""
+    X, y = _data(n=60, d=5, seed=0)
+    codes = np.unique(y, return_inverse=True)[1]
+    pairs = target_pairs(X, codes, 3)
+    C, eps = 1.0 / (0.1 * len(pairs)), 0.03
+
+    def solve(W):
+        return solve_ipm(X, W, C, tol=1e-10, max_iter=200, max_triplets=10**5), None
+
+    first = first_working_set(X, codes, pairs, C)
+    _, _, _, rounds, status = solve_rounds(X, codes, pairs, first, C, eps, solve, record=True)
+    assert status == "optimal"
+    stalls = [k for k in range(1, len(rounds))
+              if rounds[k]["upper_bound"] >= rounds[k - 1]["objective"] - eps]
+    assert stalls and stalls[0] < len(rounds) - 1
+    sets = [set(map(tuple, r["triplets"].tolist())) for r in rounds]
+    assert not all(a <= b for a, b in zip(sets[:stalls[0]], sets[1:stalls[0] + 1],
+                                          strict=True))
+    assert all(sets[k] <= sets[k + 1] for k in range(stalls[0], len(sets) - 1))
+
+
+def test_active_rounds_pick_the_solver_as_documented(monkeypatch):
+    """With solver="auto", the rounds' working sets go to the interior-point method up to
+    AUTO_ACTIVE_IPM_MAX_TRIPLETS rows, whatever the limit for fixed triplets."""
+    doc = " ".join(pl.PSDBoost.__doc__.split())
+    assert f"up to {estimator.AUTO_ACTIVE_IPM_MAX_TRIPLETS} rows" in doc
+    X, y = _data(n=60, d=4, seed=2)
+    monkeypatch.setattr(estimator, "AUTO_IPM_MAX_TRIPLETS", 5)
+    m = pl.PSDBoost(impostors="active").fit(X, y)
+    assert m.solver_ == "interior-point" and len(m.side_info_.triplets) > 5
+    monkeypatch.setattr(estimator, "AUTO_ACTIVE_IPM_MAX_TRIPLETS", 5)
+    assert pl.PSDBoost(impostors="active").fit(X, y).solver_ == "working-set"

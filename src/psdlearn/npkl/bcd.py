@@ -61,10 +61,11 @@ SMOOTHING_TOL_FACTOR = 30.0
 #: ``INTERMEDIATE_TOL_FACTOR * tol``: like the smoothed stages, it only brings the next
 #: round near its optimum (``psdlearn.npkl.escalation.AdaptiveRound``).
 INTERMEDIATE_TOL_FACTOR = SMOOTHING_TOL_FACTOR
-#: The final round of ``rank="adaptive"`` on the hinge also stops its exact stage when
-#: :data:`REFRESH` sweeps lower the objective by less than ``FINAL_PLATEAU_FACTOR *
-#: certificate_tol`` (relative; ``plateau_tol`` of :func:`solve_bcd`): its rank is fixed
-#: (a kinked loss's final round never escalates), and row-wise BCD on the exact hinge crawls
+#: The exact stage of the hinge at a fixed rank, and in the final round of
+#: ``rank="adaptive"``, also stops when :data:`REFRESH` sweeps lower the objective by less
+#: than ``FINAL_PLATEAU_FACTOR * certificate_tol`` (relative; ``plateau_tol`` of
+#: :func:`solve_bcd`): its rank is fixed (a kinked loss's final round never escalates; a
+#: fixed rank has no round after it), and row-wise BCD on the exact hinge crawls
 #: along the kinks once the smoothing bias is gone (a9a, rank 16: 389 sweeps to ``tol =
 #: 1e-5``, the last 364 of which lowered ``f`` by 1.3e-6 relative). The factor is the
 #: escalation's own threshold (``ESCALATION_MIN_DECREASE``): a decrease that would not buy
@@ -84,6 +85,9 @@ DEFAULT_TOL = 1e-5
 #: The coarse levels of the multilevel start solve the hinge smoothed at this ``mu``: a
 #: start for the continuation's last stages (``mu = 1e-3, 1e-4``, then the exact hinge).
 COARSE_SMOOTHING = HINGE_SMOOTHING_AUTO[1]
+#: ``options.state`` of :func:`fit_bcd` in ``NPKL.partial_fit``: ``E0`` is the optimum of
+#: a subset of the pairs (:func:`partial_schedule`).
+PARTIAL = "partial"
 
 
 def _pair_multipliers(problem, Tp, Ti, alpha):
@@ -571,6 +575,23 @@ def smoothing_schedule(loss, hinge_smoothing="auto"):
     return [float(hinge_smoothing), 0.0]
 
 
+def partial_schedule(schedule):
+    """The stages run from the optimum of fewer pairs (:data:`PARTIAL`, ``NPKL.partial_fit``).
+
+    The stages smoothed above :data:`COARSE_SMOOTHING` are dropped (the coarse levels of
+    the multilevel start, too, stop there), keeping at least one smoothed stage: from the
+    previous optimum only the new pairs' terms are far from their values at the
+    solution, and the caller runs the dropped stages on their rows alone
+    (:func:`psdlearn.npkl._partial.endpoint_sweeps`). Starting lower stalls: from the
+    previous optimum at ``mu = 1e-3``, BCD on 1e4 points ended 1% above the optimum.
+    """
+    schedule = list(schedule)
+    if len(schedule) < 2:
+        return schedule
+    first = next(k for k, mu in enumerate(schedule) if mu <= COARSE_SMOOTHING)
+    return schedule[min(first, len(schedule) - 2):]
+
+
 def fit_bcd(problem, E0, options):
     """The ``"bcd"`` entry of :data:`psdlearn.npkl.solvers.NPKL_SOLVERS`: one round of BCD.
 
@@ -579,11 +600,14 @@ def fit_bcd(problem, E0, options):
     they only bring the exact stage near the optimum), with ``omega`` from
     :func:`relaxation_factor` and one :func:`parallel_split` for all stages. After a rank
     escalation (``options.state == "restart"``) the schedule restarts at ``mu = 1e-3``,
-    the smoothing of a point already near the optimum. A round of ``rank="adaptive"``
+    the smoothing of a point already near the optimum; after new pairs
+    (``options.state == PARTIAL``, ``NPKL.partial_fit``) it runs
+    :func:`partial_schedule`. A round of ``rank="adaptive"``
     (``options.state`` a :class:`psdlearn.npkl.escalation.AdaptiveRound`) runs the stages
     of :meth:`~psdlearn.npkl.escalation.AdaptiveRound.stages`, an intermediate one with
-    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``, the final one of the hinge with
-    its exact stage also stopped on a plateau (:data:`FINAL_PLATEAU_FACTOR`). Every stage
+    its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``. The exact hinge stage of any
+    other round (a fixed rank, or the final round) also stops on a plateau
+    (:data:`FINAL_PLATEAU_FACTOR`, with ``certificate_tol=None`` its default). Every stage
     also stops when it has stalled: when the decrease still to come, extrapolated from the
     last sweeps, is at most ``STALL_FACTOR * certificate_tol**2 * tol / DEFAULT_TOL``
     relative (:func:`stalled`).
@@ -634,14 +658,19 @@ def fit_bcd(problem, E0, options):
         start_time = time.perf_counter() - start_time
         if interrupted:
             return _interrupted_start(problem, E0, levels, omega, start_time)
+    intermediate = isinstance(options.state, AdaptiveRound) and options.state.intermediate
     if isinstance(options.state, AdaptiveRound):
         schedule = options.state.stages(schedule)
-        if options.state.intermediate:
+        if intermediate:
             exact_tol *= INTERMEDIATE_TOL_FACTOR
-        elif get_loss(problem.loss).kernel == ROW_HINGE and params.get("certificate_tol"):
-            plateau = FINAL_PLATEAU_FACTOR * params["certificate_tol"]
     elif options.state == "restart":
         schedule = schedule[-3:]
+    elif options.state == PARTIAL:
+        schedule = partial_schedule(schedule)
+    if get_loss(problem.loss).kernel == ROW_HINGE and not intermediate:
+        # a fixed rank's exact hinge stage never escalates either: the same plateau
+        plateau = FINAL_PLATEAU_FACTOR * (params.get("certificate_tol")
+                                          or DEFAULT_CERTIFICATE_TOL)
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
     E, history, times, stages, multipliers = E0, [], [], [], []

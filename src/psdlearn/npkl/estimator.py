@@ -559,10 +559,14 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         result solves the problem of ``NPKL(gamma=gamma_, rank=rank_)`` fitted afresh on
         the union (with ``gamma="auto"``, a refit would recompute ``gamma_`` from all the
         pairs; with ``rank="auto"`` it could choose a larger rank: refit to get it).
-        With ``rank="adaptive"`` the escalation continues from ``rank_``. Solvers
-        without a warm start (``simplenpkl``, ``sdp``, ``mfpc``) solve the union from
-        their usual start, the graph still kept. On an unfitted estimator it is
-        :meth:`fit`.
+        With ``rank="adaptive"`` the escalation continues from ``rank_``. With the
+        ``bcd`` solver at a fixed rank the rows of the new pairs are first updated alone,
+        the others held fixed, until they settle (they carry most of the change), and the
+        hinge's smoothing continuation (``hinge_smoothing="auto"``) starts at
+        ``mu = 1e-2``: both only shorten the sweeps, whose stopping test is that of
+        :meth:`fit`. Solvers without a warm start (``simplenpkl``, ``sdp``, ``mfpc``)
+        solve the union from their usual start, the graph still kept. On an unfitted
+        estimator it is :meth:`fit`.
 
         Parameters
         ----------

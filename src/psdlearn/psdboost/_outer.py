@@ -12,13 +12,18 @@ method on the primal of (3)):
    ``objective_k <= OPT(W_k) <= upper_k``.
 2. Search, under ``M_k``, every row of ``T`` whose margin is below ``rho_k - eps``: for
    each ``i`` the points ``l`` of other classes with
-   ``d_k(i, l)^2 < max_j d_k(i, j)^2 + rho_k`` (the *active impostors*; an exact
-   nearest-neighbour search in ``X L_k^T``, widened until it covers that radius).
+   ``d_k(i, l)^2 < d_k(i, j)^2 + rho_k - eps`` for a target ``j`` (the *active
+   impostors*; an exhaustive range search in ``X L_k^T`` by blocks of distances).
 3. If there is none, ``M_k`` is optimal for (3) over all of ``T``: a row outside ``W_k``
    with margin at least ``rho_k`` meets the optimality conditions with ``w_r = 0``, so
    ``(M_k, rho_k, xi_k)`` and ``w_k`` extended by zeros are optimal, with the same gap.
-   Otherwise the most violated rows join ``W_{k+1}`` (at most ``ceil(1 / C)`` per round),
-   and rows with ``w_r = 0`` and a margin above ``rho_k`` leave it.
+   Otherwise the most violated rows join ``W_{k+1}`` (at most ``2 ceil(1 / C)`` per round),
+   and rows with ``w_r = 0`` and a margin above ``rho_k`` leave it, until the first round
+   whose optimum is not below the previous one by more than ``eps`` (with the gaps:
+   ``upper_k >= objective_{k-1} - eps``); from then on rows only join. Where the optimum
+   is degenerate, the solver can return a different optimal ``M`` on each working set,
+   under which a dropped row is violated again: without this rule the working sets can
+   cycle; with it they grow, and the impostor triplets are finitely many.
 
 Monotonicity. Dropping rows whose optimal dual weight is zero leaves the optimum of (3)
 unchanged (the primal solution stays feasible with the same value, the dual solution stays
@@ -47,11 +52,14 @@ __all__ = ["MAX_ROUNDS", "first_working_set", "impostor_triplets", "solve_rounds
 
 #: Re-selection rounds before the fit stops unconverged.
 MAX_ROUNDS = 50
-#: Other-class neighbours searched first per point (doubled where the radius needs more).
-_FIRST_IMPOSTORS = 8
+#: Entries of one block of the impostor search's distance matrix.
+_BLOCK_ENTRIES = 2**21
 #: The first working set, in units of ``1 / C``, and its extra rows.
 _START = 1.5
 _START_EXTRA = 50
+#: Rows added per round, in units of ``1 / C`` (the most violated first): two take fewer
+#: rounds than one, on larger working sets (the trade-off is in the method notes).
+_ADD = 2
 #: Rows dropped: dual weight below this fraction of ``C`` and margin above ``rho``.
 _ZERO = 1e-6
 
@@ -86,14 +94,15 @@ def target_pairs(X, codes, n_neighbors):
     return pairs[np.argsort(pairs[:, 0], kind="stable")]
 
 
-def impostor_triplets(Z, codes, pairs, threshold, n_first=_FIRST_IMPOSTORS):
+def impostor_triplets(Z, codes, pairs, threshold):
     """Every triplet ``(i, j, l)`` with ``(i, j)`` a target pair, ``l`` of another class and
     margin ``||z_i - z_l||^2 - ||z_i - z_j||^2 < threshold``, with its margin.
 
-    For each ``i`` the other-class points are searched nearest first (exact search), and
-    the search is widened (the number of neighbours doubled) for the points whose last
-    neighbour found still lies within the radius ``max_j ||z_i - z_j||^2 + threshold``:
-    no qualifying ``l`` is missed.
+    For each class, the squared distances from its points that have target pairs to every
+    labelled point of the other classes are formed block by block
+    (``||z_i||^2 + ||z_l||^2 - 2 z_i^T z_l``, one matrix product per block of about
+    ``2^21`` entries), and each target pair's row of margins is compared with the
+    threshold: an exhaustive range search, ``O(n^2 r)`` time for ``r`` columns of ``Z``.
 
     Parameters
     ----------
@@ -104,60 +113,32 @@ def impostor_triplets(Z, codes, pairs, threshold, n_first=_FIRST_IMPOSTORS):
         Target pairs, as :func:`target_pairs` returns them.
     threshold : float
         ``rho - eps`` of the round.
-    n_first : int
-        Neighbours searched first per point.
 
     Returns
     -------
     triplets : ndarray of shape (m, 3), int64
     margins : ndarray of shape (m,)
     """
+    sq = np.einsum("ij,ij->i", Z, Z)
     dj = np.sum((Z[pairs[:, 0]] - Z[pairs[:, 1]]) ** 2, axis=1)
-    radius = np.full(len(Z), -np.inf)
-    np.maximum.at(radius, pairs[:, 0], dj)
-    radius += threshold
     out_t, out_m = [], []
     for c in np.unique(codes[pairs[:, 0]]):
-        queries = np.unique(pairs[codes[pairs[:, 0]] == c, 0])
-        queries = queries[radius[queries] > 0]
+        rows = np.flatnonzero(codes[pairs[:, 0]] == c)
         others = np.flatnonzero((codes >= 0) & (codes != c))
-        if len(queries) == 0 or len(others) == 0:
+        if len(others) == 0:
             continue
-        index = NeighborIndex("exact").fit(Z[others])
-        k = min(n_first, len(others))
-        while len(queries):
-            dist, idx = index.kneighbors(Z[queries], n_neighbors=k)
-            d2 = dist**2
-            inside = d2 < radius[queries, None]
-            rows, cols = np.nonzero(inside)
-            i, l2, dl = queries[rows], others[idx[rows, cols]], d2[rows, cols]
-            widen = inside[:, -1] & (k < len(others))
-            if widen.any():  # these points get all their neighbours in the next search
-                keep = ~widen[rows]
-                i, l2, dl = i[keep], l2[keep], dl[keep]
-            t, m = _join_targets(pairs, dj, i, l2, dl, threshold)
-            out_t.append(t)
-            out_m.append(m)
-            queries = queries[widen]
-            k = min(2 * k, len(others))
+        Zo, so = Z[others], sq[others]
+        block = max(1, _BLOCK_ENTRIES // len(others))
+        for b in range(0, len(rows), block):
+            r = rows[b:b + block]
+            i = pairs[r, 0]
+            margins = sq[i, None] + so[None, :] - 2.0 * (Z[i] @ Zo.T) - dj[r, None]
+            hit, col = np.nonzero(margins < threshold)
+            out_t.append(np.column_stack([pairs[r[hit]], others[col]]))
+            out_m.append(margins[hit, col])
     if not out_t:
         return np.empty((0, 3), dtype=np.int64), np.empty(0)
-    return np.concatenate(out_t), np.concatenate(out_m)
-
-
-def _join_targets(pairs, dj, i, other, dl, threshold):
-    """The triplets ``(i, j, l)`` of the impostor hits ``(i, l)`` at squared distance
-    ``dl`` with every target ``j`` of ``i``, whose margin ``dl - dj`` is below
-    ``threshold``."""
-    starts = np.searchsorted(pairs[:, 0], i, side="left")
-    counts = np.searchsorted(pairs[:, 0], i, side="right") - starts
-    hit = np.repeat(np.arange(len(i)), counts)
-    row = np.arange(len(hit)) - np.repeat(np.cumsum(counts) - counts, counts)
-    pair = np.repeat(starts, counts) + row
-    margins = dl[hit] - dj[pair]
-    keep = margins < threshold
-    triplets = np.column_stack([i[hit], pairs[pair, 1], other[hit]])[keep]
-    return triplets.astype(np.int64), margins[keep]
+    return np.concatenate(out_t).astype(np.int64), np.concatenate(out_m)
 
 
 def _keys(triplets, n):
@@ -220,7 +201,7 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
     n = len(X)
     q = math.ceil(1.0 / C - 1e-9)
     W = first
-    rounds, status = [], "max_rounds"
+    rounds, status, drop = [], "max_rounds", True
     for _ in range(max_rounds):
         res, spec = solve(W)
         F = res.embedding
@@ -245,9 +226,12 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
             status = "max_time"
             break
         found, margins = found[new], margins[new]
-        added = found[np.argsort(margins, kind="stable")[:q]]
+        added = found[np.argsort(margins, kind="stable")[:_ADD * q]]
+        # No progress (the optimum fell by at most eps and the gaps): from now on rows
+        # only join, so that degenerate optima cannot make the working sets cycle.
+        drop = drop and (len(rounds) < 2 or upper < rounds[-2]["objective"] - eps)
         w = np.asarray(res.info["dual_weights"])
-        keep = (w > _ZERO * C) | (margins_w <= rho)
+        keep = (w > _ZERO * C) | (margins_w <= rho) | (not drop)
         W = np.concatenate([W[keep], added])
         W = W[np.lexsort((W[:, 2], W[:, 1], W[:, 0]))]
     return res, spec, W, rounds, status

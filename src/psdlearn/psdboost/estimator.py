@@ -83,6 +83,10 @@ LPBOOST_NU = 0.1
 #: crossover of the two, in the method notes of the documentation).
 AUTO_IPM_MAX_TRIPLETS = 1000
 AUTO_IPM_MAX_FEATURES = 128
+#: With ``impostors="active"``, ``solver="auto"`` runs the interior-point method on the
+#: working sets up to this many rows: each round starts the solver afresh, and on such
+#: sets the working-set method's masters cost more than the Newton steps.
+AUTO_ACTIVE_IPM_MAX_TRIPLETS = 2000
 
 
 class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
@@ -183,7 +187,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
           the full problem. ``O(t k + |F|^2 + n D)`` memory (``|F|`` free rows, ``k``
           the subspace dimension).
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
-          ``D <= 128`` features, ``"working-set"`` otherwise.
+          ``D <= 128`` features, ``"working-set"`` otherwise; with
+          ``impostors="active"``, each round's working set goes to the interior-point
+          method up to 2000 rows.
     max_time : float or None, default=None
         Wall-clock budget in seconds, for all rounds together: the solver stops at its
         first check after it (after each Newton step or pricing; no new round starts)
@@ -209,9 +215,11 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
           (row generation). Each round solves (3) on a working set ``W`` by ``solver``,
           then searches under the new metric for the *active impostors*, the rows with
           ``d(i, l)^2 - d(i, j)^2 < rho - eps``; the most violated join ``W`` (at most
-          ``1 / C`` per round) and rows with zero dual weight and a margin above ``rho``
-          leave it. With ``C`` fixed, dropping zero-weight rows keeps the optimum of (3)
-          on ``W`` and adding rows can only lower it, so the optimum of each round never
+          ``2 / C`` per round) and rows with zero dual weight and a margin above ``rho``
+          leave it, until a round lowers the optimum by at most ``eps``; from then on
+          rows only join (no cycling where the optimum is degenerate). With ``C``
+          fixed, dropping zero-weight rows keeps the optimum of (3) on ``W`` and adding
+          rows can only lower it, so the optimum of each round never
           exceeds that of the previous one. The fit ends when no row lies below
           ``rho - eps``: then ``metric_`` is optimal for all the impostor triplets, with
           the certified gap of the last round (a row outside ``W`` with margin at least
@@ -552,7 +560,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 "metric, and PSDBoost only maximizes the smallest margin.",
                 UserWarning, stacklevel=4)
         self.C_, self.eps_ = C, self.tol * margin_scale(nj, nk, X.shape[1])
-        res, spec = self._solve(X, triplets, C, rng, self.max_time, op)
+        res, spec = self._solve(X, triplets, C, rng, self.max_time, op=op)
         self._store(X, triplets, res, spec)
         self.n_rounds_ = 1
         self.rounds_ = [{"n_triplets": t, "objective": self.objective_,
@@ -576,7 +584,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
 
         def solve(triplets):
             left = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
-            return self._solve(X, triplets, C, rng, left)
+            return self._solve(X, triplets, C, rng, left,
+                               max_ipm_triplets=AUTO_ACTIVE_IPM_MAX_TRIPLETS)
 
         res, spec, triplets, rounds, status = solve_rounds(
             X, codes, pairs, first, C, self.eps_, solve, deadline=deadline)
@@ -593,9 +602,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
             self._warn_unconverged(res, spec, status == "max_time")
         return self
 
-    def _solve(self, X, triplets, C, rng, max_time, op=None):
+    def _solve(self, X, triplets, C, rng, max_time, *, op=None, max_ipm_triplets=None):
         """Problem (3) on ``triplets`` by the selected solver: ``(result, spec)``."""
-        self.solver_ = self._select_solver(len(triplets), X.shape[1])
+        self.solver_ = self._select_solver(len(triplets), X.shape[1], max_ipm_triplets)
         spec = SOLVERS[self.solver_]
         op = TripletOperator(X, triplets) if op is None else op
         problem = TripletProblem(X, triplets, C, op, self.eps_)
@@ -629,10 +638,12 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 f"{self.upper_bound_ - self.objective_:.3g} > eps = {self.eps_:.3g}: "
                 f"{spec.hint}.", ConvergenceWarning, stacklevel=5)
 
-    def _select_solver(self, t, n_features):
+    def _select_solver(self, t, n_features, max_ipm_triplets=None):
         if self.solver != "auto":
             return self.solver
-        small = t <= AUTO_IPM_MAX_TRIPLETS and n_features <= AUTO_IPM_MAX_FEATURES
+        if max_ipm_triplets is None:
+            max_ipm_triplets = AUTO_IPM_MAX_TRIPLETS
+        small = t <= max_ipm_triplets and n_features <= AUTO_IPM_MAX_FEATURES
         return "interior-point" if small else "working-set"
 
     # ------------------------------------------------------------------ use
