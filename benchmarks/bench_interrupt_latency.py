@@ -1,7 +1,7 @@
 """Ctrl-C latency in each phase of a fit: from the signal to ``fit`` returning or raising.
 
 Run: ``python benchmarks/bench_interrupt_latency.py [--sizes 100000 1000000]
-[--graph-cache DIR] [--only PHASE ...]``. Writes the rows of each size to
+[--graph-cache DIR] [--only PHASE ...] [--table-only]``. Writes the rows of each size to
 ``benchmarks/results/interrupt_latency_n<n>.json`` and the table of all the sizes measured
 so far to ``benchmarks/results/interrupt_latency.{md,json}``.
 
@@ -26,10 +26,20 @@ Phases and how the signal is placed:
   3.5 sweeps after the solver's set-up (both timed by a 3-sweep reference fit);
 - ``certificate``: precomputed graph, the reference ``gamma_``, ``max_iter=5``, the
   certificate, at the solve time plus half the certificate time of the reference;
+- ``rank escalation``: ``rank="adaptive"`` from ``rank_init=5``, at the solve time plus
+  half the certificate and escalation time of the reference;
+- ``solver (ADMM iterations)``: ``solver="admm"`` on 2,000 must-links and 2,000
+  cannot-links drawn from the same labels (the all-pairs set gives the labelled rows
+  thousands of partners each, whose Woodbury solves make an ADMM iteration take
+  minutes), 2.5 iterations after its set-up;
 - ``NPKLCV folds``: precomputed graph, 3 folds over 3 gammas (``cv_tol`` 1e-3), at 30 %
-  of the reference search;
-- ``GeneralizedNystroem``, ``KernelMetricLearner`` (landmarks), ``PSDBoost``: the same
-  data and labels, at half their reference fit.
+  of the reference search (above 2e5 points, where a reference search is long: at the
+  solver row's delay, inside the first fold's fit);
+- ``GeneralizedNystroem``, ``KernelMetricLearner`` (2,500 landmarks), ``PSDBoost`` with
+  ``solver="column-generation"`` (the master LP in HiGHS, the pricing eigen-solves) and
+  ``solver="interior-point"``: the same data and labels, after a warm-up fit on 3,000
+  points (numba compilation), 5 s into the fit (15 s above 2e5 points); the message
+  names the phase the signal landed in.
 
 The graph at 10^6 (``--graph-cache``) is built once with ``psdlearn.graph.knn_laplacian``
 with NPKL's defaults and reused by the precomputed phases. Latencies are single runs on a
@@ -56,6 +66,9 @@ from psdlearn.npkl.gamma import critical_gamma
 
 N_LABELLED = 2000
 RANK = 20
+#: Seconds into the fits of the other estimators at which the signal is sent (three times
+#: this above 2e5 points); the message names the phase it landed in.
+OTHERS_DELAY = 5.0
 
 
 def problem(n):
@@ -107,7 +120,7 @@ def graph_of(n, X, cache):
     return L, seconds
 
 
-def run_size(n, cache, only, log):
+def run_size(n, cache, only, log, save, given_gamma=None):
     X, labels, C = problem(n)
     rows = []
 
@@ -117,6 +130,7 @@ def run_size(n, cache, only, log):
         latency, got, delay = interrupted_fit(fit, delay)
         rows.append({"phase": phase, "n": n, "signal_at_s": delay,
                      "latency_s": latency, "user_got": got})
+        save(rows)  # row by row: a run stopped early keeps what it measured
         log(f"n={n} {phase}: signal at {delay:.1f} s, latency "
             f"{'-' if latency is None else f'{latency:.2f}'} s | {got}")
 
@@ -132,57 +146,85 @@ def run_size(n, cache, only, log):
     record("kNN graph", lambda: pl.NPKL(**base).fit(X, C),
            0.5 * graph_build if graph_build else 20.0)
 
-    start = time.perf_counter()
-    gamma0 = critical_gamma(L, C.pairs, C.signs, "square")
-    gamma_s = time.perf_counter() - start
-    if gamma is None:
-        gamma = 30.0 * gamma0  # gamma="auto" of the margin losses
     pre = {**base, "graph": "precomputed"}
-    record("gamma_0", lambda: pl.NPKL(**pre).fit(L, C), 0.5 * gamma_s)
+    if gamma is None and given_gamma is not None:
+        gamma = given_gamma
+    if gamma is None or not only or "gamma_0" in only:
+        start = time.perf_counter()
+        gamma0 = critical_gamma(L, C.pairs, C.signs, "square")
+        gamma_s = time.perf_counter() - start
+        if gamma is None:
+            gamma = 30.0 * gamma0  # gamma="auto" of the margin losses
+        record("gamma_0", lambda: pl.NPKL(**pre).fit(L, C), 0.5 * gamma_s)
 
-    ref = pl.NPKL(**pre, gamma=gamma, certificate_tol=None, max_iter=3).fit(L, C)
-    sweep = float(np.median(np.diff(ref.time_history_)))
-    record("solver (BCD sweeps)",
-           lambda: pl.NPKL(**pre, gamma=gamma, certificate_tol=None, tol=0.0,
-                           max_iter=100_000).fit(L, C),
-           ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 3.5 * sweep)
+    solver_at = None
+    if not only or {"solver (BCD sweeps)", "NPKLCV folds"} & only:
+        ref = pl.NPKL(**pre, gamma=gamma, certificate_tol=None, max_iter=3).fit(L, C)
+        sweep = float(np.median(np.diff(ref.time_history_)))
+        solver_at = ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 3.5 * sweep
+        record("solver (BCD sweeps)",
+               lambda: pl.NPKL(**pre, gamma=gamma, certificate_tol=None, tol=0.0,
+                               max_iter=100_000).fit(L, C), solver_at)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ref = pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C)
-    solve = ref.fit_time_ - ref.certificate_time_
-    record("certificate", lambda: pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C),
-           ref.graph_time_ + solve + 0.5 * ref.certificate_time_)
+    if not only or "certificate" in only:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C)
+        solve = ref.fit_time_ - ref.certificate_time_
+        record("certificate", lambda: pl.NPKL(**pre, gamma=gamma, max_iter=5).fit(L, C),
+               ref.graph_time_ + solve + 0.5 * ref.certificate_time_)
+
+    if not only or "rank escalation" in only:
+        adaptive = {**pre, "gamma": gamma, "rank": "adaptive", "rank_init": 5, "max_iter": 5}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = pl.NPKL(**adaptive).fit(L, C)
+        solve = ref.fit_time_ - ref.certificate_time_
+        record("rank escalation", lambda: pl.NPKL(**adaptive).fit(L, C),
+               ref.graph_time_ + solve + 0.5 * ref.certificate_time_)
+
+    if not only or "solver (ADMM iterations)" in only:
+        C_admm = pl.PairwiseConstraints.from_labels(labels, n_must=2000, n_cannot=2000,
+                                                    random_state=0)
+        admm = {**pre, "gamma": gamma, "solver": "admm", "certificate_tol": None}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = pl.NPKL(**admm, max_iter=2).fit(L, C_admm)
+        iteration = float(ref.time_history_[-1] - ref.time_history_[-2])
+        record("solver (ADMM iterations)",
+               lambda: pl.NPKL(**admm, tol=0.0, max_iter=100_000).fit(L, C_admm),
+               ref.graph_time_ + ref.fit_time_ - ref.time_history_[-1] + 2.5 * iteration)
 
     cv = {**pre, "gammas": gamma * np.array([0.3, 1.0, 3.0]), "cv": 3}
     if not only or "NPKLCV folds" in only:
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pl.NPKLCV(**cv).fit(L, C)
-        cv_s = time.perf_counter() - start
-        record("NPKLCV folds", lambda: pl.NPKLCV(**cv).fit(L, C), 0.3 * cv_s)
+        if n <= 200_000:
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pl.NPKLCV(**cv).fit(L, C)
+            cv_delay = 0.3 * (time.perf_counter() - start)
+        else:
+            cv_delay = solver_at
+        record("NPKLCV folds", lambda: pl.NPKLCV(**cv).fit(L, C), cv_delay)
 
     others = {
-        "GeneralizedNystroem": lambda: pl.GeneralizedNystroem(random_state=0).fit(X, labels),
-        "KernelMetricLearner": lambda: pl.KernelMetricLearner(
-            n_landmarks=N_LABELLED + 500, random_state=0).fit(X, labels),
-        "PSDBoost": lambda: pl.PSDBoost(random_state=0).fit(X, labels),
+        "GeneralizedNystroem": lambda X, y: pl.GeneralizedNystroem(random_state=0).fit(X, y),
+        "KernelMetricLearner": lambda X, y: pl.KernelMetricLearner(
+            n_landmarks=N_LABELLED + 500, random_state=0).fit(X, y),
+        "PSDBoost (column generation)": lambda X, y: pl.PSDBoost(
+            solver="column-generation", random_state=0).fit(X, y),
+        "PSDBoost (interior point)": lambda X, y: pl.PSDBoost(
+            solver="interior-point", random_state=0).fit(X, y),
     }
+    X_small, labels_small, _ = problem(N_LABELLED + 1_000)
     for name, fit in others.items():
         if only and name not in only:
             continue
-        start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fit()
-        seconds = time.perf_counter() - start
-        if seconds < 1.0:
-            rows.append({"phase": name, "n": n, "signal_at_s": None, "latency_s": None,
-                         "user_got": f"whole fit {seconds:.2f} s: below a second"})
-            log(f"n={n} {name}: fit {seconds:.2f} s")
-            continue
-        record(name, fit, 0.5 * seconds)
+            fit(X_small, labels_small)  # numba compiles on the first fit of a process
+        record(name, lambda fit=fit: fit(X, labels),
+               OTHERS_DELAY if n <= 200_000 else 3 * OTHERS_DELAY)
     return rows
 
 
@@ -191,14 +233,22 @@ def main():
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--graph-cache", default=None, help="directory for the 10^6 graph")
     ap.add_argument("--only", nargs="*", default=None, help="phases to run")
+    ap.add_argument("--gamma", type=float, default=None,
+                    help="gamma of the precomputed phases above 2e5 points (default: 30 "
+                         "gamma_0, computed)")
+    ap.add_argument("--table-only", action="store_true",
+                    help="only write the table of the sizes measured so far")
     args = ap.parse_args()
     # a background shell may start Python with SIGINT ignored: make it KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    for n in args.sizes:
+    for n in [] if args.table_only else args.sizes:
         load = os.getloadavg()[0]
-        rows = run_size(n, args.graph_cache, set(args.only or ()), print)
-        (RESULTS / f"interrupt_latency_n{n}.json").write_text(json.dumps(
-            {"rows": rows, "load": load_note(load)}, indent=2, default=float))
+
+        def save(rows, n=n, load=load):
+            (RESULTS / f"interrupt_latency_n{n}.json").write_text(json.dumps(
+                {"rows": rows, "load": load_note(load)}, indent=2, default=float))
+
+        save(run_size(n, args.graph_cache, set(args.only or ()), print, save, args.gamma))
     rows, loads = [], []
     for path in sorted(RESULTS.glob("interrupt_latency_n*.json"),
                        key=lambda p: int(p.stem.rsplit("n", 1)[1])):
@@ -210,6 +260,10 @@ def main():
         "kept) or raising (KeyboardInterrupt, estimator unchanged); single runs.",
         "The precomputed phases at 10^6 use the kNN Laplacian built once with "
         "psdlearn.graph.knn_laplacian (NPKL's defaults), not a fresh build per run.",
+        "The machine is shared: the load of each size (1-minute load average, which counts "
+        "every job on it, the sizes run at the same time in separate processes included) "
+        "is on its line below; a loaded machine stretches each compiled call and so each "
+        "latency.",
         *loads,
     ]
     write_results("interrupt_latency", ["phase", "n", "signal_at_s", "latency_s", "user_got"],

@@ -197,6 +197,27 @@ def test_solver_keeps_the_last_sweep(monkeypatch, graph_problem):
     assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
 
 
+def test_solver_keeps_a_partial_sweep_with_its_objective(monkeypatch, graph_problem):
+    """The signal lands between two bounded calls of a sweep: the kept iterate has some
+    rows updated, and its recorded objective (the last sweep's plus the exact changes of
+    the rows done, no pass over the graph after the stop) is its objective."""
+    from psdlearn.npkl import _blocks
+
+    _, _, C, L = graph_problem
+    monkeypatch.setattr(_blocks, "CALL_WORK", 1.0)  # calls of 64 rows
+    interrupter = Interrupter(after=150)  # in the third sweep or so
+    for name in ("sweep_unconstrained", "_sweep_part_slices"):
+        monkeypatch.setattr(_blocks, name, interrupter.wrap(getattr(_blocks, name)))
+    model = pl.NPKL(loss="square", rank=5, gamma=100.0, graph="precomputed", tol=0.0,
+                    max_iter=10**6, certificate_tol=None, random_state=0,
+                    solver_options={"multilevel": False})
+    with pytest.warns(FitInterruptedWarning, match="in the bcd solver"):
+        latency, error = interrupter.run(lambda: model.fit(L, C))
+    assert error is None and latency < LATENCY
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+    assert model.objective_history_[-1] <= model.objective_history_[-2]
+
+
 def test_certificate_keeps_the_solution(monkeypatch, graph_problem):
     from psdlearn.npkl import escalation
 
@@ -298,6 +319,243 @@ def test_kernel_metric_learner_eigen_solve(monkeypatch):
     model = pl.KernelMetricLearner(kernel_gamma=0.1)
     fresh = copy.deepcopy(model)
     latency, error = interrupter.run(lambda: model.fit(X, labels))
+    assert error is not None and latency < LATENCY
+    assert "KernelMetricLearner.fit interrupted in the kernel eigen-solve" in str(error)
+    _assert_unchanged(model, fresh)
+
+
+# ------------------------------------------------------------------ NPKL: other solvers
+def _admm_problem(n=3_000):
+    X, labels, _ = _gaussians(n, 200)
+    C = pl.PairwiseConstraints.from_labels(labels, n_must=300, n_cannot=300, random_state=0)
+    L = pl.graph.knn_laplacian(X, n_neighbors=10, random_state=0)
+    return L, C
+
+
+def test_admm_blocked_half_steps_are_the_half_steps(monkeypatch):
+    """A half step cut into many bounded calls gives the one-call result (rows are
+    independent), to rounding."""
+    from psdlearn.npkl import _admm_kernels, _blocks
+    from psdlearn.npkl.problem import NPKLProblem
+
+    L, C = _admm_problem(2_000)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 3.0)
+    Lp, Li, Lx = L.indptr.astype(np.int64), L.indices.astype(np.int64), L.data
+    Tp, Ti, Tt = problem.ordered_targets()
+    rng = np.random.default_rng(0)
+    S, own, lam = (rng.standard_normal((2_000, 4)) for _ in range(3))
+    monkeypatch.setattr(_blocks, "PARALLEL_MIN_WORK", 20_000)  # many calls of few rows
+    step = _blocks.BlockedHalfStep(Lp, Tp, 4)
+    assert len(step.calls) > 5
+    for finish in (False, True):
+        X1, X2 = np.zeros((2_000, 4)), np.zeros((2_000, 4))
+        lam1, lam2 = lam.copy(), lam.copy()
+        sums1 = step(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam1, 1.0, 100.0, 3.0, X1, finish)
+        sums2 = _admm_kernels.half_step_serial(Lp, Li, Lx, Tp, Ti, Tt, S, own, lam2, 1.0, 100.0,
+                                               3.0, X2, finish)
+        assert np.array_equal(X1, X2) and np.array_equal(lam1, lam2)
+        assert np.allclose(sums1, sums2, rtol=1e-12, atol=0)
+
+
+def test_admm_keeps_the_last_complete_iteration(monkeypatch):
+    """The signal lands inside a half step (a bounded call of it): the kept V, U and Lambda
+    are those of the last complete iteration, whose objective was recorded."""
+    from psdlearn.npkl import _blocks
+
+    L, C = _admm_problem()
+    monkeypatch.setattr(_blocks, "PARALLEL_MIN_WORK", 200_000)  # half steps of many calls
+    interrupter = Interrupter(after=25)  # inside the third iteration or later
+    monkeypatch.setattr(_blocks, "_half_step_chunks",
+                        interrupter.wrap(_blocks._half_step_chunks))
+    model = pl.NPKL(loss="square", rank=5, gamma=10.0, graph="precomputed", solver="admm",
+                    tol=0.0, max_iter=10**6, certificate_tol=None, random_state=0)
+    with pytest.warns(FitInterruptedWarning, match=r"in the admm solver after \d+ complete "
+                      "iterations"):
+        latency, error = interrupter.run(lambda: model.fit(L, C))
+    assert error is None and latency < LATENCY
+    assert model.converged_ is False and 1 <= model.n_iter_ < 10**6
+    assert len(model.objective_history_) == model.n_iter_ + 1
+    assert len(model.primal_residual_history_) == model.n_iter_
+    # a half-updated V would not have the recorded objective
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+
+
+def test_mfpc_keeps_the_last_step(monkeypatch):
+    from psdlearn.npkl import mfpc
+
+    L, C = _admm_problem(1_000)
+    interrupter = Interrupter(after=20)
+    monkeypatch.setattr(mfpc, "psd_projection", interrupter.wrap(mfpc.psd_projection))
+    model = pl.NPKL(loss="square", rank=10, gamma=1.0, graph="precomputed", solver="mfpc",
+                    tol=0.0, max_iter=10**6, random_state=0)
+    with pytest.warns(FitInterruptedWarning, match="in the mfpc solver after"):
+        latency, error = interrupter.run(lambda: model.fit(L, C))
+    assert error is None and latency < LATENCY
+    assert model.converged_ is False and 5 <= model.n_iter_ < 10**6
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+
+
+def test_simplenpkl_keeps_the_last_step(monkeypatch):
+    from psdlearn.npkl import _rounds
+
+    X, _, C = _gaussians(300, 60)
+    interrupter = Interrupter(after=3)
+    interrupter.on_progress(monkeypatch, _rounds)
+    model = pl.NPKL(loss="square", rank=5, gamma=1.0, solver="simplenpkl", tol=0.0,
+                    max_iter=10**6, random_state=0)
+    with pytest.warns(FitInterruptedWarning, match="in the simplenpkl solver after"):
+        latency, error = interrupter.run(lambda: model.fit(X, C))
+    assert error is None and latency < LATENCY
+    assert model.converged_ is False and 3 <= model.n_iter_ < 10**6
+
+
+# ------------------------------------------------------------------ rank="adaptive" rounds
+def _blobs(n=1_500, n_labelled=200):
+    """Six classes in 10-d: rank="adaptive" grows the rank from 1 (to 5)."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n, n_features=10, centers=6, random_state=0)
+    labels = np.full(n, -1)
+    idx = np.random.default_rng(0).choice(n, n_labelled, replace=False)
+    labels[idx] = y[idx]
+    return X, pl.PairwiseConstraints.from_labels(labels, random_state=0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_escalation_keeps_the_round_it_grows(monkeypatch):
+    """A Ctrl-C in the line search along the new columns keeps the round's iterate."""
+    from psdlearn.npkl import escalation
+
+    X, C = _blobs()
+    interrupter = Interrupter()
+    monkeypatch.setattr(escalation, "minimize_scalar", interrupter.wrap(
+        escalation.minimize_scalar))
+    model = pl.NPKL(loss="square", rank="adaptive", rank_init=1, random_state=0)
+    with pytest.warns(FitInterruptedWarning, match="in the duality certificate or rank "
+                      "escalation"):
+        latency, error = interrupter.run(lambda: model.fit(X, C))
+    assert error is None and latency < LATENCY
+    assert model.embedding_.shape == (1_500, 1) and model.converged_ is False
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_interrupt_in_a_later_round_keeps_its_last_sweep(monkeypatch):
+    """The signal lands in the sweeps of the round after an escalation: the fit keeps
+    that round's last sweep, at the grown rank."""
+    from dataclasses import replace
+
+    from psdlearn.npkl import bcd
+    from psdlearn.npkl.solvers import NPKL_SOLVERS
+
+    X, C = _blobs()
+    spec, rounds = NPKL_SOLVERS["bcd"], []
+    interrupter = Interrupter(after=2)  # the second sweep of the second round
+
+    def solve(problem, E0, options):
+        rounds.append(E0 is not None and E0.shape[1])
+        return spec.solve(problem, E0, options)
+
+    def sweep(*args, **kwargs):
+        if rounds[-1] > 1:  # a round after an escalation
+            interrupter.tick()
+        return run_sweep(*args, **kwargs)
+
+    run_sweep = bcd.BlockedPass.constrained
+    monkeypatch.setattr(bcd.BlockedPass, "constrained", sweep)
+    monkeypatch.setitem(NPKL_SOLVERS._specs, "bcd", replace(spec, solve=solve))
+    model = pl.NPKL(loss="square", rank="adaptive", rank_init=1, tol=1e-12, max_iter=10**5,
+                    random_state=0, solver_options={"multilevel": False})
+    with pytest.warns(FitInterruptedWarning, match="in the bcd solver"):
+        latency, error = interrupter.run(lambda: model.fit(X, C))
+    assert error is None and latency < LATENCY
+    assert len(rounds) >= 2 and model.embedding_.shape[1] > 1 and model.converged_ is False
+    assert model.objective() == pytest.approx(model.objective_history_[-1], rel=1e-9)
+
+
+# ------------------------------------------------------------------ PSDBoost, KML
+def test_psdboost_column_generation_master_lp(monkeypatch):
+    """The signal lands during a simplex run of the master LP (HiGHS): HiGHS stops at its
+    next iteration (user interrupt) and the fit keeps the last complete master solve."""
+    import highspy
+
+    from psdlearn.psdboost import _master
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 20))
+    T = pl.triplets_from_labels(X, rng.integers(0, 3, 300), n_triplets=2_000, random_state=0)
+    interrupter = Interrupter(after=300)  # HiGHS calls back at every simplex iteration
+    Master = _master.RestrictedMaster
+    monkeypatch.setattr(Master, "_on_callback", interrupter.wrap(Master._on_callback))
+    statuses, solve_lp = [], Master._solve_lp
+
+    def recorded(self):
+        try:
+            return solve_lp(self)
+        finally:
+            statuses.append(self.h.getModelStatus())
+
+    monkeypatch.setattr(Master, "_solve_lp", recorded)
+    model = pl.PSDBoost(solver="column-generation", tol=1e-12, max_iter=10**4,
+                        random_state=0)
+    with pytest.warns(FitInterruptedWarning, match=r"in the column-generation solver after "
+                      r"\d+ complete master solves"):
+        latency, error = interrupter.run(lambda: model.fit(X, pl.Triplets(T)))
+    assert error is None and latency < LATENCY
+    assert statuses[-1] == highspy.HighsModelStatus.kInterrupt  # stopped inside the LP
+    assert model.converged_ is False and model.n_iter_ >= 1
+    assert np.all(np.linalg.eigvalsh(model.metric_) > -1e-10)
+
+
+def test_kernel_metric_learner_reweighting(monkeypatch):
+    """The signal lands in a later repetition: the fit keeps the last complete one."""
+    from psdlearn.kml import estimator
+
+    X, labels, _ = _gaussians(3_000, 300)
+    interrupter = Interrupter(after=3)  # the first block of the second repetition (of two)
+    interrupter.on_progress(monkeypatch, estimator)
+    model = pl.KernelMetricLearner(kernel_gamma=0.1, n_landmarks=500, n_iter=1_000,
+                                   random_state=0)
+    with pytest.warns(FitInterruptedWarning, match=r"in the reweighting and landmark weights "
+                      r"after \d+ complete repetitions"):
+        latency, error = interrupter.run(lambda: model.fit(X, labels))
+    assert error is None and latency < LATENCY
+    assert 1 <= model.n_iter_ < 1_000 and model.converged_ is False
+    assert len(model.objective_history_) == model.n_iter_
+    assert np.all(np.isfinite(model.embedding_))
+
+
+def test_kernel_metric_learner_dense_eigen_solve_in_a_worker(monkeypatch):
+    """The dense eigendecomposition (rank=None) is one LAPACK call: it runs in a worker
+    thread, so Ctrl-C acts while it runs. Here a compiled loop that never looks at signals
+    stands in for it (it would hold the main thread for seconds)."""
+    from numba import njit
+
+    @njit(nogil=True, cache=False)
+    def spin(stop, limit):
+        count = 0
+        while stop[0] == 0 and count < limit:
+            count += 1
+        return count
+
+    stop = np.zeros(1, dtype=np.int64)
+    spin(np.ones(1, dtype=np.int64), 1)  # compiled before the fit
+    interrupter = Interrupter()
+    eigh = np.linalg.eigh
+
+    def slow_eigh(K):
+        interrupter.tick()
+        spin(stop, 10**10)  # seconds: a long LAPACK call
+        return eigh(K)
+
+    X, labels, _ = _gaussians(300, 100)
+    monkeypatch.setattr(np.linalg, "eigh", slow_eigh)
+    model = pl.KernelMetricLearner(kernel_gamma=0.1, rank=None)
+    fresh = copy.deepcopy(model)
+    try:
+        latency, error = interrupter.run(lambda: model.fit(X, labels))
+    finally:
+        stop[0] = 1  # end the stand-in left running in the worker
     assert error is not None and latency < LATENCY
     assert "KernelMetricLearner.fit interrupted in the kernel eigen-solve" in str(error)
     _assert_unchanged(model, fresh)

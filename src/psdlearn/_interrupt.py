@@ -23,15 +23,23 @@ it was) when the interrupt escapes. A solver loop that holds a complete iterate 
 interrupt itself and returns that iterate; the estimator then keeps it and warns with
 :class:`psdlearn._progress.FitInterruptedWarning` naming the phase
 (:func:`psdlearn._progress.warn_interrupted`).
+
+A single compiled call that cannot be cut into blocks (a dense LAPACK eigendecomposition)
+runs under :func:`interruptible`: in a worker thread, the main thread waiting for it in
+slices of a tenth of a second, so Ctrl-C still acts at once. A compiled solver that polls
+a flag through a callback (HiGHS) runs under :func:`deferred_interrupt`, which turns the
+signal into that flag and raises the interrupt when the solver has stopped.
 """
 
 from __future__ import annotations
 
 import contextvars
+import signal
+import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["Phase", "current_phase", "fitting", "phase"]
+__all__ = ["Phase", "current_phase", "deferred_interrupt", "fitting", "interruptible", "phase"]
 
 _CURRENT = contextvars.ContextVar("psdlearn_phase", default=None)
 
@@ -137,3 +145,80 @@ def fitting(estimator, method="fit"):
         raise
     finally:
         _FITTING.reset(token)
+
+
+#: Seconds between two looks of the main thread at a pending Ctrl-C in :func:`interruptible`.
+POLL_SECONDS = 0.1
+
+
+def interruptible(func, *args, **kwargs):
+    """``func(*args, **kwargs)``, answering Ctrl-C within :data:`POLL_SECONDS` even when it
+    is one long compiled call.
+
+    The call runs in a worker thread; the main thread waits in short slices, during which
+    Python sees the signal. A compiled call cannot be stopped, so after an interrupt the
+    worker finishes in the background (its CPU time is spent) and its result is dropped.
+    Only worth it for calls that release the GIL (``numpy.linalg.eigh`` does,
+    ``scipy.linalg.eigh`` does not); off the main thread, where no Ctrl-C arrives, the
+    call runs directly.
+
+    Returns
+    -------
+    The value of ``func``; its exception is raised as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return func(*args, **kwargs)
+    done = {}
+
+    def work():
+        try:
+            done["value"] = func(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=work, name="psdlearn-interruptible", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(POLL_SECONDS)  # a wait that a signal interrupts
+    if "error" in done:
+        raise done["error"]
+    return done["value"]
+
+
+class _Pending:
+    """Whether a Ctrl-C arrived (:func:`deferred_interrupt`)."""
+
+    def __init__(self):
+        self.pending = False
+
+
+@contextmanager
+def deferred_interrupt():
+    """Record Ctrl-C in a flag during the block, raise ``KeyboardInterrupt`` at its end.
+
+    For a compiled solver that calls back into Python and can stop itself cleanly (HiGHS's
+    user interrupt): raising inside its callback would throw through compiled code, so
+    the callback reads ``flag.pending`` and asks the solver to stop; the interrupt is
+    raised once the solver has returned. Off the main thread, or where SIGINT has a
+    handler other than Python's default, the block runs unchanged (the flag stays down).
+
+    Yields
+    ------
+    flag : object with a bool attribute ``pending``
+    """
+    flag = _Pending()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield flag
+        return
+
+    def record(signum, frame):
+        flag.pending = True
+
+    previous = signal.signal(signal.SIGINT, record)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if flag.pending:
+        raise KeyboardInterrupt

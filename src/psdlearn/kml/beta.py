@@ -22,8 +22,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
+
+from psdlearn._interrupt import interruptible
 
 __all__ = ["EIGEN_RTOL", "centered_eigenpairs", "optimal_beta", "participation_ratio"]
 
@@ -90,8 +91,8 @@ def centered_eigenpairs(Kc, rank=None, *, n_components=_UNSET):
         # a fixed start vector: the Lanczos result must not depend on a hidden seed
         v0 = np.random.default_rng(0).standard_normal(n)
         vals, vecs = eigsh(Kc, k=int(rank), which="LA", v0=v0)
-    else:
-        vals, vecs = eigh(Kc)
+    else:  # numpy's eigh releases the GIL: a Ctrl-C acts during it (interruptible)
+        vals, vecs = interruptible(np.linalg.eigh, Kc)
     order = np.argsort(vals)[::-1]
     vals, vecs = vals[order], vecs[:, order]
     if rank is not None:

@@ -40,8 +40,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from psdlearn._interrupt import phase
 from psdlearn._solver import SolverResult
-from psdlearn.npkl import _admm_kernels as K
+from psdlearn.npkl._blocks import BlockedHalfStep
 from psdlearn.npkl.losses import LOSS_TABLE
 
 __all__ = ["ADMM_LOSSES", "fit_admm", "solve_admm"]
@@ -123,9 +124,9 @@ def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=
         ``embedding``: ``V`` at the last iteration (the paper's output ``K = V^T V``);
         ``multipliers``: ``Lambda``; ``objective_history`` (ndarray): ``problem.objective(V)``
         at the start and after every iteration; ``time_history`` (ndarray): cumulative
-        seconds aligned with it; ``interrupted``: a KeyboardInterrupt (``embedding`` is
-        then the ``V`` of the last completed half-step and the last history entry its
-        objective) or the callback stopped the iterations. ``info``: ``U`` (the second
+        seconds aligned with it; ``interrupted``: a KeyboardInterrupt (``V``, ``U`` and
+        ``Lambda`` are then those of the last complete iteration, whose objective ends
+        the history) or the callback stopped the iterations. ``info``: ``U`` (the second
         factor; ``||V - U||_F`` is the last primal residual),
         ``primal_residual_history`` and ``dual_residual_history`` (ndarrays of
         ``||V_k - U_k||_F`` and ``rho ||V_k - V_{k-1}||_F``, eq. 14) and ``rho_history``
@@ -150,41 +151,52 @@ def solve_admm(problem, V0, U0=None, lam0=None, *, rho=100.0, max_iter=500, tol=
                                                      L.indices.astype(np.int64), L.data))
     Tp, Ti, Tt = work.ordered_targets()
     gamma = float(problem.gamma)
-    work_size = (len(Li) + len(Ti)) * V.shape[1]
-    step = K.half_step if work_size >= K.PARALLEL_MIN_WORK else K.half_step_serial
+    step = BlockedHalfStep(Lp, Tp, V.shape[1])
 
     objective = [float(work.objective(V))]
     times = [0.0]
-    primal_hist, dual_hist, rho_hist = [], [], []
+    records = []  # (rho, primal, dual, objective, seconds) of each complete iteration
     converged = False
     start = time.perf_counter()
     k = 0
     interrupted = False
+    # Each half step writes into a spare array, swapped in once complete: a Ctrl-C (seen
+    # between the bounded calls of BlockedHalfStep) leaves V, U and Lambda of the last
+    # complete iteration, whose objective is already recorded.
+    spare_V, spare_U, spare_lam = np.empty_like(V), np.empty_like(U), np.empty_like(lam)
+    swapped = (0, 0)  # (iteration, half steps of it swapped in)
     try:
         for k in range(1, max_iter + 1):
-            change, size, _, _, _ = step(Lp, Li, Lx, Tp, Ti, Tt, U, U, lam, -1.0, rho, gamma, V,
-                                         False)
-            _, _, primal2, smooth, fit = step(Lp, Li, Lx, Tp, Ti, Tt, V, V, lam, 1.0, rho, gamma,
-                                              U, True)
+            np.copyto(spare_V, V)
+            change, size, _, _, _ = step(Lp, Li, Lx, Tp, Ti, Tt, U, U, lam, -1.0, rho, gamma,
+                                         spare_V, False)
+            V, spare_V, swapped = spare_V, V, (k, 1)
+            np.copyto(spare_U, U)
+            np.copyto(spare_lam, lam)
+            _, _, primal2, smooth, fit = step(Lp, Li, Lx, Tp, Ti, Tt, V, V, spare_lam, 1.0, rho,
+                                              gamma, spare_U, True)
+            U, lam, spare_U, spare_lam, swapped = spare_U, spare_lam, U, lam, (k, 2)
             primal = float(np.sqrt(primal2))
             dual = rho * float(np.sqrt(change))
-            rho_hist.append(rho)
-            primal_hist.append(primal)
-            dual_hist.append(dual)
-            objective.append(smooth + 0.5 * gamma * fit)
-            times.append(time.perf_counter() - start)
-            stop = callback is not None and callback(k, V, objective[-1]) is True
+            records.append((rho, primal, dual, smooth + 0.5 * gamma * fit,
+                            time.perf_counter() - start))
+            stop = callback is not None and callback(k, V, records[-1][3]) is True
             converged, done, rho = end_of_iteration(primal, dual, rho, size, tol,
                                                     adaptive_rho, stop)
             if done:
                 interrupted = not converged
                 break
     except KeyboardInterrupt:
-        # the compiled half-steps finish before Python sees the signal: V is complete
         interrupted, converged = True, False
-        del objective[k:], times[k:], primal_hist[k - 1:], dual_hist[k - 1:], rho_hist[k - 1:]
-        objective.append(float(work.objective(V)))
-        times.append(time.perf_counter() - start)
+        if swapped[0] > len(records):  # undo the half steps of the unrecorded iteration
+            if swapped[1] == 2:
+                U, lam = spare_U, spare_lam
+            V = spare_V
+        k = len(records)
+    rho_hist, primal_hist, dual_hist, values, seconds = (
+        np.array(records).reshape(-1, 5).T.tolist())
+    objective += values
+    times += seconds
     if inv is not None:
         V, U, lam = V[inv], U[inv], lam[inv]
     return SolverResult(
@@ -241,9 +253,13 @@ def fit_admm(problem, E0, options):
     if params["init"] == "bcd" and fresh:
         square = NPKLProblem(problem.laplacian, problem.pairs, problem.signs, "square",
                              problem.gamma)
-        V0 = solve_bcd(square, V0, max_iter=options.max_iter, tol=max(options.tol, 1e-3),
-                       random_state=options.random_state,
-                       omega=relaxation_factor(problem.laplacian, params["omega"])).embedding
+        with phase("the BCD start (init='bcd')"):
+            start = solve_bcd(square, V0, max_iter=options.max_iter,
+                              tol=max(options.tol, 1e-3), random_state=options.random_state,
+                              omega=relaxation_factor(problem.laplacian, params["omega"]))
+            if start.interrupted:  # a Ctrl-C in the start: no ADMM iterate to keep yet
+                raise KeyboardInterrupt
+        V0 = start.embedding
     res = solve_admm(problem, V0, U0, lam0, rho=rho0, max_iter=options.max_iter,
                      tol=tol, reorder=False, callback=options.callback)
     kept = ((res.U, res.multipliers, float(res.rho_history[-1]))

@@ -434,9 +434,9 @@ def solve_bcd(
     interrupted = False
     try:
         for n_iter in range(1, max_iter + 1):
+            acc[:] = 0.0  # first, before any call: a Ctrl-C reads this sweep's sums
             order = rng.permutation(constrained)
             t0 = time.perf_counter()
-            acc[:] = 0.0
             # in calls of bounded time, so that a Ctrl-C acts promptly (npkl._blocks)
             change = blocked.constrained(
                 K.sweep_constrained, order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, inner_loss,
@@ -449,6 +449,7 @@ def solve_bcd(
                     change += blocked.unconstrained(E, Lp, Li, Lx, diag, radius, split_accs,
                                                     omega)
                     acc += split_accs.sum(axis=0)
+                    split_accs[:] = 0.0  # folded into acc (no call in between)
                 elif unconstrained == "sequential":
                     change += blocked.unconstrained(E, Lp, Li, Lx, diag, radius, acc, omega)
                 else:
@@ -484,8 +485,12 @@ def solve_bcd(
     except KeyboardInterrupt:
         # numba kernels finish before Python sees the signal: E holds complete row updates
         interrupted, converged = True, False
-        del history[n_iter:], surrogate[n_iter:], times[n_iter:]
-        obj, sur = exact_objectives()
+        del history[max(n_iter, 1):], surrogate[max(n_iter, 1):], times[max(n_iter, 1):]
+        if block_pass:
+            obj, sur = exact_objectives()
+        else:  # the sweep's exact changes so far: no pass over the graph after the stop
+            done = acc + (split_accs.sum(axis=0) if split is not None else 0.0)
+            obj, sur = history[-1] + float(done[0]), surrogate[-1] + float(done[1])
         history.append(obj)
         surrogate.append(sur)
         times.append(elapsed)

@@ -144,7 +144,8 @@ def solve_mfpc(problem, rank, *, max_iter=1000, tol=1e-6, basis=None, random_sta
         Seeds the power iteration for the step.
     callback : callable, optional
         ``callback(it, U, objective)`` after every step; returning ``True`` stops the steps
-        there (``interrupted=True``).
+        there (``interrupted=True``), as does a Ctrl-C (``KeyboardInterrupt``), which keeps
+        the last complete step.
 
     Returns
     -------
@@ -190,28 +191,34 @@ def _iterate(Lam, op, targets, gamma, step, rank, max_iter, tol, callback, t0):
     _, value = mfpc_gradient(U, Lam, op, targets, gamma)
     history, times = [value], [time.perf_counter() - t0]
     converged, stopped, residual, it = False, False, np.inf, 0
-    for it in range(1, max_iter + 1):
-        grad_Y, _ = mfpc_gradient(Y, Lam, op, targets, gamma)
-        U_new = psd_projection(Y - step * grad_Y)
-        grad_U, value = mfpc_gradient(U_new, Lam, op, targets, gamma)
-        theta_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * theta * theta))
-        if value > history[-1]:
-            # adaptive restart: drop the momentum when the objective goes up
-            Y, theta = U_new, 1.0
-        else:
-            Y = U_new + ((theta - 1.0) / theta_new) * (U_new - U)
-            theta = theta_new
-        U = U_new
-        history.append(value)
-        times.append(time.perf_counter() - t0)
-        stop = callback is not None and callback(it, U, value) is True
-        residual = np.linalg.norm(U - psd_projection(U - step * grad_U)) / step
-        if residual <= tol * (1.0 + np.linalg.norm(grad_U)):
-            converged = True
-            break
-        if stop:
-            stopped = True
-            break
+    kept = (U, 0)  # the last step whose objective is recorded: what a Ctrl-C leaves
+    try:
+        for it in range(1, max_iter + 1):
+            grad_Y, _ = mfpc_gradient(Y, Lam, op, targets, gamma)
+            U_new = psd_projection(Y - step * grad_Y)
+            grad_U, value = mfpc_gradient(U_new, Lam, op, targets, gamma)
+            theta_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * theta * theta))
+            if value > history[-1]:
+                # adaptive restart: drop the momentum when the objective goes up
+                Y, theta = U_new, 1.0
+            else:
+                Y = U_new + ((theta - 1.0) / theta_new) * (U_new - U)
+                theta = theta_new
+            U = U_new
+            history.append(value)
+            times.append(time.perf_counter() - t0)
+            kept = (U, it)
+            stop = callback is not None and callback(it, U, value) is True
+            residual = np.linalg.norm(U - psd_projection(U - step * grad_U)) / step
+            if residual <= tol * (1.0 + np.linalg.norm(grad_U)):
+                converged = True
+                break
+            if stop:
+                stopped = True
+                break
+    except KeyboardInterrupt:
+        (U, it), stopped, converged = kept, True, False
+        del history[it + 1:], times[it + 1:]
     return U, it, converged, stopped, residual, history, times
 
 

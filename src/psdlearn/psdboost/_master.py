@@ -39,6 +39,8 @@ import math
 import highspy
 import numpy as np
 
+from psdlearn._interrupt import deferred_interrupt
+
 __all__ = ["RestrictedMaster"]
 
 #: A triplet outside the model is violated when its margin is below ``rho`` by more than
@@ -85,6 +87,11 @@ class RestrictedMaster:
         h.addCols(1, np.ones(1), np.full(1, -inf), np.full(1, inf), 0,
                   np.zeros(1, np.int32), np.empty(0, np.int32), np.empty(0))
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        # Ctrl-C stops the simplex between two iterations (HiGHS's user interrupt,
+        # polled through this callback); _run raises it once HiGHS has returned
+        self._interrupt = None
+        h.setCallback(self._on_callback, None)
+        h.startCallback(highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt)
         self.h = h
         self.coefficients = np.empty((self.t, 0))
         self.rows = []
@@ -180,7 +187,18 @@ class RestrictedMaster:
         z = np.asarray(sol.col_dual)[self._theta_cols]
         return np.flatnonzero((x <= 0) & (z < -1e-9 * max(1.0, np.abs(z).max())))
 
+    def _on_callback(self, callback_type, message, data_out, data_in, user_data):
+        """HiGHS's simplex-interrupt callback: stop when a Ctrl-C is pending."""
+        if self._interrupt is not None and self._interrupt.pending and data_in is not None:
+            data_in.user_interrupt = True
+
     def _run(self):
+        """:meth:`_solve_lp` with Ctrl-C stopping the simplex (``KeyboardInterrupt`` once
+        HiGHS has returned)."""
+        with deferred_interrupt() as self._interrupt:
+            return self._solve_lp()
+
+    def _solve_lp(self):
         """Optimize from the current basis; return the simplex iterations.
 
         Near a zero optimum HiGHS can end its cleanup with small dual infeasibilities and
@@ -195,19 +213,23 @@ class RestrictedMaster:
         """
         h = self.h
         optimal = highspy.HighsModelStatus.kOptimal
+
+        def retry():  # not optimal, and not stopped by a Ctrl-C
+            return h.getModelStatus() != optimal and not self._interrupt.pending
+
         h.run()
         iterations = int(h.getInfo().simplex_iteration_count)
-        if h.getModelStatus() != optimal:
+        if retry():
             h.run()
             iterations += int(h.getInfo().simplex_iteration_count)
-        if h.getModelStatus() != optimal:
+        if retry():
             h.clearSolver()
             h.setOptionValue("simplex_strategy", _DUAL_SIMPLEX)
             h.run()
             iterations += int(h.getInfo().simplex_iteration_count)
             h.setOptionValue("simplex_strategy", _PRIMAL_SIMPLEX)
         status = h.getModelStatus()
-        if status != optimal:
+        if retry():
             raise RuntimeError(f"HiGHS did not solve the restricted master: "
                                f"{h.modelStatusToString(status)}.")
         return iterations
