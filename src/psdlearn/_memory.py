@@ -144,7 +144,9 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
         "solve": {**base, "Laplacian": laplacian,
                   "reordered Laplacian": laplacian if solver == "bcd" else 0,
-                  "embedding": 2 * f * n * r},
+                  "embedding": 2 * f * n * r,
+                  # ADMM writes each half step into spare arrays, swapped in when complete
+                  "spare half-step arrays": 3 * f * n * r if solver == "admm" else 0},
     }
     if certificate:
         # the SVD of E (its copy and U), then the Lanczos run on the dual matrix with U kept
