@@ -301,8 +301,9 @@ def test_generalized_nystroem_dictionary_solves(monkeypatch):
     interrupter = Interrupter(after=3)
     interrupter.on_progress(monkeypatch, estimator)
     # verbose: the iterations of the final solve report to the bar (on stderr)
-    model = pl.GeneralizedNystroem(n_landmarks=100, max_iter=10**5, tol=1e-14, verbose=1,
-                                   random_state=0)
+    # a tiny lambda and tol=0: an ill-conditioned solve that runs for many iterations
+    model = pl.GeneralizedNystroem(n_landmarks=100, lambdas=[1e-7], max_iter=10**5, tol=0.0,
+                                   verbose=1, random_state=0)
     with pytest.warns(FitInterruptedWarning, match="in the dictionary solves"):
         latency, error = interrupter.run(lambda: model.fit(X, labels))
     assert error is None and latency < LATENCY
