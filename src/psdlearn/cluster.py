@@ -21,7 +21,6 @@ from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
-from psdlearn._constraint_checks import ConstraintConflictWarning
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 
@@ -53,7 +52,7 @@ def kernel_kmeans(E, n_clusters, n_init=20, random_state=None):
     return km.fit_predict(E).astype(np.int64)
 
 
-def constraint_units(y, n_samples):
+def constraint_units(y, n_samples, *, check_conflicts=True):
     """Must-link units and the cannot-links between them, read from side information.
 
     Parameters
@@ -61,6 +60,8 @@ def constraint_units(y, n_samples):
     y : PairwiseConstraints, Triplets, array-like or None
         Side information as :meth:`ConstrainedClustering.fit` takes it.
     n_samples : int
+    check_conflicts : bool, default=True
+        Warn of cannot-links inside must-link components (:func:`check_side_info`).
 
     Returns
     -------
@@ -74,7 +75,7 @@ def constraint_units(y, n_samples):
         Cannot-links inside one unit (contradicting the must-links); they are dropped.
     """
     side = check_side_info(y, n_samples, accept=("labels", "pairs", "triplets"),
-                           required=False)
+                           required=False, check_conflicts=check_conflicts)
     if side.kind == "pairs":
         C = side.constraints
         units = C.must_link_components().astype(np.int64)
@@ -216,7 +217,7 @@ def _agreement_labels(labels, codes, held):
     return int(np.sum(both + (lab.sum() - 1 - same_class - same_cluster + both)))
 
 
-def _choose_assignment(E, centers, nearest, y, n_folds=5, random_state=None):
+def _choose_assignment(E, centers, nearest, side, n_folds=5, random_state=None):
     """``"constrained"`` or ``"nearest"``: whichever meets more held-out side information.
 
     The pairs (for partial labels: the labelled points) are split into ``n_folds`` folds.
@@ -236,8 +237,8 @@ def _choose_assignment(E, centers, nearest, y, n_folds=5, random_state=None):
         The k-means centres of ``E``.
     nearest : ndarray of shape (n_samples,)
         Nearest-centre labels.
-    y : PairwiseConstraints or array-like of shape (n_samples,)
-        Pairs or partial labels (``-1`` = unlabelled).
+    side : SideInfo
+        Pairs or partial labels, as :func:`check_side_info` returns them.
     n_folds : int, default=5
     random_state : int, RandomState instance or None
 
@@ -248,7 +249,6 @@ def _choose_assignment(E, centers, nearest, y, n_folds=5, random_state=None):
         ``{"constrained": int, "nearest": int}``, the held-out pairs each meets.
     """
     n = E.shape[0]
-    side = check_side_info(y, n, accept=("labels", "pairs"), required=True)
     rng = check_random_state(random_state)
     if side.kind == "pairs":
         C = side.constraints
@@ -268,10 +268,8 @@ def _choose_assignment(E, centers, nearest, y, n_folds=5, random_state=None):
         else:
             train = codes.copy()
             train[labelled[test]] = -1
-        with warnings.catch_warnings():
-            # the fit has warned of the conflicts of the whole set already
-            warnings.simplefilter("ignore", ConstraintConflictWarning)
-            units, edges, _ = constraint_units(train, n)
+        # the learner's fit has warned of the conflicts of the whole set already
+        units, edges, _ = constraint_units(train, n, check_conflicts=False)
         labels, _ = constrained_lloyd(E, centers, units, edges)
         for name, lab in (("constrained", labels), ("nearest", nearest)):
             scores[name] += (_agreement_pairs(lab, C.pairs[test], C.signs[test])
@@ -516,13 +514,12 @@ default=None
         assign = self.assign
         self.assign_scores_ = None
         if assign == "auto":
-            kind = (None if y is None else
-                    check_side_info(y, E.shape[0], accept=("labels", "pairs", "triplets"),
-                                    required=False).kind)
+            side = check_side_info(y, E.shape[0], accept=("labels", "pairs", "triplets"),
+                                   required=False, check_conflicts=False)
             assign = "nearest"
-            if kind in ("pairs", "labels"):
+            if side.kind in ("pairs", "labels"):
                 assign, self.assign_scores_ = _choose_assignment(
-                    E, centers, labels, y, random_state=rng)
+                    E, centers, labels, side, random_state=rng)
         self.assign_ = assign
         if assign == "constrained":
             units, edges, n_conflicts = constraint_units(y, E.shape[0])
