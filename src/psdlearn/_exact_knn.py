@@ -127,6 +127,22 @@ def squared_distances(Q, X, rows, cols):
     return _call(_sqdist_dense, Q, X, rows, cols)
 
 
+@njit(cache=True, inline="always")
+def _insert(best_d, best_i, dv, cv):
+    """Insert candidate ``cv`` at squared distance ``dv`` into the buffers ``best_d``,
+    ``best_i`` kept sorted in (distance, index) order; the last entry drops out."""
+    k = len(best_d)
+    if dv < best_d[k - 1] or (dv == best_d[k - 1] and cv < best_i[k - 1]):
+        pos = k - 1
+        while pos > 0 and (best_d[pos - 1] > dv
+                           or (best_d[pos - 1] == dv and best_i[pos - 1] > cv)):
+            best_d[pos] = best_d[pos - 1]
+            best_i[pos] = best_i[pos - 1]
+            pos -= 1
+        best_d[pos] = dv
+        best_i[pos] = cv
+
+
 @njit(cache=True, parallel=True)
 def _first_k(ptr, cols, d2, k):
     """For each row (candidates ``ptr[i]:ptr[i + 1]``), the ``k`` first candidates in
@@ -138,16 +154,7 @@ def _first_k(ptr, cols, d2, k):
         best_d = np.full(k, np.inf)
         best_i = np.full(k, np.iinfo(np.int64).max)
         for t in range(ptr[i], ptr[i + 1]):
-            dv, cv = d2[t], cols[t]
-            if dv < best_d[k - 1] or (dv == best_d[k - 1] and cv < best_i[k - 1]):
-                pos = k - 1
-                while pos > 0 and (best_d[pos - 1] > dv
-                                   or (best_d[pos - 1] == dv and best_i[pos - 1] > cv)):
-                    best_d[pos] = best_d[pos - 1]
-                    best_i[pos] = best_i[pos - 1]
-                    pos -= 1
-                best_d[pos] = dv
-                best_i[pos] = cv
+            _insert(best_d, best_i, d2[t], cols[t])
         out_d[i] = np.sqrt(best_d)
         out_i[i] = best_i
     return out_d, out_i
@@ -210,7 +217,7 @@ def _brute_candidates(G, q_norms, x_norms, k, tau):
 def _brute_direct(Q, X, k):
     """Exact ``k`` nearest rows of the dense ``X`` for each dense row of ``Q``: canonical
     squared distances to every row, the ``k`` first in (distance, index) order kept by
-    insertion (rows scanned in index order, so a tie never displaces a lower index)."""
+    insertion."""
     n_q, n, d = Q.shape[0], X.shape[0], X.shape[1]
     out_d = np.empty((n_q, k))
     out_i = np.empty((n_q, k), dtype=np.int64)
@@ -222,14 +229,7 @@ def _brute_direct(Q, X, k):
             for c in range(d):
                 diff = Q[i, c] - X[j, c]
                 s += diff * diff
-            if s < best_d[k - 1]:
-                pos = k - 1
-                while pos > 0 and best_d[pos - 1] > s:
-                    best_d[pos] = best_d[pos - 1]
-                    best_i[pos] = best_i[pos - 1]
-                    pos -= 1
-                best_d[pos] = s
-                best_i[pos] = j
+            _insert(best_d, best_i, s, j)
         out_d[i] = np.sqrt(best_d)
         out_i[i] = best_i
     return out_d, out_i
