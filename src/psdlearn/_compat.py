@@ -5,7 +5,7 @@ scikit-learn does not promise these across releases; the lowest supported versio
 module imports them from here, so that a rename upstream is fixed once.
 
 - ``_fit_context``: the decorator of ``fit`` that validates ``_parameter_constraints``.
-- ``Interval``, ``StrOptions``, ``RealNotInt``: the constraint types of
+- ``Interval``, ``StrOptions``, ``Options``, ``RealNotInt``: the constraint types of
   ``_parameter_constraints``; ``Hidden`` keeps a constraint (the ``"deprecated"`` default
   of a renamed parameter) out of the error messages.
 
@@ -14,9 +14,10 @@ here too: :func:`hnsw_build_threads` (faiss-cpu).
 """
 
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Hidden, Interval, RealNotInt, StrOptions
+from sklearn.utils._param_validation import Hidden, Interval, Options, RealNotInt, StrOptions
 
-__all__ = ["Hidden", "Interval", "RealNotInt", "StrOptions", "_fit_context", "hnsw_build_threads"]
+__all__ = ["Hidden", "Interval", "Options", "RealNotInt", "StrOptions", "_fit_context",
+           "hnsw_build_threads"]
 
 #: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on
 #: nearly every run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion

@@ -157,10 +157,10 @@ def cholesky_solve(F, d, b):
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
 def _row_dot(X, a, Y, b):
-    """``x_a^T y_b`` for rows of two C-ordered matrices."""
+    """``x_a^T y_b`` for rows of two C-ordered matrices, in float64 (float32 rows widened)."""
     s = 0.0
     for c in range(X.shape[1]):
-        s += X[a, c] * Y[b, c]
+        s += np.float64(X[a, c]) * Y[b, c]
     return s
 
 

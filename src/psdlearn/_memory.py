@@ -9,8 +9,10 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
   assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
 - **solve**: ``X``, the index (kept for ``transform``), ``L`` and its reordered copy
-  (``12 nnz`` each), and the embedding and its reordered copy (``2 f n r``);
-- **certificate**: ``X``, the index, ``L``, the embedding and its orthonormal basis
+  (``12 nnz`` each), the embedding and its reordered copy (``2 f n r``), and with float32
+  the sweeps' float32 copy of the Laplacian's values (``4 nnz``);
+- **certificate**: ``X``, the index, ``L``, the embedding, with float32 its float64 copy
+  (``8 n r``: the certificate computes in float64), and its orthonormal basis
   (``8 n r``), then either the SVD's copy of the embedding (``8 n r``) or the dual matrix
   (``12 nnz``), the part of the basis it annihilates with its product by the dual matrix
   (``16 n r``) and the Lanczos vectors (``8 n (ncv + 4)``, ``ncv = 32``).
@@ -106,7 +108,8 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         Columns of the embedding.
     n_neighbors : int, default=5
     dtype : dtype, default=np.float64
-        Float type of the embedding.
+        Float type of the embedding (and, when float32, of the sweeps' copy of the
+        Laplacian's values).
     knn_method : {"exact", "approximate"}, default="exact"
         The neighbour search (``"auto"`` resolved by the caller).
     solver : str, default="bcd"
@@ -145,12 +148,14 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         "solve": {**base, "Laplacian": laplacian,
                   "reordered Laplacian": laplacian if solver == "bcd" else 0,
                   "embedding": 2 * f * n * r,
+                  "float32 Laplacian values": 4 * entries if f == 4 else 0,
                   # ADMM writes each half step into spare arrays, swapped in when complete
                   "spare half-step arrays": 3 * f * n * r if solver == "admm" else 0},
     }
     if certificate:
         # the SVD of E (its copy and U), then the Lanczos run on the dual matrix with U kept
         cert = {**base, "Laplacian": laplacian, "embedding": f * n * r,
+                "float64 copy of the embedding": 8 * n * r if f < 8 else 0,
                 "range basis": 8 * n * r}
         phases["certificate"] = max(
             ({**cert, "SVD copy of the embedding": 8 * n * r},
@@ -340,5 +345,7 @@ def guard_npkl_fit(est, X, y):
                                  rank=rank)
     except (ValueError, TypeError):
         return
+    from psdlearn.npkl.solvers import NPKL_SOLVERS
+
     check_memory(estimate, name="NPKL", verbose=est.verbose,
-                 float32="dtype" in est.get_params(deep=False))
+                 float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))

@@ -1,11 +1,18 @@
 """Compiled kernels of the NPKL block-coordinate-descent solver (Hu & Kwok 2015, Algorithm 1).
 
-Storage: the embedding ``E`` (``= V^T`` of the paper) is ``(n, r)`` C-ordered float64, so the
-block ``e_i`` of sample ``i`` is a contiguous row. The Laplacian ``L`` enters through its CSR
+Storage: the embedding ``E`` (``= V^T`` of the paper) is ``(n, r)`` C-ordered, so the block
+``e_i`` of sample ``i`` is a contiguous row. The Laplacian ``L`` enters through its CSR
 arrays ``(Lp, Li, Lx)`` and its diagonal ``diag``; the constraints through the adjacency
 CSR ``(Tp, Ti, Ts)`` of :meth:`NPKLProblem.neighbors`, in which slot ``t`` of row ``i``
 holds a partner ``j in T(i)`` and ``T_ij``. Every kernel is ``O(r)`` per stored nonzero, so a
 sweep costs ``O(r (nnz(L) + m))`` plus the small dual QPs, and nothing ``n x n`` is formed.
+
+Precision. ``E``, ``Lx`` and ``diag`` are float64, or all three float32
+(``NPKL(dtype=np.float32)``). A value read from them is widened to float64 where it is read
+(``float(...)``, exact for a float32), so every product, sum, row minimizer and objective
+change is computed in float64 and only the rows written back to ``E`` are rounded to its
+type. A sweep is bound by the traffic of ``E`` and ``L`` from memory, which single precision
+halves; the widening costs no traffic.
 
 Per-sample problem (Hu & Kwok 2015 eq. 18). The part of the objective (10) that depends on
 ``e_i`` is ``L_ii ||e_i||^2 + 2 e_i^T s_i + gamma sum_{j in T(i)} l(T_ij e_i^T e_j)`` with
@@ -120,17 +127,17 @@ def _offdiag_product(i, E, Lp, Li, Lx, out):
         k = Li[t]
         if k == i:
             continue
-        w = Lx[t]
+        w = np.float64(Lx[t])
         for c in range(r):
             out[c] += w * E[k, c]
 
 
 @njit(cache=True, fastmath=FASTMATH)
 def _dot_rows(E, j, s):
-    """``e_j^T s``."""
+    """``e_j^T s``, the products and their sum in float64."""
     t = 0.0
     for c in range(E.shape[1]):
-        t += E[j, c] * s[c]
+        t += np.float64(E[j, c]) * s[c]
     return t
 
 
@@ -269,7 +276,7 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
     E : ndarray of shape (n, r)
         Embedding, row ``i`` overwritten.
     Lp, Li, Lx : ndarray
-        CSR arrays of ``L`` (int64, int64, float64).
+        CSR arrays of ``L`` (int64, int64, float64 or float32).
     diag : ndarray of shape (n,)
         ``L_ii > 0``.
     Tp, Ti, Ts : ndarray
@@ -304,7 +311,7 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
     state, idx = ivec[0], ivec[1]
     M, FM = rmat[0], rmat[1]
     r = E.shape[1]
-    lii = diag[i]
+    lii = np.float64(diag[i])
     _offdiag_product(i, E, Lp, Li, Lx, s)
     start = Tp[i]
     d = Tp[i + 1] - start
@@ -451,7 +458,7 @@ def sweep_unconstrained(U, E, Lp, Li, Lx, diag, radius, acc, omega=1.0):
         if t + PREFETCH_DISTANCE < n_u:
             prefetch_neighbour_rows(U[t + PREFETCH_DISTANCE], E, Lp, Li)
         i = U[t]
-        lii = diag[i]
+        lii = np.float64(diag[i])
         _offdiag_product(i, E, Lp, Li, Lx, s)
         if radius < np.inf or omega == 1.0:
             for c in range(r):
@@ -558,7 +565,7 @@ def jacobi_unconstrained(U, E, Lp, Li, Lx, diag, radius, n_iter, buf, start):
             i = U[t]
             _offdiag_product(i, E, Lp, Li, Lx, buf[t])
             for c in range(r):
-                buf[t, c] = -buf[t, c] / diag[i]
+                buf[t, c] = -buf[t, c] / np.float64(diag[i])
             _project_ball(buf[t], radius)
         for t in range(nu):
             for c in range(r):
@@ -584,7 +591,7 @@ def _laplacian_rows(E, Lp, Li, Lx, lo, hi):
             row[c] = 0.0
         for t in range(Lp[i], Lp[i + 1]):
             k = Li[t]
-            w = Lx[t]
+            w = np.float64(Lx[t])
             for c in range(row.shape[0]):
                 row[c] += w * E[k, c]
         smooth += _dot_rows(E, i, row)

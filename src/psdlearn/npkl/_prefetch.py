@@ -20,8 +20,8 @@ __all__ = ["PREFETCH_DISTANCE", "prefetch_neighbour_rows"]
 
 #: Rows ahead whose neighbours are prefetched (1-4 measured equal; 8 slower).
 PREFETCH_DISTANCE = 2
-#: Doubles per 64-byte cache line.
-_LINE = 8
+#: Bytes of a cache line.
+_LINE_BYTES = 64
 
 
 @intrinsic
@@ -55,7 +55,8 @@ def prefetch_neighbour_rows(i, E, Lp, Li):
     QPs), and on a1a, whose embedding fits in cache, the hints cost 8% of a sweep.
     """
     r = E.shape[1]
+    per_line = _LINE_BYTES // E.itemsize  # 8 doubles or 16 singles
     for t in range(Lp[i], Lp[i + 1]):
         k = Li[t]
-        for c in range(0, r, _LINE):
+        for c in range(0, r, per_line):
             _prefetch(E, k, c)

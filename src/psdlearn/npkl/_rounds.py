@@ -164,16 +164,18 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
 
 
 def _start(est, n, rank, rng, max_norm=None):
-    """Initial ``E`` and whether it is the previous ``embedding_`` (``warm_start``)."""
+    """Initial ``E`` and whether it is the previous ``embedding_`` (``warm_start``), of the
+    type ``est.dtype``."""
     from psdlearn.npkl.bcd import VANISHED, initial_embedding
 
+    dtype = np.dtype(getattr(est, "dtype", np.float64))
     E0 = initial_embedding(n, rank, rng, max_norm=max_norm)  # same draws either way
     prev = getattr(est, "embedding_", None) if est.warm_start else None
     # a vanished embedding is a fixed point of every row update: never start there
     if (prev is not None and prev.shape == (n, rank)
-            and np.einsum("ij,ij->", prev, prev) > VANISHED * n):
-        return np.array(prev, dtype=np.float64, order="C"), True
-    return E0, False
+            and np.einsum("ij,ij->", prev, prev, dtype=np.float64) > VANISHED * n):
+        return np.array(prev, dtype=dtype, order="C"), True
+    return E0.astype(dtype, copy=False), False
 
 
 def _certify(est, problem, res, round_=None, multipliers=None, solve_cpu=0.0):

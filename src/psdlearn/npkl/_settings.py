@@ -1,5 +1,6 @@
-"""NPKL's settings resolved at fit: the solver's options and the advice of an
-uncertified fit. Private: the estimator, its Dask path and ``partial_fit`` call these."""
+"""NPKL's settings resolved at fit: the solver's options, the float type of the embedding
+and the advice of an uncertified fit. Private: the estimator, its Dask path and
+``partial_fit`` call these."""
 
 from __future__ import annotations
 
@@ -66,3 +67,21 @@ def resolve_solver_options(est):
         if key in accepted and key not in given:  # other solvers ignored it before
             given[key] = value
     return resolve_options(spec, given)
+
+
+def check_dtype(est, *, dask=False):
+    """``np.dtype(est.dtype)``, or ``ValueError`` where the fit cannot keep its embedding in
+    it: a solver whose spec does not list it (``dtypes``), or a fit on a dask array
+    (float64 only)."""
+    dtype = np.dtype(est.dtype)
+    spec = NPKL_SOLVERS[est.solver]
+    if dtype.name not in getattr(spec, "dtypes", ("float64",)):
+        single = [s.name for s in NPKL_SOLVERS if dtype.name in getattr(s, "dtypes", ())]
+        raise ValueError(
+            f"dtype=np.{dtype.name} is not available with solver={est.solver!r}, which "
+            f"computes in float64; the solvers that keep the embedding in {dtype.name}: "
+            f"{single}. Pass dtype=np.float64 or one of those solvers.")
+    if dask and dtype != np.float64:
+        raise ValueError(f"dtype=np.{dtype.name} is not available for a fit on a dask "
+                         "array (float64 only); pass dtype=np.float64.")
+    return dtype

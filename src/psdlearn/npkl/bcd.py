@@ -267,6 +267,7 @@ def solve_bcd(
     callback=None,
     plateau_tol=None,
     stall_tol=None,
+    dtype=np.float64,
 ):
     """Minimize the NPKL objective (10) over ``E`` by block coordinate descent (Alg. 1).
 
@@ -329,6 +330,11 @@ def solve_bcd(
         Also stop (``converged=True``) when the decrease still to come, extrapolated from
         the last three windows of :data:`REFRESH` sweeps, is at most ``stall_tol * |Phi_t|``
         (the stopping rule of a stalled run, :func:`stalled`).
+    dtype : {np.float64, np.float32}, default=np.float64
+        Type of the embedding and of the Laplacian's values in the sweeps
+        (:mod:`psdlearn.npkl._kernels`, "Precision": the arithmetic is float64 either
+        way). With float32 the sweeps minimize the objective of ``L`` rounded to float32,
+        and ``objective_history`` is that objective.
 
     Returns
     -------
@@ -357,15 +363,15 @@ def solve_bcd(
     gamma = float(problem.gamma)
     L = problem.laplacian.tocsr()
     n = L.shape[0]
-    E = np.array(E0, dtype=np.float64, order="C", copy=True)
+    E = np.array(E0, dtype=dtype, order="C", copy=True)
     if E.ndim != 2 or E.shape[0] != n:
         raise ValueError(f"E0 must have shape ({n}, rank), got {E.shape}.")
     if not np.all(np.isfinite(E)):
         raise ValueError("E0 contains NaN or inf.")
     Lp = np.ascontiguousarray(L.indptr, dtype=np.int64)
     Li = np.ascontiguousarray(L.indices, dtype=np.int64)
-    Lx = np.ascontiguousarray(L.data, dtype=np.float64)
-    diag = np.ascontiguousarray(L.diagonal(), dtype=np.float64)
+    Lx = np.ascontiguousarray(L.data, dtype=dtype)
+    diag = np.ascontiguousarray(L.diagonal(), dtype=dtype)
     if not np.all(diag > 0):
         raise ValueError("The Laplacian must have a positive diagonal (L positive definite).")
 
@@ -457,7 +463,8 @@ def solve_bcd(
                     change += K.jacobi_unconstrained(
                         free, E, Lp, Li, Lx, diag, radius, block_iter, buf, start
                     )
-            norm_sq = (float(np.einsum("ij,ij->", E, E)) if block_pass else float(acc[2]))
+            norm_sq = (float(np.einsum("ij,ij->", E, E, dtype=np.float64)) if block_pass
+                       else float(acc[2]))
             # the relative test never holds when E shrinks geometrically to 0 (K = 0 optimal,
             # e.g. gamma too small for the graph): stop once the mean K_ii is negligible
             # against the unit margin of the losses
@@ -625,8 +632,8 @@ def fit_bcd(problem, E0, options):
     options : psdlearn._solver.SolveOptions
         ``params`` reads ``hinge_smoothing``, ``omega``, ``unconstrained``,
         ``multilevel`` (``"auto"``: from
-        :data:`psdlearn.npkl._multilevel.MULTILEVEL_MIN_SAMPLES` samples) and
-        ``certificate_tol``.
+        :data:`psdlearn.npkl._multilevel.MULTILEVEL_MIN_SAMPLES` samples),
+        ``certificate_tol`` and ``dtype`` (of :func:`solve_bcd`, every level and stage).
 
     Returns
     -------
@@ -680,7 +687,8 @@ def fit_bcd(problem, E0, options):
                         random_state=options.random_state,
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback,
-                        plateau_tol=None if mu > 0 else plateau, stall_tol=stall)
+                        plateau_tol=None if mu > 0 else plateau, stall_tol=stall,
+                        dtype=params.get("dtype", np.float64))
         offset = times[-1] if times else start_time  # the coarse levels' seconds first
         history += res.objective_history[1 if history else 0:]
         times += [offset + t for t in res.time_history[1 if times else 0:]]
@@ -692,7 +700,7 @@ def fit_bcd(problem, E0, options):
     # K = 0 up to rounding (the directions of such an E are noise), or a converged E no
     # better than K = 0 (a stalled run creeping towards the optimum K = 0): zero is
     # returned; when K = 0 is optimal every E has an objective at least Phi(0)
-    if np.einsum("ij,ij->", E, E) <= VANISHED * len(E) or (
+    if np.einsum("ij,ij->", E, E, dtype=np.float64) <= VANISHED * len(E) or (
             res.converged and history[-1] >= problem.objective(np.zeros((len(E), 1)))):
         E = np.zeros_like(E)
         warnings.warn(
@@ -715,7 +723,7 @@ def _coarse_solve(problem, E, *, options, schedule, stall):
                     unconstrained=options.params["unconstrained"],
                     smoothing=COARSE_SMOOTHING if schedule[0] > 0 else 0.0,
                     omega=relaxation_factor(problem.laplacian, options.params["omega"]),
-                    stall_tol=stall)
+                    stall_tol=stall, dtype=options.params.get("dtype", np.float64))
     return res.embedding, res.n_iter, res.interrupted
 
 

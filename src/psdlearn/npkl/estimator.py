@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn._compat import Hidden, Interval, Options, StrOptions, _fit_context
 from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._memory import guard_npkl_fit, npkl_estimate
@@ -48,7 +48,7 @@ from psdlearn.npkl._fit_graph import (
 )
 from psdlearn.npkl._out_of_sample import harmonic_rows, normalized_rows, select_n_neighbors
 from psdlearn.npkl._rounds import solve_rounds
-from psdlearn.npkl._settings import resolve_solver_options, warn_uncertified
+from psdlearn.npkl._settings import check_dtype, resolve_solver_options, warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores, most_suspicious
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import (
@@ -168,6 +168,13 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     tol : float, default=1e-5
         Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol`` (ADMM: also the relative
         primal residual ``||V - U||_F / ||V||_F``).
+    dtype : {np.float64, np.float32}, default=np.float64
+        Type of ``embedding_`` and of the rows :meth:`transform` returns. With
+        ``np.float32`` (``solver="bcd"`` only; the other solvers raise ``ValueError``) the
+        sweeps also read the Laplacian's values in single precision and compute in
+        float64: half the memory of the embedding and less memory traffic per sweep, for
+        the problem of ``L`` rounded to float32 (``objective_history_`` is its objective;
+        :meth:`objective` and ``certificate_`` are those of ``L`` itself, in float64).
     solver_options : dict, default=None
         Settings read by one solver only, with their defaults (a key the chosen solver
         does not read raises ``ValueError``; ``solver_options_`` holds the values used).
@@ -209,7 +216,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    embedding_ : ndarray of shape (n_samples, rank_)
+    embedding_ : ndarray of shape (n_samples, rank_), of type ``dtype``
         The learned factor: ``K = embedding_ @ embedding_.T`` (for ``admm``, ``V``).
     rank_ : int
         Number of columns of ``embedding_``.
@@ -343,6 +350,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "b": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "dtype": [Options(type, {np.float64, np.float32})],
         "solver_options": [dict, None],
         "warm_start": ["boolean"],
         "random_state": ["random_state"],
@@ -382,6 +390,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         b=1.0,
         max_iter=1000,
         tol=1e-5,
+        dtype=np.float64,
         solver_options=None,
         warm_start=False,
         random_state=None,
@@ -411,6 +420,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.b = b
         self.max_iter = max_iter
         self.tol = tol
+        self.dtype = dtype
         self.solver_options = solver_options
         self.warm_start = warm_start
         self.random_state = random_state
@@ -480,6 +490,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self : NPKL
             The fitted estimator.
         """
+        check_dtype(self, dask=is_dask_array(X))
         if is_dask_array(X):  # row blocks on a Dask cluster: psdlearn.npkl.distributed
             from psdlearn.npkl.distributed import fit_dask
 
@@ -590,6 +601,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return self.fit(X, y)
         from psdlearn.npkl._partial import partial_fit
 
+        check_dtype(self)
         with fitting(self, "partial_fit"), phase("the re-solve on the union"):
             return partial_fit(self, X, y)
 
@@ -822,7 +834,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         found = (lookup.match(X) if lookup is not None
                  else np.full(X.shape[0], -1, dtype=np.int64))
         new = np.flatnonzero(found < 0)
-        out = np.empty((X.shape[0], self.embedding_.shape[1]))
+        out = np.empty((X.shape[0], self.embedding_.shape[1]), dtype=self.embedding_.dtype)
         out[found >= 0] = self.embedding_[found[found >= 0]]
         if new.size:
             out[new] = self._extend(X if new.size == X.shape[0] else X[new])
@@ -871,4 +883,5 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         L_oi = L[n_in:, :n_in]
         rhs = -(L_oi @ self.embedding_)
         solve = factorized(L_oo)
-        return np.column_stack([solve(rhs[:, c]) for c in range(rhs.shape[1])])
+        return np.column_stack([solve(rhs[:, c]) for c in range(rhs.shape[1])]).astype(
+            self.embedding_.dtype, copy=False)

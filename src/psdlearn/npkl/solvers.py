@@ -1,8 +1,9 @@
 """The NPKL solvers, declared in one place: :data:`NPKL_SOLVERS`.
 
-Each entry says which losses the solver handles, whether it continues from a start
-(``warm_start``), works at a given rank, admits the duality certificate of
-:mod:`psdlearn.npkl.certificate` (and so ``rank="adaptive"``), has a Dask backend
+Each entry says which losses the solver handles, in which float types it keeps its
+iterate (``dtypes``), whether it continues from a start (``warm_start``), works at a
+given rank, admits the duality certificate of :mod:`psdlearn.npkl.certificate` (and so
+``rank="adaptive"``), has a Dask backend
 (:mod:`psdlearn.npkl.distributed`), how its iterations and stopping rule are named in the
 warnings, which of its ``info`` keys become fitted attributes of :class:`~psdlearn.NPKL`,
 and whether it wants the samples renumbered for memory locality. Its ``solve`` is the
@@ -65,10 +66,14 @@ class NPKLSolverSpec(SolverSpec):
         The keys this solver reads from ``NPKL(solver_options=...)``, each with its
         default and the values it accepts (``Interval``, ``StrOptions``, a type, or
         ``None``); ``NPKL.fit`` rejects any other key.
+    dtypes : tuple of str
+        The float types the solver keeps its iterate in (``NPKL(dtype=...)``);
+        ``NPKL.fit`` rejects any other with a ``ValueError``.
     """
 
     renumber: bool = False
     options: Mapping = field(default_factory=dict)
+    dtypes: tuple = ("float64",)
 
 
 _OMEGA = ("auto", [StrOptions({"auto"}), Interval(numbers.Real, 0, 2, closed="neither")])
@@ -161,7 +166,7 @@ NPKL_SOLVERS.register(NPKLSolverSpec(
     name="bcd", solve=fit_bcd, losses=BCD_LOSSES, warm_start=True, certificate=True,
     distributed=True, unit="sweeps", stop_rule="the relative change of E fell below tol={tol}",
     attributes=("omega", "smoothing_stages", "multilevel_levels"), renumber=True,
-    options=BCD_OPTIONS))
+    options=BCD_OPTIONS, dtypes=("float64", "float32")))
 NPKL_SOLVERS.register(NPKLSolverSpec(
     name="sdp", solve=fit_sdp, losses=LOSSES, rank=False, unit="solves",
     stop_rule="the conic solver reported an optimal status",
