@@ -177,3 +177,16 @@ def test_precomputed_float32_laplacian_input_is_accepted(gaussians):
                  certificate_tol=None, random_state=0).fit(L, C)
     assert model.laplacian_.dtype == np.float64
     assert model.embedding_.dtype == np.float32
+
+
+def test_npklcv_passes_dtype_to_its_fits(gaussians):
+    from psdlearn.model_selection import NPKLCV
+
+    X, C = gaussians
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # loose fold fits
+        cv = NPKLCV(loss="square", rank=3, gammas=[0.5, 5.0], cv=2, dtype=np.float32,
+                    certificate_tol=None, random_state=0).fit(X, C)
+    assert cv.embedding_.dtype == np.float32
+    with pytest.raises(ValueError, match="dtype"):
+        NPKLCV(solver="admm", loss="square", dtype=np.float32, gammas=[1.0], cv=2).fit(X, C)
