@@ -77,6 +77,14 @@ def _worker(case, data_path, seed):
     import psdlearn as pl
 
     warnings.simplefilter("ignore")
+    if case == "warmup":  # fills the numba caches of a freshly extracted tree
+        Xw, yw = pl.datasets.make_two_gaussians(200, random_state=0)
+        pl.NPKL(loss="hinge", random_state=0).fit(
+            Xw, pl.PairwiseConstraints.from_labels(yw, random_state=0))
+        yp = np.where(np.arange(200) % 5 == 0, yw, -1)
+        pl.GeneralizedNystroem(n_landmarks=20, random_state=0).fit(Xw, yp)
+        print(json.dumps({}))
+        return
     data = np.load(data_path)
     X, y = data["X"], data["y"]
     rec = {}
@@ -192,6 +200,9 @@ def main():
     ap.add_argument("--first", default=FIRST_REF)
     ap.add_argument("--before", default=BEFORE_REF)
     ap.add_argument("--cert-n", type=int, default=200_000)
+    ap.add_argument("--after-src", default=None,
+                    help="the 'after' tree (default: this checkout's src), e.g. a copy "
+                         "taken before the run, so that edits during it do not leak in")
     ap.add_argument("--name", default="defaults_cost")
     ap.add_argument("--versions", nargs="+", default=["first", "before", "after"],
                     choices=["first", "before", "after"],
@@ -212,7 +223,9 @@ def main():
     rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"first": _extract(args.first, tmp), "before": _extract(args.before, tmp),
-                 "after": REPO / "src"}
+                 "after": Path(args.after_src) if args.after_src else REPO / "src"}
+        for v in args.versions:  # numba compilation out of the timed runs
+            _run(trees[v], "warmup", "-", 0)
         for case in args.cases:
             versions = [v for v in args.versions if case != "cert" or v != "first"]
             seeds = 1 if case == "cert" else args.seeds
