@@ -246,7 +246,8 @@ def main():
                 cpu = statistics.median(r["cpu_s"] for r in recs[v])
                 warm = [r["cpu_warm_s"] for r in recs[v] if "cpu_warm_s" in r]
                 warm = statistics.median(warm) if warm else None
-                same = [r.get("lambda") == b.get("lambda") for r, b in zip(recs[v], base,
+                ref = recs["before"] if "before" in recs else base
+                same = [r.get("lambda") == b.get("lambda") for r, b in zip(recs[v], ref,
                                                                          strict=True)]
                 rows.append({
                     "case": case, "version": v, "seeds": seeds, "wall_s": round(wall, 2),
@@ -272,7 +273,7 @@ def main():
          + " = 1)." if ONE_THREAD else "Threads: the libraries' defaults."),
         "cpu_warm_s (gn_* with --warm): a second fit in the same process, without the "
         "imports and numba start-up of the first; same_lambda: seeds whose lambda_ equals "
-        "the first version's.",
+        "that of 'before' (of the first version without it).",
         "quality: mean over the seeds. gn_*: accuracy (%) of LinearSVC(C=1) on the "
         "unlabelled points; npkl_a1a: adjusted Rand index of 2-means on the embedding; "
         "cert: the certificate's share of the fit's wall time.",
