@@ -7,7 +7,8 @@ rule before. Both start from the same random block of 2 vectors.
 
 Data: 10-d two Gaussians (``psdlearn.datasets.make_two_gaussians``), the kNN Laplacian with
 k = 10 (approximate search beyond 2e4 points), the pairs of 2,000 labelled points
-(``PairwiseConstraints.from_labels``, 0.6 + 0.6 per labelled point), square loss.
+(``PairwiseConstraints.from_labels``: 0.6 n must-links and 0.6 n cannot-links among
+them), square loss.
 Reported per n: CPU seconds of each rule on one BLAS thread (median of 3), the baseline's
 LOBPCG iterations, ``lambda_max`` of both and their relative difference.
 

@@ -138,7 +138,8 @@ def _lobpcg_largest(G, L, rng):
     with 2,000 labelled points), so a fixed ``tol`` asks ever more digits: the iterations
     grew from 38 to 131 while ``lambda`` had settled to 1e-7 by the 20th. A first run of
     :data:`_LOBPCG_SCALE_ITERS` iterations gives the scale; the second, started from its
-    vectors, stops at ``_LOBPCG_RTOL * lambda``. A block of 2 took 1.2 s at n = 5e4, a block of 4 ten times that.
+    vectors, stops at ``_LOBPCG_RTOL * lambda``. A block of 2 vectors: a block of 4 took
+    ten times as long at n = 5e4.
     """
     n = G.shape[0]
     with warnings.catch_warnings():
