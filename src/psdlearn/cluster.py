@@ -301,11 +301,14 @@ def _choose_assignment(E, centers, nearest, side, n_folds=5, random_state=None):
 
 
 def _default_learner():
-    """NPKL without its duality certificate: a diagnostic of the solve that does not change
-    the kernel, and on small sets costs more than the solve itself."""
+    """NPKL without its duality certificate (a diagnostic of the solve that does not change
+    the kernel, and on small sets costs more than the solve itself), solved to a relative
+    change of ``E`` of ``1e-3`` rather than ``1e-5``: a partition or a ranking of pair
+    similarities does not resolve the last digits of the kernel, and the sweeps to reach
+    them are most of a small fit."""
     from psdlearn.npkl import NPKL
 
-    return NPKL(certificate_tol=None)
+    return NPKL(certificate_tol=None, tol=1e-3)
 
 
 def check_learner(learner, owner):
@@ -396,9 +399,10 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     estimator : psdlearn estimator, default=None
         The learner of the embedding, cloned at fit: any psdlearn estimator with
         ``embedding_`` (NPKL, KernelMetricLearner) or ``transform`` (PSDBoost, RCA,
-        GeneralizedNystroem). ``None`` is ``NPKL(certificate_tol=None)``: the duality
-        certificate, which checks the solve but does not change the kernel, is skipped;
-        pass ``NPKL()`` to compute it.
+        GeneralizedNystroem). ``None`` is ``NPKL(certificate_tol=None, tol=1e-3)``: the
+        duality certificate, which checks the solve but does not change the kernel, is
+        skipped, and the solve stops at a relative change of ``E`` of ``1e-3``, ample for
+        a partition; pass ``NPKL()`` for the certificate and the tighter ``tol=1e-5``.
     n_init : int, default=10
         k-means restarts; the partition of lowest inertia is kept.
     random_state : int, RandomState instance or None, default=None
