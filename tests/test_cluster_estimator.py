@@ -390,3 +390,17 @@ def test_auto_with_few_pairs_or_triplets_keeps_nearest():
     cl = pl.ConstrainedClustering(2, estimator=pl.PSDBoost(), random_state=0).fit(
         X, pl.Triplets(T))
     assert cl.assign_ == "nearest" and cl.assign_scores_ is None
+
+
+def test_default_learner_stops_early_with_the_partition_of_the_tight_solve():
+    """The default learner solves to a relative change of 1e-3: fewer sweeps, an objective
+    within 1 % of the solve to NPKL's own tol, and the same partition."""
+    X, y = pl.datasets.load("iris")
+    C = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=0)
+    fast = pl.ConstrainedClustering(3, random_state=0).fit(X, C)
+    tight = pl.ConstrainedClustering(3, estimator=pl.NPKL(certificate_tol=None),
+                                     random_state=0).fit(X, C)
+    assert fast.estimator_.n_iter_ < tight.estimator_.n_iter_ / 2
+    f, t = fast.estimator_.objective_history_[-1], tight.estimator_.objective_history_[-1]
+    assert t <= f <= t + 0.01 * abs(t)
+    assert adjusted_rand_score(fast.labels_, tight.labels_) == pytest.approx(1.0)
