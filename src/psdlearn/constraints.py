@@ -8,7 +8,6 @@ over ``n_samples`` points. Triplets ``(i, j, k)`` state ``d(i, j) < d(i, k)``.
 from __future__ import annotations
 
 import csv
-import numbers
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,14 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.utils import check_random_state
 
 from psdlearn._constraint_checks import ConstraintConflictWarning, _name_pairs, warn_conflicts
-from psdlearn.graph import NeighborIndex
+from psdlearn._index_tables import (
+    _as_index_array,
+    _index_rows,
+    _resolve_count,
+    _SampleIndexRows,
+    labelled_mask,
+)
+from psdlearn._triplets import Triplets, triplets_from_constraints, triplets_from_labels
 
 __all__ = [
     "ConstraintConflictWarning",
@@ -34,60 +40,6 @@ __all__ = [
 
 _SIGN_WORDS = {"+1": 1, "1": 1, "must": 1, "must-link": 1, "ml": 1,
                "-1": -1, "cannot": -1, "cannot-link": -1, "cl": -1}
-
-
-def _as_index_array(values, name):
-    arr = np.asarray(values)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains NaN or inf.")
-        if not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must hold integer indices, got non-integer values.")
-    elif arr.dtype.kind not in "iub":
-        raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}.")
-    return arr.astype(np.int64)
-
-
-def _index_rows(values, width, n_samples, name, rows):
-    """Validate an integer table of sample indices with ``width`` columns.
-
-    Returns the table as int64 (an empty input reshaped to ``(0, width)``) and
-    ``n_samples``, inferred as ``max index + 1`` when None.
-
-    Raises
-    ------
-    ValueError
-        On a wrong shape, NaN, non-integer or negative entries, an invalid ``n_samples``
-        or an index at or above it (naming the first offending row).
-    """
-    arr = _as_index_array(values, name)
-    if arr.size == 0:
-        arr = arr.reshape(0, width)
-    if arr.ndim != 2 or arr.shape[1] != width:
-        raise ValueError(f"{name} must have shape ({rows}, {width}), got {arr.shape}.")
-    if (arr < 0).any():
-        raise ValueError(f"{name} contains negative indices.")
-    if n_samples is None:
-        n_samples = int(arr.max()) + 1 if arr.size else 0
-    elif not isinstance(n_samples, numbers.Integral) or n_samples < 0:
-        raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
-    n_samples = int(n_samples)
-    if arr.size and arr.max() >= n_samples:
-        row = int(np.flatnonzero((arr >= n_samples).any(axis=1))[0])
-        raise ValueError(f"{name} index out of range [0, {n_samples}) in row {row}: "
-                         f"{arr[row].tolist()}.")
-    return arr, n_samples
-
-
-class _SampleIndexRows:
-    """Base of the side-information tables of sample indices (pairs, triplets)."""
-
-    n_samples: int
-
-    def __len__(self):
-        # scikit-learn's length of ``y``: the number of samples it describes, so that
-        # ``check_consistent_length(X, y)`` and Pipelines accept the table as ``y``.
-        return self.n_samples
 
 
 class PairwiseConstraints(_SampleIndexRows):
@@ -500,18 +452,6 @@ class PairwiseConstraints(_SampleIndexRows):
                                    max(self.n_samples, other.n_samples))
 
 
-def _resolve_count(value, n, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float fraction of n or an int count, got {value!r}.")
-    if isinstance(value, numbers.Integral):
-        if value < 0:
-            raise ValueError(f"{name} must be non-negative, got {value}.")
-        return int(value)
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a non-negative finite fraction, got {value}.")
-    return int(round(value * n))
-
-
 def _sample_pairs(codes, count, same, rng):
     """``count`` distinct pairs (i < j) of positions with equal (``same``) or different codes.
 
@@ -539,158 +479,6 @@ def _sample_pairs(codes, count, same, rng):
         _, first = np.unique(merged, return_index=True)
         chosen = merged[np.sort(first)][:count]
     return np.column_stack([chosen // n, chosen % n])
-
-
-def triplets_from_labels(X, y, n_triplets=None, random_state=None, n_neighbors=1):
-    """Triplets of Shen et al. 2008 section 6 from labels, or more per point.
-
-    For each labelled point ``i``: ``j`` = its nearest neighbour in the same class and
-    ``k`` = its nearest neighbour in a different class (Euclidean), giving ``(i, j, k)``
-    with the intended relation ``d(i, j) < d(i, k)``; with ``n_neighbors = q > 1``, one
-    triplet ``(i, j_a, k)`` for each of the ``q`` nearest same-class neighbours ``j_a``
-    (the target neighbours of large-margin nearest neighbours), ``k`` the same. Then
-    ``n_triplets`` of them are drawn at random without replacement.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_samples, n_features)
-    y : array-like of shape (n_samples,)
-        Labels, ``-1`` = unlabelled (never used).
-    n_triplets : int, optional
-        Subsample size; all triplets when None.
-    random_state : int, RandomState instance or None
-    n_neighbors : int, default=1
-        Same-class neighbours per point (fewer in a class of at most ``n_neighbors``
-        labelled points); 1 is the paper's rule.
-
-    Returns
-    -------
-    triplets : ndarray of shape (t, 3), int64
-        Ordered by ``i``, then by the rank of ``j``.
-    """
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
-        raise ValueError(f"X (n, d) and y (n,) disagree: {X.shape} vs {y.shape}.")
-    if int(n_neighbors) < 1:
-        raise ValueError(f"n_neighbors must be at least 1, got {n_neighbors}.")
-    rng = check_random_state(random_state)
-    labelled = np.flatnonzero(labelled_mask(y))
-    classes = np.unique(y[labelled])
-    if len(classes) < 2:
-        raise ValueError("triplets need labelled points from at least 2 classes.")
-    q = int(n_neighbors)
-    nearest_same = np.full((len(y), q), -1, dtype=np.int64)
-    nearest_diff = np.full(len(y), -1, dtype=np.int64)
-    for c in classes:
-        inside = labelled[y[labelled] == c]
-        outside = labelled[y[labelled] != c]
-        k = min(q, len(inside) - 1)
-        if k >= 1:
-            _, idx = NeighborIndex("exact").fit(X[inside]).kneighbors(n_neighbors=k)
-            nearest_same[inside, :k] = inside[idx]
-        _, idx = NeighborIndex("exact").fit(X[outside]).kneighbors(X[inside], n_neighbors=1)
-        nearest_diff[inside] = outside[idx[:, 0]]
-    i = np.repeat(labelled, q)
-    j = nearest_same[labelled].ravel()
-    ok = j >= 0
-    triplets = np.column_stack([i[ok], j[ok], nearest_diff[i[ok]]]).astype(np.int64)
-    return _subsample(triplets, n_triplets, rng)
-
-
-def triplets_from_constraints(constraints, n_triplets=None, random_state=None):
-    """Triplets from pairs: must-link ``(i, j)`` and cannot-link ``(i, k)`` give ``(i, j, k)``.
-
-    Parameters
-    ----------
-    constraints : PairwiseConstraints
-    n_triplets : int, optional
-        Random subsample size; all triplets when None.
-    random_state : int, RandomState instance or None
-
-    Returns
-    -------
-    triplets : ndarray of shape (t, 3), int64
-    """
-    rng = check_random_state(random_state)
-    n = constraints.n_samples
-
-    def adjacency(p):
-        rows = np.concatenate([p[:, 0], p[:, 1]])
-        cols = np.concatenate([p[:, 1], p[:, 0]])
-        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
-
-    must, cannot = adjacency(constraints.must_link), adjacency(constraints.cannot_link)
-    out = []
-    for i in np.intersect1d(np.flatnonzero(must.getnnz(axis=1)),
-                            np.flatnonzero(cannot.getnnz(axis=1))):
-        js = must.indices[must.indptr[i]:must.indptr[i + 1]]
-        ks = cannot.indices[cannot.indptr[i]:cannot.indptr[i + 1]]
-        jj, kk = np.meshgrid(js, ks, indexing="ij")
-        out.append(np.column_stack([np.full(jj.size, i), jj.ravel(), kk.ravel()]))
-    triplets = np.concatenate(out).astype(np.int64) if out else np.empty((0, 3), np.int64)
-    return _subsample(triplets, n_triplets, rng)
-
-
-def _subsample(triplets, n_triplets, rng):
-    if n_triplets is None or n_triplets >= len(triplets):
-        return triplets
-    if n_triplets < 0:
-        raise ValueError(f"n_triplets must be non-negative, got {n_triplets}.")
-    pick = np.sort(rng.choice(len(triplets), size=int(n_triplets), replace=False))
-    return triplets[pick]
-
-
-class Triplets(_SampleIndexRows):
-    """Relative constraints ``d(x_i, x_j) < d(x_i, x_k)`` over ``n_samples`` points.
-
-    The side information of :class:`psdlearn.PSDBoost`, passed as ``y`` of ``fit`` (see
-    the glossary of the documentation). A bare ``(t, 3)`` array would be ambiguous with
-    the ``[i, j, +1/-1]`` rows of pairwise constraints, hence this wrapper.
-
-    Parameters
-    ----------
-    triplets : array-like of shape (t, 3)
-        Integer rows ``(i, j, k)`` of three distinct samples. Duplicate rows are merged
-        with a :class:`UserWarning`.
-    n_samples : int, optional
-        Number of points the indices refer to; ``max index + 1`` when omitted.
-
-    Attributes
-    ----------
-    triplets : ndarray of shape (t, 3), int64
-    n_samples : int
-
-    Examples
-    --------
-    >>> from psdlearn import Triplets
-    >>> T = Triplets([[0, 1, 2], [2, 1, 0]], n_samples=3)
-    >>> T.n_triplets, len(T)
-    (2, 3)
-    """
-
-    def __init__(self, triplets, n_samples=None):
-        arr, n_samples = _index_rows(triplets, 3, n_samples, "triplets", "t")
-        repeated = (arr[:, 0] == arr[:, 1]) | (arr[:, 0] == arr[:, 2]) | (arr[:, 1] == arr[:, 2])
-        if repeated.any():
-            row = int(np.flatnonzero(repeated)[0])
-            raise ValueError(f"triplets row {row} repeats an index: {arr[row].tolist()}; "
-                             "(i, j, k) must be three distinct samples.")
-        unique, first = np.unique(arr, axis=0, return_index=True)
-        if len(unique) < len(arr):
-            warnings.warn(f"{len(arr) - len(unique)} duplicate triplets merged.", UserWarning,
-                          stacklevel=2)
-            arr = arr[np.sort(first)]
-        self.triplets = np.ascontiguousarray(arr, dtype=np.int64)
-        self.n_samples = n_samples
-
-    @property
-    def n_triplets(self):
-        """Number of triplets ``t``."""
-        return len(self.triplets)
-
-    def __repr__(self):
-        return f"Triplets(n_samples={self.n_samples}, n_triplets={self.n_triplets})"
 
 
 @dataclass(frozen=True)
@@ -801,14 +589,6 @@ def check_side_info(y, n_samples, accept=("labels", "pairs"), required=True, *,
             warn_conflicts(C, stacklevel=3)
         return SideInfo("pairs", constraints=C)
     raise ValueError(f"y must be {wanted}; got an array of shape {arr.shape}.")
-
-
-def labelled_mask(labels):
-    """Boolean mask of the labelled entries of a partial label vector (``-1`` = unlabelled)."""
-    labels = np.asarray(labels)
-    if labels.dtype.kind in "OUS":
-        return np.array([str(v) != "-1" for v in labels], dtype=bool)
-    return labels != -1
 
 
 def _label_codes(labels):
