@@ -41,13 +41,14 @@ are in the method notes of the documentation.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.sparse.linalg import lobpcg
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from psdlearn.npkl.losses import get_loss
 
@@ -68,6 +69,15 @@ _DENSE_MAX = 400
 _LOBPCG_RTOL = 1e-2
 #: Iterations of the first LOBPCG run, which finds the scale of ``lambda_max``.
 _LOBPCG_SCALE_ITERS = 20
+
+
+@functools.cache
+def _thread_pools():
+    """The thread pools of the loaded libraries, found once: finding them scans the loaded
+    libraries, 5 ms, as long as the whole dense solve at n = 150."""
+    return ThreadpoolController()
+
+
 def loss_gradient_matrix(n_samples, pairs, signs, loss):
     """``G``: minus the gradient of the loss term at ``K = 0``, divided by ``gamma``.
 
@@ -122,7 +132,7 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0):
     if n <= _DENSE_MAX:
         # one thread: at this size BLAS threads cost more than they save, and on a busy
         # machine their spinning made this 5 ms solve take 0.3 s
-        with threadpool_limits(1, "blas"):
+        with _thread_pools().limit(limits=1, user_api="blas"):
             lam = sl.eigh(G.toarray(), L.toarray(), eigvals_only=True,
                           subset_by_index=[n - 1, n - 1])[0]
     else:
