@@ -12,8 +12,8 @@ them), square loss.
 Reported per n: CPU seconds of each rule on one BLAS thread (median of 3), the baseline's
 LOBPCG iterations, ``lambda_max`` of both and their relative difference.
 
-Run: ``python benchmarks/bench_gamma0_cost.py [--ns 2e4 5e4 1e5 2e5 4e5]``. Writes
-``results/gamma0_cost.{md,json}``.
+Run: ``python benchmarks/bench_gamma0_cost.py [--ns 2e4 5e4 1e5 2e5 4e5] [--name NAME]``.
+Writes ``results/<name>.{md,json}`` (default ``gamma0_cost``).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def _baseline(L, pairs, signs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ns", nargs="+", type=float, default=[2e4, 5e4, 1e5, 2e5, 4e5])
+    ap.add_argument("--name", default="gamma0_cost", help="results file name")
     args = ap.parse_args()
     start_load = os.getloadavg()[0]
     rows = []
@@ -89,7 +90,7 @@ def main():
         f"{scaling_exponent(ns, [r['cpu_s_absolute_tol'] for r in rows]):.2f}, relative tol "
         f"{scaling_exponent(ns, [r['cpu_s_relative_tol'] for r in rows]):.2f}.",
         load_note(start_load)]
-    write_results("gamma0_cost", list(rows[0]), rows, notes)
+    write_results(args.name, list(rows[0]), rows, notes)
 
 
 if __name__ == "__main__":
