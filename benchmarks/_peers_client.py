@@ -159,6 +159,57 @@ def finish(write_results, results_dir, name, columns, rows, notes, extra, no_wri
                     {key: extra[key] for key in RUN_KEYS})
 
 
+def reused_results(args, key):
+    """``{key(run): results}`` of the reused run's per-seed records (``--reuse-peers``),
+    or None."""
+    if args.reused is None:
+        return None
+    return {key(r): r["results"] for r in args.reused["runs"]}
+
+
+def share_peers(out, peers, request, reused, retime, make):
+    """The peers' records of one seed: asked of ``peers`` (``make(name, answer)`` builds
+    each record into ``out``), or, with ``reused`` (that seed's old records), copied from
+    them; with ``reused`` and ``retime`` the peers also run now, and their fresh records
+    are returned (else None)."""
+    if reused is not None:
+        out.update({name: reused[name] for name in request["methods"] if name in reused})
+    if not peers.available or (reused is not None and not retime):
+        return None
+    fresh = {name: make(name, res) for name, res in peers.ask(request).items()}
+    if reused is None:
+        out.update(fresh)
+        return None
+    return fresh
+
+
+def retime_rows(runs, key_fields, best_peer, score):
+    """The check of reused peer times (``--retime-seeds``): per condition, over the seeds
+    where the peers ran again, psdlearn's median time over the best peer's median, with
+    the reused times and with the times of this run, and whether the peer's scores came
+    out the same. ``best_peer(condition)`` names the peer of the main table's ratio,
+    ``score(record)`` reads a record's score."""
+    rows = []
+    conditions = {tuple(r[f] for f in key_fields) for r in runs if r.get("retimed")}
+    for cond in sorted(conditions, key=lambda t: (SETS.index(t[0]) if t[0] in SETS else 99,
+                                                  *t[1:])):
+        cell = [r for r in runs
+                if r.get("retimed") and tuple(r[f] for f in key_fields) == cond]
+        best = best_peer(cond)
+        if best is None:
+            continue
+        ours = median([r["results"]["psdlearn"]["time"] for r in cell])
+        old = median([r["results"][best]["time"] for r in cell])
+        new = median([r["retimed"][best]["time"] for r in cell])
+        same = sum(score(r["results"][best]) == score(r["retimed"][best]) for r in cell)
+        rows.append({**dict(zip(key_fields, cond, strict=True)), "peer": best,
+                     "seeds": len(cell), "t psdlearn": ours, "t peer reused": old,
+                     "t peer this run": new, "ratio reused": round(ours / old, 2),
+                     "ratio this run": round(ours / new, 2),
+                     "peer scores equal": f"{same}/{len(cell)}"})
+    return rows
+
+
 def close_run(peers, args, runs, sets, path, start_load, t_start):
     """Close the peer process; merge the records of the sets not rerun from ``path``;
     return ``(runs, run_notes, extra)`` for the tables and the JSON."""
@@ -169,16 +220,29 @@ def close_run(peers, args, runs, sets, path, start_load, t_start):
     if set(sets) != set(SETS) and path.exists() and not args.no_write:
         old = json.loads(path.read_text())
         runs = [r for r in old.get("runs", []) if r["set"] not in sets] + runs
+    loads = [r["load"] for r in runs if "load" in r]
     run_notes = [
         "Peers ran in " + (f"their own interpreter ({args.peers_python}): " + ", ".join(
             f"{k} {v}" for k, v in peer_versions.items()) if peer_versions else
             f"no interpreter: skipped ({peer_reason})") + ".",
         f"Every method ran with {args.threads} thread(s) (BLAS, OpenMP, numba). "
         f"Shared machine: 1-minute load average {start_load:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores; other jobs ran "
+        f"{os.getloadavg()[0]:.1f} at the end"
+        + (f" (at the seeds: {min(loads):.1f} to {max(loads):.1f}, median "
+           f"{statistics.median(loads):.1f})" if loads else "")
+        + f", on {os.cpu_count()} cores; other jobs ran "
         "beside this one, so times are inflated alike for all methods (they are "
         "interleaved per seed) and the ratios are the figures to read.",
     ]
+    if args.reused is not None:
+        run_notes.append(
+            f"--reuse-peers: the peers' per-seed records (scores and times) are those of "
+            f"the run of {args.reused['date']}, reused as the peers and their inputs are "
+            f"unchanged; psdlearn and the no-fit baselines ran in this run. That run's "
+            f"notes: {' '.join(args.reused['run_notes'][1:])} Its times and ours come "
+            f"from two runs at different loads: on seeds 0-{args.retime_seeds - 1} the "
+            "peers ran again in this run, interleaved with psdlearn, and the `_retime` "
+            "table compares the ratios with their reused and their new times.")
     extra = {"runs": runs, "run_notes": run_notes, "psdlearn_version": pl.__version__,
              "peers_versions": peer_versions, "peers_python": args.peers_python,
              "seeds": args.seeds, "sets_this_run": sets,
@@ -192,6 +256,11 @@ def start_run(description, path, write_tables):
     and return None; else limit the thread pools, start the peers' process and return
     ``(args, sets, start_load, limits, peers)`` (keep ``limits`` for the whole run)."""
     args = parser(description).parse_args()
+    args.reused = None
+    if args.reuse_peers:
+        old = json.loads(Path(path).read_text())
+        args.reused = {"runs": old["runs"], "date": old["environment"]["date"],
+                       "run_notes": old["run_notes"]}
     if args.tables_only:
         old = json.loads(Path(path).read_text())
         write_tables(old["runs"], old["run_notes"], old, args.no_write)
@@ -217,6 +286,14 @@ def parser(description):
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--tables-only", action="store_true",
                     help="rebuild the tables from the per-seed records of the JSON, no fit")
+    ap.add_argument("--reuse-peers", action="store_true",
+                    help="take the peers' per-seed records (scores and times) from the JSON "
+                         "already there, whose inputs and peers are unchanged, and rerun "
+                         "psdlearn and the no-fit baselines only")
+    ap.add_argument("--retime-seeds", type=int, default=2,
+                    help="with --reuse-peers: on seeds 0 .. N-1 the peers also run again, "
+                         "interleaved with psdlearn as usual, to check the time ratios "
+                         "against the reused times (<name>_retime.md)")
     return ap
 
 

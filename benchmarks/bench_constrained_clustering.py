@@ -4,12 +4,17 @@ COPKMeans (active-semi-supervised-clustering) and ITML + k-means (metric-learn).
 Run (from the repository root, in psdlearn's environment)::
 
     PYTHONPATH=src:. python benchmarks/bench_constrained_clustering.py \
-        --peers-python /work/venv-peers/bin/python [--sets iris,wine] [--seeds 10]
+        --peers-python /work/venv-peers/bin/python [--sets iris,wine] [--seeds 10] \
+        [--reuse-peers [--retime-seeds 2]]
 
 Writes ``benchmarks/results/constrained_clustering.{md,json}``. The peers run in their own
 interpreter (``_peers.py``; metric-learn 0.7 needs scikit-learn < 1.8); without it they are
 reported as skipped. ``--sets`` runs those sets only and merges them into the results
-already there.
+already there. ``--reuse-peers`` takes the peers' per-seed records from the JSON already
+there (same sets, pairs and seeds, peers unchanged) and reruns psdlearn and k-means on X;
+the peers then run again on the first ``--retime-seeds`` seeds only, and
+``constrained_clustering_retime.{md,json}`` compares the time ratios with the peers'
+reused and new times.
 
 Protocol, fixed before measuring:
 
@@ -43,6 +48,8 @@ Protocol, fixed before measuring:
 
 from __future__ import annotations
 
+import json
+import os
 import time
 
 import numpy as np
@@ -56,7 +63,10 @@ from _peers_client import (
     log,
     mean_sd,
     median,
+    retime_rows,
+    reused_results,
     sample_pairs,
+    share_peers,
     start_run,
 )
 from sklearn.cluster import KMeans
@@ -94,29 +104,35 @@ def run_kmeans(X, k, seed):
     return labels, time.perf_counter() - t0
 
 
-def run_cell(peers, X, y, k, pairs, signs, seed):
-    """One seed of one condition: every method on the same pairs, order alternating."""
-    out = {}
+def run_cell(peers, X, y, k, pairs, signs, seed, reused=None, retime=False):
+    """One seed of one condition: every method on the same pairs, order alternating.
+
+    With ``reused`` (that seed's records of an earlier run, ``--reuse-peers``) the peers'
+    records are copied from it, and with ``retime`` the peers also run again; returns the
+    records and the peers' new ones (None when they did not run again)."""
+    out, fresh = {}, None
 
     def ours():
         labels, t = run_ours(X, k, pairs, signs, seed)
         out["psdlearn"] = {"rand": 100 * rand_score(y, labels), "time": t, "error": None}
 
+    def record(name, res):
+        rand = None if res["labels"] is None else 100 * rand_score(y, res["labels"])
+        return {"rand": rand, "time": res["time"], "error": res["error"],
+                "attempts": res["attempts"]}
+
     def others():
-        if peers.available:
-            ans = peers.ask({"op": "cluster", "X": X.tolist(), "n_clusters": k,
-                             "pairs": pairs.tolist(), "signs": signs.tolist(), "seed": seed,
-                             "methods": PEERS})
-            for name, res in ans.items():
-                rand = None if res["labels"] is None else 100 * rand_score(y, res["labels"])
-                out[name] = {"rand": rand, "time": res["time"], "error": res["error"],
-                             "attempts": res["attempts"]}
+        nonlocal fresh
+        fresh = share_peers(out, peers, {"op": "cluster", "X": X.tolist(), "n_clusters": k,
+                                         "pairs": pairs.tolist(), "signs": signs.tolist(),
+                                         "seed": seed, "methods": PEERS},
+                            reused, retime, record)
         labels, t = run_kmeans(X, k, seed)
         out["kmeans_X"] = {"rand": 100 * rand_score(y, labels), "time": t, "error": None}
 
     for step in ((ours, others) if seed % 2 == 0 else (others, ours)):
         step()
-    return out
+    return out, fresh
 
 
 def summarize(runs, peers_available):
@@ -146,6 +162,7 @@ def summarize(runs, peers_available):
             row[f"t {LABELS[meth]}"] = stats[meth][2]
         ours_rand, _, ours_t = stats["psdlearn"]
         ok_peers = [p for p in PEERS if p in stats and stats[p][1] == 0]
+        row["_best"] = (max(ok_peers, key=lambda p: stats[p][0]) if ok_peers else None)
         if not peers_available or not any(p in stats for p in PEERS):
             row["best peer"], row["verdict"] = "skipped", "peers skipped"
         elif not ok_peers:
@@ -191,7 +208,23 @@ def write_tables(runs, run_notes, extra, no_write):
         "min.",
         *run_notes,
     ]
+    best = {(r["set"], r["pairs"], r["flipped"] != "0"): r.pop("_best") for r in rows}
     finish(write_results, RESULTS, NAME, columns, rows, notes, extra, no_write)
+    check = retime_rows(runs, ("set", "pairs", "flipped"), best.get,
+                        lambda rec: None if rec["rand"] is None else round(rec["rand"], 9))
+    for row in check:
+        row["flipped"] = f"{int(100 * FLIP)}%" if row["flipped"] else "0"
+        row["peer"] = LABELS[row["peer"]]
+    if check and no_write:
+        print(json.dumps(check, indent=1, default=float))
+    elif check:
+        write_results(f"{NAME}_retime", list(check[0]), check, notes=[
+            "The check of the reused peer times (--reuse-peers): on the seeds where the "
+            "peers ran again in this run, interleaved with psdlearn, psdlearn's median "
+            "time over that of the best peer of the main table, with the peer's reused "
+            "times and with its times of this run; `peer scores equal`: seeds where its "
+            "Rand index came out the same in both runs.",
+            *run_notes])
 
 
 def main():
@@ -205,6 +238,7 @@ def main():
     run_ours(X0, 3, p0, s0, 0)
 
     runs = []
+    reused = reused_results(args, lambda r: (r["set"], r["pairs"], r["flipped"], r["seed"]))
     t_start = time.perf_counter()
     for set_name in sets:
         X, y = load_set(set_name)
@@ -213,9 +247,12 @@ def main():
             for seed in range(args.seeds):
                 pairs, clean, noisy = side_information(y, m, seed)
                 for flipped, signs in ((False, clean), (True, noisy)):
-                    res = run_cell(peers, X, y, k, pairs, signs, seed)
+                    old = None if reused is None else reused[(set_name, m, flipped, seed)]
+                    res, fresh = run_cell(peers, X, y, k, pairs, signs, seed, old,
+                                          seed < args.retime_seeds)
                     runs.append({"set": set_name, "pairs": m, "flipped": flipped,
-                                 "seed": seed, "results": res})
+                                 "seed": seed, "results": res, "load": os.getloadavg()[0],
+                                 **({"retimed": fresh} if fresh else {})})
                 log(f"{set_name} m={m} seed={seed} done ({time.perf_counter() - t_start:.0f} s)")
     runs, run_notes, extra = close_run(peers, args, runs, sets, RESULTS / f"{NAME}.json",
                                        start_load, t_start)

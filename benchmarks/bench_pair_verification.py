@@ -4,12 +4,17 @@ metric-learn's ITML and MMC pairs classifiers and the Euclidean distance.
 Run (from the repository root, in psdlearn's environment)::
 
     PYTHONPATH=src:. python benchmarks/bench_pair_verification.py \
-        --peers-python /work/venv-peers/bin/python [--sets iris,wine] [--seeds 10]
+        --peers-python /work/venv-peers/bin/python [--sets iris,wine] [--seeds 10] \
+        [--reuse-peers [--retime-seeds 2]]
 
 Writes ``benchmarks/results/pair_verification.{md,json}``. The peers run in their own
 interpreter (``_peers.py``; metric-learn 0.7 needs scikit-learn < 1.8); without it they are
 reported as skipped. ``--sets`` runs those sets only and merges them into the results
-already there.
+already there. ``--reuse-peers`` takes the peers' per-seed records from the JSON already
+there (same sets, pairs and seeds, peers unchanged) and reruns psdlearn and the Euclidean
+baseline; the peers then run again on the first ``--retime-seeds`` seeds only, and
+``pair_verification_retime.{md,json}`` compares the time ratios with the peers' reused and
+new times.
 
 Protocol, fixed before measuring:
 
@@ -20,7 +25,7 @@ Protocol, fixed before measuring:
   uniformly among the pairs of training points and labelled +1 (same class) or -1; a
   random quarter of them is held out as the validation pairs, the rest are the fit pairs.
   The test pairs are all pairs of test points: no learner sees a test point.
-- psdlearn: ``PairsClassifier(NPKL(certificate_tol=None, random_state=s),
+- psdlearn: ``PairsClassifier(NPKL(certificate_tol=None, tol=1e-3, random_state=s),
   preprocessor=X_train)``: the default learner with a seed (its semi-supervised set is
   every training point).
 - metric-learn: ``ITML`` and ``MMC`` with ``preprocessor=X_train, random_state=s`` and their
@@ -40,6 +45,8 @@ Protocol, fixed before measuring:
 
 from __future__ import annotations
 
+import json
+import os
 import time
 
 import numpy as np
@@ -53,7 +60,10 @@ from _peers_client import (
     log,
     mean_sd,
     median,
+    retime_rows,
+    reused_results,
     sample_pairs,
+    share_peers,
     start_run,
 )
 from sklearn.metrics import accuracy_score, roc_auc_score
@@ -88,7 +98,7 @@ def split(X, y, m, seed):
 
 
 def run_ours(task, seed):
-    clf = pl.PairsClassifier(pl.NPKL(certificate_tol=None, random_state=seed),
+    clf = pl.PairsClassifier(pl.NPKL(certificate_tol=None, tol=1e-3, random_state=seed),
                              preprocessor=task["X"])
     t0 = time.perf_counter()
     clf.fit(task["fit_pairs"], task["fit_y"])
@@ -118,26 +128,31 @@ def record(test_y, scores, predictions, elapsed, error=None):
             "error": None}
 
 
-def run_cell(peers, task, seed):
-    """One seed of one condition: every method on the same pairs, order alternating."""
-    out = {}
+def run_cell(peers, task, seed, reused=None, retime=False):
+    """One seed of one condition: every method on the same pairs, order alternating.
+
+    With ``reused`` (that seed's records of an earlier run, ``--reuse-peers``) the peers'
+    records are copied from it, and with ``retime`` the peers also run again; returns the
+    records and the peers' new ones (None when they did not run again)."""
+    out, fresh = {}, None
     y = task["test_y"]
 
     def ours():
         out["psdlearn"] = record(y, *run_ours(task, seed))
 
     def others():
-        if peers.available:
-            ans = peers.ask({"op": "pairs", "seed": seed, "methods": PEERS,
-                             **{k: v.tolist() for k, v in task.items() if k != "test_y"}})
-            for name, res in ans.items():
-                out[name] = record(y, res["scores"], res["predictions"], res["time"],
-                                   res["error"])
+        nonlocal fresh
+        fresh = share_peers(
+            out, peers, {"op": "pairs", "seed": seed, "methods": PEERS,
+                         **{k: v.tolist() for k, v in task.items() if k != "test_y"}},
+            reused, retime,
+            lambda name, res: record(y, res["scores"], res["predictions"], res["time"],
+                                     res["error"]))
         out["euclidean"] = record(y, *run_euclidean(task))
 
     for step in ((ours, others) if seed % 2 == 0 else (others, ours)):
         step()
-    return out
+    return out, fresh
 
 
 def summarize(runs, peers_available):
@@ -175,6 +190,7 @@ def summarize(runs, peers_available):
         best_acc = max(stats[p][1] for p in complete)
         row["AUC gap"] = round(auc - best_auc, 1)
         row["acc gap"] = round(acc - best_acc, 1)
+        row["_best"] = max(learners, key=lambda p: stats[p][0]) if learners else None
         if learners:
             best = max(learners, key=lambda p: stats[p][0])
             row["time ratio"] = round(t_ours / stats[best][3], 2)
@@ -204,7 +220,7 @@ def write_tables(runs, run_notes, extra, no_write):
         "AUC gap / acc gap = psdlearn minus the best method (Euclidean included); time "
         "ratio = psdlearn's median fit time over that of the best learning peer by AUC "
         "(`time vs`). Goal (issue 36): both gaps >= -1 point and time ratio <= 1.",
-        "psdlearn: PairsClassifier(NPKL(certificate_tol=None, random_state=seed), "
+        "psdlearn: PairsClassifier(NPKL(certificate_tol=None, tol=1e-3, random_state=seed), "
         "preprocessor=X_train), the default learner with a seed; ITML, MMC: metric-learn's "
         "classes with their defaults.",
         "A failure is a peer's exception or TimeoutError (a fit stopped at the limit of "
@@ -213,7 +229,22 @@ def write_tables(runs, run_notes, extra, no_write):
         "min.",
         *run_notes,
     ]
+    best = {(r["set"], r["pairs"]): r.pop("_best") for r in rows}
     finish(write_results, RESULTS, NAME, columns, rows, notes, extra, no_write)
+    check = retime_rows(runs, ("set", "pairs"), best.get,
+                        lambda rec: None if rec["auc"] is None else round(rec["auc"], 9))
+    for row in check:
+        row["peer"] = LABELS[row["peer"]]
+    if check and no_write:
+        print(json.dumps(check, indent=1, default=float))
+    elif check:
+        write_results(f"{NAME}_retime", list(check[0]), check, notes=[
+            "The check of the reused peer times (--reuse-peers): on the seeds where the "
+            "peers ran again in this run, interleaved with psdlearn, psdlearn's median "
+            "fit time over that of the best learning peer of the main table, with the "
+            "peer's reused times and with its times of this run; `peer scores equal`: "
+            "seeds where its AUC came out the same in both runs.",
+            *run_notes])
 
 
 def main():
@@ -226,15 +257,19 @@ def main():
     run_ours(split(X0, y0, 100, 0), 0)
 
     runs = []
+    reused = reused_results(args, lambda r: (r["set"], r["pairs"], r["seed"]))
     t_start = time.perf_counter()
     for set_name in sets:
         X, y = load_set(set_name)
         for m in PAIR_COUNTS:
             for seed in range(args.seeds):
                 task = split(X, y, m, seed)
+                old = None if reused is None else reused[(set_name, m, seed)]
+                res, fresh = run_cell(peers, task, seed, old, seed < args.retime_seeds)
                 runs.append({"set": set_name, "pairs": m, "seed": seed,
-                             "test_pairs": len(task["test_y"]),
-                             "results": run_cell(peers, task, seed)})
+                             "test_pairs": len(task["test_y"]), "results": res,
+                             "load": os.getloadavg()[0],
+                             **({"retimed": fresh} if fresh else {})})
                 log(f"{set_name} m={m} seed={seed} done ({time.perf_counter() - t_start:.0f} s)")
     runs, run_notes, extra = close_run(peers, args, runs, sets, RESULTS / f"{NAME}.json",
                                        start_load, t_start)

@@ -1,6 +1,8 @@
 """The per-point normalized-Laplacian row of NPKL's out-of-sample extension (Hu & Kwok 2015,
 III-E, one new point attached to the fixed training graph)."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -143,3 +145,44 @@ def test_training_rows_lookup_is_exact():
     np.testing.assert_array_equal(pair.match(B), [0, -1])
     np.testing.assert_array_equal(pair.match(-0.0 * B[:1] + B[:1]), [0])
     np.testing.assert_array_equal(lookup.match(A[:, :5]), np.full(50, -1))
+
+
+def test_transform_neighbourhood_is_chosen_on_first_use_from_the_fit(monkeypatch):
+    """fit does not run the leave-one-out search of n_neighbors_transform_; the first new
+    point does, once, and gets the k' of the fit's sample and embedding (the same as the
+    search run eagerly), also after partial_fit has moved the embedding and after a
+    pickle round trip."""
+    import pickle
+
+    from psdlearn._exact_knn import value_order
+    from psdlearn.npkl import _out_of_sample, estimator
+
+    calls = []
+    real = _out_of_sample.select_n_neighbors
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(estimator, "select_n_neighbors", counting)
+    model, X_tr, X_new = _fitted(seed=3)
+    assert calls == []
+    model.transform(X_tr)  # training rows: looked up, no search
+    assert calls == []
+    eager = real(model.neighbor_index_, model.X_fit_, model.embedding_, model.sigma_,
+                 model.n_neighbors_, 3, order=None,
+                 rows=_out_of_sample.loo_sample(len(X_tr), 3, order=value_order(X_tr)))
+    twin = pickle.loads(pickle.dumps(model))
+    model.transform(X_new)
+    model.transform(X_new)
+    assert calls == [1]
+    assert model.n_neighbors_transform_ == eager == twin.n_neighbors_transform_
+    # partial_fit keeps the choice of the fit, made on the fit's embedding
+    refit, _, _ = _fitted(seed=3)
+    before = refit.embedding_.copy()
+    near = np.argsort(((X_tr - X_tr[0]) ** 2).sum(axis=1))[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a pair already given is merged with a warning
+        refit.partial_fit(X_tr, np.array([[0, near, 1]]))
+    assert not np.allclose(refit.embedding_, before)
+    assert refit.n_neighbors_transform_ == eager

@@ -118,6 +118,30 @@ def test_projected_gradient_monotone_and_psd(accelerated):
     assert np.linalg.norm(mapped - res.S) <= 1e-3 * np.linalg.norm(res.S)
 
 
+def test_path_solve_in_the_eigenbasis_with_a_warm_step_reaches_the_same_optimum():
+    """The cross-validation's fold solves: from the previous lambda's solution, in the
+    eigenbasis of A, with the Armijo search started at half the previous step. Solved to a
+    tight tolerance, the optimum is that of a cold solve in the original basis (the
+    problem is strictly convex), S~ = U^T S U, and the factor read off the last projection
+    reproduces S (an SVM on E F sees the kernel E S E^T)."""
+    _, _, prior, data = small_problem(m=10, n_lab=15, seed=7)
+    _, U = data.eigensystem()
+    first = solve_dictionary(prior, 1.0, data, max_iter=5000, tol=1e-13, eigenbasis=True)
+    warm = solve_dictionary(prior, 1e-2, data, S_init=first.S, a_init=first.step / 2,
+                            max_iter=5000, tol=1e-13, eigenbasis=True)
+    cold = solve_dictionary(prior, 1e-2, data, max_iter=5000, tol=1e-13)
+    np.testing.assert_allclose(U @ warm.S @ U.T, cold.S, atol=1e-4 * np.abs(cold.S).max())
+    assert abs(warm.objective_history[-1] - cold.objective_history[-1]) <= (
+        1e-9 * cold.objective_history[-1])
+    for res, basis in ((warm, U), (cold, np.eye(10))):
+        F = basis @ res.factor
+        np.testing.assert_allclose(F @ F.T, basis @ res.S @ basis.T,
+                                   atol=1e-10 * np.abs(res.S).max())
+    with pytest.raises(ValueError, match="one block"):
+        half = QuadraticData([data.blocks[0], data.blocks[0]], data.B, data.c)
+        solve_dictionary(prior, 1.0, half, eigenbasis=True)
+
+
 @pytest.mark.sdp
 def test_agrees_with_cvxpy():
     cp = pytest.importorskip("cvxpy")

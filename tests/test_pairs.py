@@ -412,3 +412,16 @@ def test_calibrated_classifier_cv_on_pairs(form):
     # calibrated probability of "similar" ranks the pairs as the decision values do
     assert np.mean(cal.predict(p["test"]) == p["y_test"]) > 0.8
     np.testing.assert_array_equal(cal.classes_, [-1, 1])
+
+
+def test_the_default_tolerance_ranks_pairs_as_the_tight_solve():
+    """The default learner's tol=1e-3 against NPKL's own 1e-5: the same held-out AUC to
+    half a point."""
+    X, y = pl.datasets.load("iris")
+    C = pl.PairwiseConstraints.from_labels(y, 60, 60, random_state=0)
+    test = pl.PairwiseConstraints.from_labels(y, 200, 200, random_state=10)
+    aucs = [pl.PairsClassifier(pl.NPKL(certificate_tol=None, tol=tol, random_state=0),
+                               preprocessor=X).fit(C.pairs, C.signs).score(test.pairs,
+                                                                           test.signs)
+            for tol in (1e-3, 1e-5)]
+    assert aucs[0] == pytest.approx(aucs[1], abs=0.005)

@@ -14,12 +14,14 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.metrics import euclidean_distances
 from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from psdlearn._cluster_kernels import greedy_assign
 from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
@@ -78,20 +80,18 @@ def constraint_units(y, n_samples, *, check_conflicts=True):
                            required=False, check_conflicts=check_conflicts)
     if side.kind == "pairs":
         C = side.constraints
-        units = C.must_link_components().astype(np.int64)
-        cl = C.cannot_link
-        a, b = units[cl[:, 0]], units[cl[:, 1]]
-    elif side.kind == "labels":
-        # every pair of labelled points is a constraint: one unit per class, and a
-        # cannot-link between every two classes (the pairs are never listed)
-        codes = side.codes
-        free = codes < 0
-        n_classes = int(codes.max()) + 1
-        units = codes.copy()
-        units[free] = n_classes + np.arange(free.sum())
-        a, b = np.triu_indices(n_classes, k=1)
-    else:
-        return None, np.empty((0, 2), np.int64), 0
+        return _pair_units(C.n_samples, C.must_link, C.cannot_link)
+    if side.kind == "labels":
+        return _label_units(side.codes)
+    return None, np.empty((0, 2), np.int64), 0
+
+
+def _pair_units(n_samples, must_link, cannot_link):
+    """:func:`constraint_units` of pairs given as their must-links and cannot-links."""
+    graph = sp.coo_matrix((np.ones(len(must_link)), (must_link[:, 0], must_link[:, 1])),
+                          shape=(n_samples, n_samples))
+    units = connected_components(graph, directed=False)[1].astype(np.int64)
+    a, b = units[cannot_link[:, 0]], units[cannot_link[:, 1]]
     inside = a == b
     n_conflicts = int(inside.sum())
     if n_conflicts:
@@ -100,9 +100,26 @@ def constraint_units(y, n_samples, *, check_conflicts=True):
         bad = np.isin(units, a[inside])
         units[bad] = units.max() + 1 + np.arange(bad.sum())
         units = np.unique(units, return_inverse=True)[1].astype(np.int64)
-        a, b = units[cl[:, 0]], units[cl[:, 1]]
+        a, b = units[cannot_link[:, 0]], units[cannot_link[:, 1]]
+    return units, _unit_edges(a, b), n_conflicts
+
+
+def _label_units(codes):
+    """:func:`constraint_units` of partial labels given as class codes (``-1`` = none)."""
+    # every pair of labelled points is a constraint: one unit per class, and a
+    # cannot-link between every two classes (the pairs are never listed)
+    free = codes < 0
+    units = np.empty(len(codes), np.int64)
+    units[~free] = np.unique(codes[~free], return_inverse=True)[1].ravel()
+    n_classes = int(units[~free].max()) + 1 if (~free).any() else 0
+    units[free] = n_classes + np.arange(free.sum())
+    a, b = np.triu_indices(n_classes, k=1)
+    return units, _unit_edges(a, b), 0
+
+
+def _unit_edges(a, b):
     edges = np.sort(np.column_stack([a, b]).astype(np.int64), axis=1)
-    return units, np.unique(edges, axis=0).reshape(-1, 2), n_conflicts
+    return np.unique(edges, axis=0).reshape(-1, 2)
 
 
 def _squared_distances(E, centers):
@@ -132,41 +149,28 @@ def assign_units(cost, edges):
     -------
     labels : ndarray of shape (n_units,), int64
     """
+    cost = np.ascontiguousarray(cost, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    return _assign(cost, edges, _adjacency(edges, cost.shape[0]))
+
+
+def _adjacency(edges, n_units):
+    """The cannot-links as an undirected CSR adjacency ``(indptr, indices)`` of the units,
+    and the units that have any, in increasing order."""
+    a = np.concatenate([edges[:, 0], edges[:, 1]])
+    b = np.concatenate([edges[:, 1], edges[:, 0]])
+    indptr = np.zeros(n_units + 1, np.int64)
+    np.cumsum(np.bincount(a, minlength=n_units), out=indptr[1:])
+    return indptr, b[np.argsort(a, kind="stable")], np.flatnonzero(np.diff(indptr) > 0)
+
+
+def _assign(cost, edges, adjacency):
+    """:func:`assign_units` with the adjacency of ``edges`` built already."""
     labels = cost.argmin(1).astype(np.int64)
     if len(edges) == 0:
         return labels
-    n_units = cost.shape[0]
-    adj = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])),
-                        shape=(n_units, n_units))
-    adj = (adj + adj.T).tocsr()
-
-    def best_allowed(u):
-        allowed = cost[u].copy()
-        allowed[labels[adj.indices[adj.indptr[u]:adj.indptr[u + 1]]]] = np.inf
-        c = int(allowed.argmin())
-        return c, allowed[c]
-
-    for u, v in edges:                      # phase 1: repair, the cheaper move first
-        if labels[u] != labels[v]:
-            continue
-        moves = [(cu - cost[w, labels[w]], w, c) for w in (u, v)
-                 for c, cu in [best_allowed(w)] if np.isfinite(cu)]
-        if moves:
-            _, w, c = min(moves)
-            labels[w] = c
-    linked = np.flatnonzero(np.diff(adj.indptr) > 0)
-    for _ in range(100):                    # phase 2: local descent (ends far sooner)
-        moved = False
-        for u in linked:
-            c, cu = best_allowed(u)
-            nbr = adj.indices[adj.indptr[u]:adj.indptr[u + 1]]
-            violated = bool((labels[nbr] == labels[u]).any())
-            if np.isfinite(cu) and c != labels[u] and (violated or cu < cost[u, labels[u]]):
-                labels[u] = c
-                moved = True
-        if not moved:
-            break
-    return labels
+    indptr, indices, linked = adjacency
+    return greedy_assign(cost, edges, indptr, indices, linked, labels, 100)
 
 
 def constrained_lloyd(E, centers, units, edges, max_iter=10):
@@ -181,20 +185,37 @@ def constrained_lloyd(E, centers, units, edges, max_iter=10):
     labels : ndarray of shape (n_samples,), int64
     centers : ndarray of shape (n_clusters, rank)
     """
-    n, k = E.shape[0], centers.shape[0]
-    member = sp.csr_matrix((np.ones(n), (units, np.arange(n))))   # unit x sample
+    k = centers.shape[0]
+    n_units = int(units.max()) + 1
+    adjacency = _adjacency(edges, n_units)
+    E_sq = np.einsum("ij,ij->i", E, E)
     centers = centers.copy()
     labels = None
     for _ in range(max_iter):
-        new = assign_units(member @ _squared_distances(E, centers), edges)[units]
+        cost = np.zeros((n_units, k))
+        np.add.at(cost, units, _dense_squared_distances(E, E_sq, centers))
+        new = _assign(cost, edges, adjacency)[units]
         if labels is not None and np.array_equal(new, labels):
             break
         labels = new
         counts = np.bincount(labels, minlength=k)
-        sums = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n)) @ E
+        sums = np.zeros((k, E.shape[1]))
+        np.add.at(sums, labels, E)
         full = counts > 0
         centers[full] = sums[full] / counts[full, None]
     return labels, centers
+
+
+def _dense_squared_distances(E, E_sq, centers):
+    """``||e_i - mu_c||^2`` for a dense ``E`` with its squared row norms ``E_sq``: the
+    expansion ``||e||^2 - 2 e^T mu + ||mu||^2`` clipped at 0, as
+    ``euclidean_distances`` computes it, without its input validation (the constrained
+    steps call it at every Lloyd step of every fold)."""
+    d = -2.0 * (E @ centers.T)
+    d += E_sq[:, None]
+    d += np.einsum("ij,ij->i", centers, centers)[None, :]
+    np.maximum(d, 0, out=d)
+    return d
 
 
 def _agreement_pairs(labels, pairs, signs):
@@ -263,13 +284,14 @@ def _choose_assignment(E, centers, nearest, side, n_folds=5, random_state=None):
     fold = rng.permutation(items) % n_folds
     for f in range(n_folds):
         test = fold == f
+        # the learner's fit has warned of the conflicts of the whole set already
         if side.kind == "pairs":
-            train = type(C)(C.pairs[~test], C.signs[~test], n_samples=n)
+            keep = ~test & (C.signs > 0), ~test & (C.signs < 0)
+            units, edges, _ = _pair_units(n, C.pairs[keep[0]], C.pairs[keep[1]])
         else:
             train = codes.copy()
             train[labelled[test]] = -1
-        # the learner's fit has warned of the conflicts of the whole set already
-        units, edges, _ = constraint_units(train, n, check_conflicts=False)
+            units, edges, _ = _label_units(train)
         labels, _ = constrained_lloyd(E, centers, units, edges)
         for name, lab in (("constrained", labels), ("nearest", nearest)):
             scores[name] += (_agreement_pairs(lab, C.pairs[test], C.signs[test])
@@ -279,11 +301,14 @@ def _choose_assignment(E, centers, nearest, side, n_folds=5, random_state=None):
 
 
 def _default_learner():
-    """NPKL without its duality certificate: a diagnostic of the solve that does not change
-    the kernel, and on small sets costs more than the solve itself."""
+    """NPKL without its duality certificate (a diagnostic of the solve that does not change
+    the kernel, and on small sets costs more than the solve itself), solved to a relative
+    change of ``E`` of ``1e-3`` rather than ``1e-5``: a partition or a ranking of pair
+    similarities does not resolve the last digits of the kernel, and the sweeps to reach
+    them are most of a small fit."""
     from psdlearn.npkl import NPKL
 
-    return NPKL(certificate_tol=None)
+    return NPKL(certificate_tol=None, tol=1e-3)
 
 
 def check_learner(learner, owner):
@@ -374,9 +399,10 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
     estimator : psdlearn estimator, default=None
         The learner of the embedding, cloned at fit: any psdlearn estimator with
         ``embedding_`` (NPKL, KernelMetricLearner) or ``transform`` (PSDBoost, RCA,
-        GeneralizedNystroem). ``None`` is ``NPKL(certificate_tol=None)``: the duality
-        certificate, which checks the solve but does not change the kernel, is skipped;
-        pass ``NPKL()`` to compute it.
+        GeneralizedNystroem). ``None`` is ``NPKL(certificate_tol=None, tol=1e-3)``: the
+        duality certificate, which checks the solve but does not change the kernel, is
+        skipped, and the solve stops at a relative change of ``E`` of ``1e-3``, ample for
+        a partition; pass ``NPKL()`` for the certificate and the tighter ``tol=1e-5``.
     n_init : int, default=10
         k-means restarts; the partition of lowest inertia is kept.
     random_state : int, RandomState instance or None, default=None

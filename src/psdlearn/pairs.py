@@ -152,8 +152,10 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         The learner, cloned at fit: NPKL, KernelMetricLearner, GeneralizedNystroem
         (kernels), PSDBoost, RCA (Mahalanobis metrics), or any estimator taking
         ``fit(X, PairwiseConstraints)`` with ``embedding_`` or ``transform``. ``None`` is
-        ``NPKL(certificate_tol=None)`` (no duality certificate, which checks the solve but
-        does not change the kernel). Its parameters are reachable as ``estimator__name``
+        ``NPKL(certificate_tol=None, tol=1e-3)``: no duality certificate, which checks the
+        solve but does not change the kernel, and a solve stopped at a relative change of
+        ``E`` of ``1e-3``, ample for ranking pairs; pass ``NPKL()`` for the certificate and
+        the tighter ``tol=1e-5``. Its parameters are reachable as ``estimator__name``
         (GridSearchCV).
     preprocessor : array-like of shape (n_samples, n_features), default=None
         The points that ``(m, 2)`` index pairs refer to; not needed for ``(m, 2, d)``

@@ -35,8 +35,10 @@ It drops the density scale; the default follows the paper, the weighted mean sta
 available (the method notes of the documentation compare both with the joint extension).
 
 **Choosing ``k'`` without labels** (both rules use the same ``k'``). ``k'`` is chosen once
-per fit among ``k, 2k, 3k, 4k`` as the one whose weighted mean best predicts the training
-rows themselves, left out one at a time:
+per fit (on the first use of ``n_neighbors_transform_``, so that a fit whose points are
+never extended does not pay for the search; the sample is drawn in the fit) among
+``k, 2k, 3k, 4k`` as the one whose weighted mean best predicts the training rows
+themselves, left out one at a time:
 
 .. math::
 
@@ -57,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LOO_SAMPLE", "NEIGHBOR_FACTORS", "harmonic_rows", "loo_errors",
+__all__ = ["LOO_SAMPLE", "NEIGHBOR_FACTORS", "harmonic_rows", "loo_errors", "loo_sample",
            "normalized_rows", "select_n_neighbors"]
 
 #: Candidate neighbourhoods of :func:`select_n_neighbors`, in multiples of ``k``.
@@ -145,8 +147,31 @@ def loo_errors(dist, ind, rows, embedding, sigma, sizes):
                             ** 2) / spread for s in sizes])
 
 
+def loo_sample(n, random_state=0, order=None):
+    """The training points :func:`select_n_neighbors` leaves out: at most
+    :data:`LOO_SAMPLE` of the ``n``, sorted.
+
+    Parameters
+    ----------
+    n : int
+    random_state : int, RandomState instance or None
+    order : ndarray of shape (n,), optional
+        The points in an order set by their values: the sample is drawn among positions
+        in it, so that the same points are drawn whatever the order of the rows.
+
+    Returns
+    -------
+    ndarray of shape (min(n, LOO_SAMPLE),)
+    """
+    rng = np.random.default_rng(
+        random_state if not isinstance(random_state, np.random.RandomState)
+        else random_state.randint(2**31))
+    rows = rng.choice(n, size=min(n, LOO_SAMPLE), replace=False)
+    return np.sort(rows if order is None else order[rows])
+
+
 def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0,
-                       order=None):
+                       order=None, rows=None):
     """``k'`` of :meth:`psdlearn.NPKL.transform` (see the module docstring).
 
     Parameters
@@ -160,8 +185,10 @@ def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0,
         ``k`` of the training graph.
     random_state : int, RandomState instance or None
     order : ndarray of shape (n_samples,), optional
-        The points in an order set by their values: the sample is drawn among positions
-        in it, so that the same points are drawn whatever the order of the rows.
+        See :func:`loo_sample`.
+    rows : ndarray of int, optional
+        The points left out, drawn beforehand by :func:`loo_sample` (then
+        ``random_state`` and ``order`` are not read).
 
     Returns
     -------
@@ -171,11 +198,8 @@ def select_n_neighbors(index, X, embedding, sigma, n_neighbors, random_state=0,
     sizes = [f * n_neighbors for f in NEIGHBOR_FACTORS if f * n_neighbors < n]
     if len(sizes) <= 1:
         return n_neighbors
-    rng = np.random.default_rng(
-        random_state if not isinstance(random_state, np.random.RandomState)
-        else random_state.randint(2**31))
-    rows = rng.choice(n, size=min(n, LOO_SAMPLE), replace=False)
-    rows = np.sort(rows if order is None else order[rows])
+    if rows is None:
+        rows = loo_sample(n, random_state, order)
     dist, ind = index.kneighbors(X[rows], n_neighbors=sizes[-1] + 1)
     # drop each point itself (not always the first column when points coincide); where
     # the search missed it, drop the farthest

@@ -36,7 +36,6 @@ from psdlearn._compat import Hidden, Interval, Options, StrOptions, _fit_context
 from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._memory import guard_npkl_fit, npkl_estimate
-from psdlearn._progress import warn_interrupted
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._fit_graph import (
@@ -46,7 +45,12 @@ from psdlearn.npkl._fit_graph import (
     joint_laplacian,
     transform_neighbors,
 )
-from psdlearn.npkl._out_of_sample import harmonic_rows, normalized_rows, select_n_neighbors
+from psdlearn.npkl._out_of_sample import (
+    harmonic_rows,
+    loo_sample,
+    normalized_rows,
+    select_n_neighbors,
+)
 from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._settings import check_dtype, resolve_solver_options, warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores, most_suspicious
@@ -268,7 +272,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_neighbors_transform_ : int or None
         Training neighbours of a new point in :meth:`transform`: among ``k, 2k, 3k,
         4k``, the one whose weighted mean best predicts the training rows left out one
-        at a time (``graph="knn"``); ``n_neighbors_`` otherwise.
+        at a time (``graph="knn"``; the search runs on first use, the sample is drawn in
+        :meth:`fit`); ``n_neighbors_`` otherwise.
     graph_info_ : dict or None
         The neighbour search used: ``method``, ``backend``, ``n_neighbors`` and
         estimated ``recall``. None with a precomputed graph.
@@ -448,6 +453,29 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self.side_info_
 
     @property
+    def n_neighbors_transform_(self):
+        """Training neighbours of a new point in :meth:`transform` (the attribute's entry
+        above). The leave-one-out search that chooses it runs on first use, on the sample
+        and embedding of the fit, so that a fit whose points are never extended does not
+        pay for it."""
+        pending = self.__dict__.get("_pending_transform_choice")
+        if pending is not None:
+            rows, embedding = pending
+            self._n_neighbors_transform = select_n_neighbors(
+                self.neighbor_index_, self.X_fit_, embedding, self.sigma_,
+                self.n_neighbors_, rows=rows)
+            self._pending_transform_choice = None
+        try:
+            return self.__dict__["_n_neighbors_transform"]
+        except KeyError:
+            raise AttributeError("n_neighbors_transform_") from None
+
+    @n_neighbors_transform_.setter
+    def n_neighbors_transform_(self, value):
+        self._n_neighbors_transform = value
+        self._pending_transform_choice = None
+
+    @property
     def _n_features_out(self):
         """Columns of :meth:`transform` (``rank_``), named ``npkl0, npkl1, ...`` by
         ``get_feature_names_out``."""
@@ -541,16 +569,10 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self.fit_time_ = time.perf_counter() - start
             warn_uncertified(self)
             self.n_neighbors_transform_ = self.n_neighbors_
-            if self.neighbor_index_ is not None:
-                try:  # the solution is complete: an interrupt here keeps it
-                    self.n_neighbors_transform_ = select_n_neighbors(
-                        self.neighbor_index_, self.X_fit_, self.embedding_, self.sigma_,
-                        self.n_neighbors_, self.random_state, order=order)
-                except KeyboardInterrupt:
-                    self.converged_ = False
-                    self._interrupted_in = "the choice of the transform's neighbours"
-                    warn_interrupted("NPKL", self.n_iter_, spec.unit, stacklevel=4,
-                                     phase=self._interrupted_in)
+            if self.neighbor_index_ is not None:  # chosen on first use (the property)
+                self._pending_transform_choice = (
+                    loo_sample(len(self.embedding_), self.random_state, order),
+                    self.embedding_)
             self.laplacian_ = L
             self.side_info_ = C
             with phase("the constraint scores"):

@@ -41,13 +41,14 @@ are in the method notes of the documentation.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.sparse.linalg import lobpcg
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from psdlearn.npkl.losses import get_loss
 
@@ -63,6 +64,20 @@ PCP_AUTO_FACTOR = 100.0
 #: Largest ``n`` solved by a dense generalized eigendecomposition (on a1a, n = 1605, the
 #: dense solve took 0.94 s and LOBPCG 0.09 s).
 _DENSE_MAX = 400
+#: gamma_0 only sets a scale: LOBPCG stops at a residual of this fraction of
+#: ``lambda_max``, which gives ``lambda_max`` to about its square (Rayleigh quotient).
+_LOBPCG_RTOL = 1e-2
+#: Iterations of the first LOBPCG run, which finds the scale of ``lambda_max``.
+_LOBPCG_SCALE_ITERS = 20
+
+
+@functools.cache
+def _thread_pools():
+    """The thread pools of the loaded libraries, found once: finding them scans the loaded
+    libraries, 5 ms, as long as the whole dense solve at n = 150."""
+    return ThreadpoolController()
+
+
 def loss_gradient_matrix(n_samples, pairs, signs, loss):
     """``G``: minus the gradient of the loss term at ``K = 0``, divided by ``gamma``.
 
@@ -117,19 +132,36 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0):
     if n <= _DENSE_MAX:
         # one thread: at this size BLAS threads cost more than they save, and on a busy
         # machine their spinning made this 5 ms solve take 0.3 s
-        with threadpool_limits(1, "blas"):
+        with _thread_pools().limit(limits=1, user_api="blas"):
             lam = sl.eigh(G.toarray(), L.toarray(), eigvals_only=True,
                           subset_by_index=[n - 1, n - 1])[0]
     else:
-        # gamma_0 only sets a scale: a residual of 1e-2 gives lambda to about 1e-3
-        # (Rayleigh quotient); a block of 2 took 1.2 s at n = 5e4, a block of 4 ten times that
-        rng = np.random.default_rng(random_state)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            vals, _ = lobpcg(G, rng.standard_normal((n, 2)), B=L, largest=True, tol=1e-2,
-                             maxiter=300)
-        lam = float(np.max(vals))
+        lam = _lobpcg_largest(G, L, np.random.default_rng(random_state))
     return 1.0 / lam if lam > 0 else np.inf
+
+
+def _lobpcg_largest(G, L, rng):
+    """``lambda_max(G, L)`` by LOBPCG to the relative residual :data:`_LOBPCG_RTOL`.
+
+    scipy's ``tol`` bounds the residual ``||G x - lambda L x||`` absolutely, and
+    ``lambda_max`` grows with ``n`` (about 230 at 2e4 points, 470 at 2e5 on 10-d Gaussians
+    with 2,000 labelled points), so a fixed ``tol`` asks ever more digits: the iterations
+    grew from 38 to 131 while ``lambda`` had settled to 1e-7 by the 20th. A first run of
+    :data:`_LOBPCG_SCALE_ITERS` iterations gives the scale; the second, started from its
+    vectors, stops at ``_LOBPCG_RTOL * lambda``. A block of 2 vectors: a block of 4 took
+    ten times as long at n = 5e4.
+    """
+    n = G.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        # a random start's residual is tiny against lambda_max (its G-energy is), so the
+        # scale run must not stop on a residual: a tolerance of ~0 runs its iterations
+        vals, X = lobpcg(G, rng.standard_normal((n, 2)), B=L, largest=True, tol=1e-300,
+                         maxiter=_LOBPCG_SCALE_ITERS)
+        scale = float(np.max(vals))
+        tol = _LOBPCG_RTOL * scale if scale > 0 else _LOBPCG_RTOL
+        vals, _ = lobpcg(G, X, B=L, largest=True, tol=tol, maxiter=300)
+    return float(np.max(vals))
 
 
 def auto_gamma(laplacian, pairs, signs, loss, gamma0=None):

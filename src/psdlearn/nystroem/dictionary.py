@@ -59,6 +59,8 @@ class QuadraticData:
         Cached :meth:`curvature_bound`.
     eig : tuple of ndarray, optional
         Cached :meth:`eigensystem` (one block only).
+    rotation : tuple, optional
+        Cached :meth:`rotated` ``(prior, U^T prior U, U^T B U)`` of the last prior.
     """
 
     blocks: list
@@ -66,6 +68,7 @@ class QuadraticData:
     c: float = 0.0
     curvature: float | None = None
     eig: tuple | None = None
+    rotation: tuple | None = None
 
     def apply(self, S):
         """``sum_k A_k S A_k``: half the gradient of the quadratic part at ``S``.
@@ -103,6 +106,14 @@ class QuadraticData:
                 raise ValueError("eigensystem needs exactly one block.")
             self.eig = eigh(self.blocks[0])
         return self.eig
+
+    def rotated(self, prior):
+        """``(U^T prior U, U^T B U)`` in the eigenbasis of the single block, cached for the
+        last ``prior`` object (a path of ``lambda`` shares it)."""
+        if self.rotation is None or self.rotation[0] is not prior:
+            U = self.eigensystem()[1]
+            self.rotation = (prior, U.T @ prior @ U, U.T @ self.B @ U)
+        return self.rotation[1:]
 
     def curvature_bound(self):
         """``sum_k ||A_k||_2^2``: half the largest Hessian eigenvalue of the data term."""
@@ -168,7 +179,7 @@ def closed_form_start(prior, lam, data, tol=1e-12):
 
 
 def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a_init=None,
-                     accelerated=True, callback=None):
+                     accelerated=True, callback=None, eigenbasis=False):
     """Projected gradient with the Armijo rule for problem (7) (Lan et al. 2017 §3.4).
 
     Each iteration solves (10), ``B_a = Proj_+(Y - grad J(Y) / a)`` (eq. 9 stepped
@@ -211,25 +222,37 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
     callback : callable, optional
         Called as ``callback(J)`` after every iteration (progress bars); returning ``True``
         stops the iterations.
+    eigenbasis : bool, default=False
+        One block only: ``S_init`` and the returned ``S`` and ``factor`` are expressed in
+        the eigenbasis ``U`` of ``A`` (``U^T S U`` and ``U^T F``), which saves two
+        ``m x m`` products each way for a caller that solves a path of problems on the
+        same data (the cross-validation of ``lambda``).
 
     Returns
     -------
     SolverResult
         ``objective_history`` (``J`` at the start, then after every iteration),
         ``time_history`` (cumulative seconds since the call), ``n_iter``, ``converged``;
-        ``embedding`` is ``None`` (a factor of ``S`` would cost an eigendecomposition).
-        ``info`` (read as attributes): ``S``, the solution, and ``step``, the last
-        curvature estimate ``a`` (the step is ``1 / a``). The callback's stop signal or a
-        ``KeyboardInterrupt`` during the iterations ends them: the result holds the last
-        complete iterate, with ``interrupted=True`` and ``converged=False``.
+        ``embedding`` is ``None``.
+        ``info`` (read as attributes): ``S``, the solution, ``step``, the last
+        curvature estimate ``a`` (the step is ``1 / a``; a later solve of a nearby problem
+        can start its search there, ``a_init``), and ``factor``, an ``(m, r)`` matrix
+        ``F`` with ``F F^T = S`` up to rounding, read off the last projection (None when
+        no step was accepted), not sorted nor truncated as :func:`psd_factor` is. The
+        callback's stop signal or a ``KeyboardInterrupt`` during the iterations ends them:
+        the result holds the last complete iterate, with ``interrupted=True`` and
+        ``converged=False``.
     """
     start = time.perf_counter()
+    if eigenbasis and len(data.blocks) != 1:
+        raise ValueError("eigenbasis=True needs exactly one block.")
     if len(data.blocks) == 1:
         # in the eigenbasis of A = U diag(d) U^T the data term is elementwise,
         # sum_ij d_i d_j S~_ij^2 - 2 <S~, B~>, and the PSD cone is rotation invariant: the
         # iterations need no m x m product, only the eigh of the projection
         d, U = data.eigensystem()
-        P, Bt, weight = U.T @ prior @ U, U.T @ data.B @ U, np.outer(d, d)
+        P, Bt = data.rotated(prior)
+        weight = np.outer(d, d)
         # the congruence X = C S~ C with C = diag(c), c_i = (sqrt(lam) + d_i)^(1/2), keeps
         # the PSD cone and brings the entrywise curvature lam + d_i d_j of the data term
         # to within [~sqrt(lam) / (4 d_max), 1]: about the square root of the condition
@@ -237,19 +260,22 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
         c = np.sqrt(np.sqrt(lam) + np.maximum(d, 0.0))
         C = np.outer(c, c)
         curv = (lam + weight) / C**2
+        # J = lam ||S~ - P~||^2 + <S~, weight * S~ - 2 B~> + c in X: a quadratic with
+        # entrywise curvature curv and linear part lin
+        lin = (lam * P + Bt) / C
+        const = lam * float(np.sum(P * P)) + data.c
 
         def value(X):
-            S = X / C
-            return float(lam * np.sum((S - P) ** 2) + np.sum(S * (weight * S - 2.0 * Bt))
-                         + data.c)
+            return float(np.sum(X * (curv * X - 2.0 * lin)) + const)
 
         def grad(X):
-            S = X / C
-            return (2.0 * lam * (S - P) + 2.0 * (weight * S - Bt)) / C
+            return 2.0 * (curv * X - lin)
 
         # the closed form (13) is the entrywise solution in this basis
-        S = C * (psd_projection((lam * P + Bt) / (lam + weight)) if S_init is None
-                 else U.T @ S_init @ U)
+        if S_init is None:
+            S = C * psd_projection((lam * P + Bt) / (lam + weight))
+        else:
+            S = C * (S_init if eigenbasis else U.T @ S_init @ U)
         lo, hi = float(curv.min()), float(curv.max())
     else:
         U = None
@@ -262,38 +288,42 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
 
         S = psd_projection(closed_form_start(prior, lam, data)) if S_init is None else S_init
         lo, hi = lam, lam + data.curvature_bound()
-    S, history, times, n_iter, converged, interrupted, a = _projected_gradient(
+    S, F, history, times, n_iter, converged, interrupted, a = _projected_gradient(
         S, value, grad, lo, hi - lo, max_iter=max_iter, tol=tol,
         a_init=a_init, accelerated=accelerated, callback=callback, start=start)
     if U is not None:
-        S = U @ (S / C) @ U.T
-        S = 0.5 * (S + S.T)
+        # X = F F^T in the scaled variable: S = U diag(1/c) X diag(1/c) U^T
+        S, F = S / C, None if F is None else F / c[:, None]
+        if not eigenbasis:
+            S = U @ S @ U.T
+            S, F = 0.5 * (S + S.T), None if F is None else U @ F
     return SolverResult(embedding=None, objective_history=history, time_history=times,
                         n_iter=n_iter, converged=converged, interrupted=interrupted,
-                        info={"S": S, "step": a})
+                        info={"S": S, "step": a, "factor": F})
 
 
 def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init,
                         accelerated, callback, start):
     """The iterations of :func:`solve_dictionary` for ``J = value`` from the PSD ``S``.
 
-    Returns ``(S, objective_history, time_history, n_iter, converged, interrupted, a)``,
-    the times in seconds since the ``time.perf_counter()`` value ``start``.
+    Returns ``(S, F, objective_history, time_history, n_iter, converged, interrupted,
+    a)``, ``F F^T = S`` from the projection that gave ``S`` (None for the start), the
+    times in seconds since the ``time.perf_counter()`` value ``start``.
     """
     a_max = 4.0 * (lam + curvature)  # twice the Lipschitz constant
     a = 2.0 * lam if a_init is None else float(a_init)
     J = value(S)
     history, times = [J], [time.perf_counter() - start]
-    # (S, J, iterations, len(history)) of the last complete iteration, one tuple stored at
-    # once: a Ctrl-C anywhere leaves it consistent
-    state = (S, J, 0, 1)
+    # (S, F, J, iterations, len(history)) of the last complete iteration, one tuple
+    # stored at once: a Ctrl-C anywhere leaves it consistent
+    state = (S, None, J, 0, 1)
     converged = interrupted = False
-    Y, JY, t, S_prev = S, J, 1.0, S
+    Y, JY, t, S_prev, F = S, J, 1.0, S, None
     try:
         for it in range(1, max_iter + 1):
             G = grad(Y)
             while True:
-                Bn = psd_projection(Y - G / a)
+                Bn, Fn = _projection_factor(Y - G / a)
                 D = Bn - Y
                 Jn = value(Bn)
                 bound = JY + np.sum(G * D) + 0.5 * a * np.sum(D * D)
@@ -303,9 +333,9 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
                 a *= ARMIJO_GROWTH
             if Jn <= J:
                 decrease = J - Jn
-                S_prev, S, J = S, Bn, Jn
+                S_prev, S, F, J = S, Bn, Fn, Jn
             elif Y is S:  # a plain step that does not descend: only rounding gets here
-                state = (S, J, it, len(history))
+                state = (S, F, J, it, len(history))
                 converged = True
                 break
             else:  # the extrapolated step did not descend: restart the momentum from S
@@ -313,7 +343,7 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
                 Y, JY, t, S_prev = S, J, 1.0, S
             history.append(J)
             times.append(time.perf_counter() - start)
-            state = (S, J, it, len(history))
+            state = (S, F, J, it, len(history))
             if callback is not None and callback(J) is True:
                 interrupted = True
                 break
@@ -330,5 +360,15 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
                 Y, JY = S, J
     except KeyboardInterrupt:
         interrupted, converged = True, False
-    S, J, n_iter, n_hist = state
-    return S, history[:n_hist], times[:n_hist], n_iter, converged, interrupted, a
+    S, F, J, n_iter, n_hist = state
+    return S, F, history[:n_hist], times[:n_hist], n_iter, converged, interrupted, a
+
+
+def _projection_factor(M):
+    """``(P, F)``: :func:`psd_projection` of ``M`` and its factor ``P = F F^T`` (the
+    eigenvectors of the positive eigenvalues scaled by their square roots), from one
+    eigendecomposition."""
+    w, V = eigh(0.5 * (M + M.T), driver="evd")
+    pos = w > 0
+    F = V[:, pos] * np.sqrt(w[pos])
+    return F @ F.T, F

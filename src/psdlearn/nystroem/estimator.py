@@ -42,7 +42,7 @@ from psdlearn.constraints import PairwiseConstraints, check_side_info
 from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
 from psdlearn.nystroem._multi import solve_multiple
-from psdlearn.nystroem.dictionary import QuadraticData, solve_dictionary
+from psdlearn.nystroem.dictionary import ARMIJO_GROWTH, QuadraticData, solve_dictionary
 
 __all__ = ["DEFAULT_LAMBDAS", "GeneralizedNystroem", "mean_squared_distance"]
 
@@ -673,7 +673,10 @@ default="kmeans"
 
         The candidates are visited from the largest ``lambda`` down and each fold's solve
         starts from its solution at the previous candidate (the path of solutions moves
-        away from the prior as ``lambda`` shrinks). A Ctrl-C keeps the best candidate
+        away from the prior as ``lambda`` shrinks), its Armijo search from half the
+        curvature estimate it ended with there: from the default ``2 lambda`` the search
+        would double it ``log2(curvature / lambda)`` times, one eigendecomposition each,
+        before the first step of every solve. A Ctrl-C keeps the best candidate
         scored so far; without one it propagates.
         """
         from sklearn.model_selection import RepeatedStratifiedKFold
@@ -696,21 +699,29 @@ default="kmeans"
                      random_state=rng.randint(2**31 - 1)).split(E_l[order],
                                                                 side.codes[order])]
         self.lambda_scores_ = np.full(len(lambdas), np.nan)
-        starts = [None] * len(folds)
+        starts, steps, rotated = [None] * len(folds), [None] * len(folds), []
         best = None
         try:
             for i in self._candidate_order(lambdas, side, descending=True):
                 accuracy = []
                 for f, (train, test, data) in enumerate(folds):
+                    # the path runs in the eigenbasis U of the fold's A: S~ = U^T S U
                     res = solve_dictionary(prior, lambdas[i], data, S_init=starts[f],
                                            max_iter=self.max_iter,
-                                           tol=max(self.tol, CV_TOL))
+                                           tol=max(self.tol, CV_TOL),
+                                           a_init=None if steps[f] is None
+                                           else steps[f] / ARMIJO_GROWTH,
+                                           eigenbasis=True)
                     if res.interrupted:
                         raise KeyboardInterrupt
-                    starts[f] = res.S
-                    F = psd_factor(res.S)
-                    clf = LinearSVC(C=1.0).fit(E_l[train] @ F, side.codes[train])
-                    accuracy.append(clf.score(E_l[test] @ F, side.codes[test]))
+                    starts[f], steps[f] = res.S, res.step
+                    # any factor of S gives the linear SVM the same kernel
+                    F = psd_factor(res.S) if res.factor is None else res.factor
+                    U = data.eigensystem()[1]
+                    if f >= len(rotated):  # E_l U on the fold's points, once per fold
+                        rotated.append((E_l[train] @ U, E_l[test] @ U))
+                    clf = LinearSVC(C=1.0).fit(rotated[f][0] @ F, side.codes[train])
+                    accuracy.append(clf.score(rotated[f][1] @ F, side.codes[test]))
                 self.lambda_scores_[i] = value = float(np.mean(accuracy))
                 # a tie goes to the larger lambda, the solution closer to the prior
                 if best is None or (value, lambdas[i]) > best:
