@@ -11,8 +11,8 @@ Precision. ``E``, ``Lx`` and ``diag`` are float64, or all three float32
 (``NPKL(dtype=np.float32)``). A value read from them is widened to float64 where it is read
 (``float(...)``, exact for a float32), so every product, sum, row minimizer and objective
 change is computed in float64 and only the rows written back to ``E`` are rounded to its
-type. A sweep is bound by the traffic of ``E`` and ``L`` from memory, which single precision
-halves; the widening costs no traffic.
+type. On a large graph a sweep is bound by the traffic of ``E`` and ``L`` from memory,
+whose bytes single precision halves; the widening costs no traffic.
 
 Per-sample problem (Hu & Kwok 2015 eq. 18). The part of the objective (10) that depends on
 ``e_i`` is ``L_ii ||e_i||^2 + 2 e_i^T s_i + gamma sum_{j in T(i)} l(T_ij e_i^T e_j)`` with
