@@ -210,6 +210,21 @@ def retime_rows(runs, key_fields, best_peer, score):
     return rows
 
 
+def write_retime(write_results, name, check, what, no_write, run_notes):
+    """Write (or, with ``no_write``, print) the :func:`retime_rows` table ``check`` as
+    ``<name>_retime``; ``what`` names the time and the score compared."""
+    if check and no_write:
+        print(json.dumps(check, indent=1, default=float))
+    elif check:
+        write_results(f"{name}_retime", list(check[0]), check, notes=[
+            "The check of the reused peer times (--reuse-peers): on the seeds where the "
+            "peers ran again in this run, interleaved with psdlearn, psdlearn's median "
+            f"{what[0]} over that of the best peer of the main table, with the peer's "
+            "reused times and with its times of this run; `peer scores equal`: seeds "
+            f"where its {what[1]} came out the same in both runs.",
+            *run_notes])
+
+
 def close_run(peers, args, runs, sets, path, start_load, t_start):
     """Close the peer process; merge the records of the sets not rerun from ``path``;
     return ``(runs, run_notes, extra)`` for the tables and the JSON."""

@@ -48,7 +48,6 @@ Protocol, fixed before measuring:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -68,6 +67,7 @@ from _peers_client import (
     sample_pairs,
     share_peers,
     start_run,
+    write_retime,
 )
 from sklearn.cluster import KMeans
 from sklearn.metrics import rand_score
@@ -215,16 +215,7 @@ def write_tables(runs, run_notes, extra, no_write):
     for row in check:
         row["flipped"] = f"{int(100 * FLIP)}%" if row["flipped"] else "0"
         row["peer"] = LABELS[row["peer"]]
-    if check and no_write:
-        print(json.dumps(check, indent=1, default=float))
-    elif check:
-        write_results(f"{NAME}_retime", list(check[0]), check, notes=[
-            "The check of the reused peer times (--reuse-peers): on the seeds where the "
-            "peers ran again in this run, interleaved with psdlearn, psdlearn's median "
-            "time over that of the best peer of the main table, with the peer's reused "
-            "times and with its times of this run; `peer scores equal`: seeds where its "
-            "Rand index came out the same in both runs.",
-            *run_notes])
+    write_retime(write_results, NAME, check, ("time", "Rand index"), no_write, run_notes)
 
 
 def main():

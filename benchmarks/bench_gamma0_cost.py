@@ -86,10 +86,12 @@ def main():
         "CPU seconds, one BLAS thread, median of 3; absolute tol = one LOBPCG run stopped at "
         "a residual of 1e-2 (the rule before); relative tol = critical_gamma (a 20-iteration "
         "run for the scale, then a residual of 1e-2 lambda_max).",
-        f"Scaling exponent of the CPU time over n: absolute tol "
-        f"{scaling_exponent(ns, [r['cpu_s_absolute_tol'] for r in rows]):.2f}, relative tol "
-        f"{scaling_exponent(ns, [r['cpu_s_relative_tol'] for r in rows]):.2f}.",
         load_note(start_load)]
+    if len(rows) > 1:
+        notes.insert(1, "Scaling exponent of the CPU time over n: absolute tol "
+                     f"{scaling_exponent(ns, [r['cpu_s_absolute_tol'] for r in rows]):.2f}, "
+                     "relative tol "
+                     f"{scaling_exponent(ns, [r['cpu_s_relative_tol'] for r in rows]):.2f}.")
     write_results(args.name, list(rows[0]), rows, notes)
 
 

@@ -45,7 +45,6 @@ Protocol, fixed before measuring:
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -65,6 +64,7 @@ from _peers_client import (
     sample_pairs,
     share_peers,
     start_run,
+    write_retime,
 )
 from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
@@ -235,16 +235,7 @@ def write_tables(runs, run_notes, extra, no_write):
                         lambda rec: None if rec["auc"] is None else round(rec["auc"], 9))
     for row in check:
         row["peer"] = LABELS[row["peer"]]
-    if check and no_write:
-        print(json.dumps(check, indent=1, default=float))
-    elif check:
-        write_results(f"{NAME}_retime", list(check[0]), check, notes=[
-            "The check of the reused peer times (--reuse-peers): on the seeds where the "
-            "peers ran again in this run, interleaved with psdlearn, psdlearn's median "
-            "fit time over that of the best learning peer of the main table, with the "
-            "peer's reused times and with its times of this run; `peer scores equal`: "
-            "seeds where its AUC came out the same in both runs.",
-            *run_notes])
+    write_retime(write_results, NAME, check, ("fit time", "AUC"), no_write, run_notes)
 
 
 def main():
