@@ -288,6 +288,17 @@ def test_npklcv_params_follow_npkl_and_clone():
         NPKLCV(gamma=1.0)
 
 
+def test_npklcv_extends_to_new_points():
+    """NPKLCV hands over the refit's lazily chosen out-of-sample neighbourhood (its private
+    state, not only the attributes ending in ``_``), so new points can be transformed."""
+    X, y = _blobs(90)
+    C = pl.PairwiseConstraints.from_labels(y, random_state=0)
+    cv = _fit_quiet(NPKLCV(gammas=2, cv=2, max_iter=50, certificate_tol=None, random_state=0),
+                    X, C)
+    assert cv.n_neighbors_transform_ in {k * cv.n_neighbors_ for k in (1, 2, 3, 4)}
+    assert np.all(np.isfinite(cv.transform(X[:5] + 0.1)))
+
+
 def test_npklcv_picks_the_gamma_that_learns_something():
     X, y = _blobs(90)
     L = knn_laplacian(X)

@@ -676,8 +676,11 @@ class NPKLCV(NPKL):
             final.embedding_ = best_fold_E[best]
             with phase("the refit at the chosen gamma"):
                 final.fit(X, C)
+            # the fitted attributes, and the private state behind the lazily chosen
+            # n_neighbors_transform_ and the training-row lookup of transform
+            private = ("_training_rows", "_n_neighbors_transform", "_pending_transform_choice")
             for name, value in vars(final).items():
-                if (name.endswith("_") and not name.startswith("_")) or name == "_training_rows":
+                if (name.endswith("_") and not name.startswith("_")) or name in private:
                     setattr(self, name, value)
             self.gamma_ = float(grid[best])
             self.gammas_ = grid

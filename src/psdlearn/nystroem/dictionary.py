@@ -109,7 +109,17 @@ class QuadraticData:
 
     def rotated(self, prior):
         """``(U^T prior U, U^T B U)`` in the eigenbasis of the single block, cached for the
-        last ``prior`` object (a path of ``lambda`` shares it)."""
+        last ``prior`` object (a path of ``lambda`` shares it).
+
+        Parameters
+        ----------
+        prior : ndarray of shape (m, m)
+            The symmetric prior ``P`` of the dictionary problem.
+
+        Returns
+        -------
+        prior_rotated, B_rotated : ndarray of shape (m, m)
+        """
         if self.rotation is None or self.rotation[0] is not prior:
             U = self.eigensystem()[1]
             self.rotation = (prior, U.T @ prior @ U, U.T @ self.B @ U)
