@@ -13,8 +13,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.metrics import euclidean_distances
@@ -24,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from psdlearn._cluster_kernels import greedy_assign
 from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._training_rows import TrainingRows
-from psdlearn.constraints import check_side_info
+from psdlearn.constraints import _must_link_components, check_side_info
 
 __all__ = ["ConstrainedClustering", "kernel_kmeans"]
 
@@ -88,9 +86,7 @@ def constraint_units(y, n_samples, *, check_conflicts=True):
 
 def _pair_units(n_samples, must_link, cannot_link):
     """:func:`constraint_units` of pairs given as their must-links and cannot-links."""
-    graph = sp.coo_matrix((np.ones(len(must_link)), (must_link[:, 0], must_link[:, 1])),
-                          shape=(n_samples, n_samples))
-    units = connected_components(graph, directed=False)[1].astype(np.int64)
+    units = _must_link_components(n_samples, must_link).astype(np.int64)
     a, b = units[cannot_link[:, 0]], units[cannot_link[:, 1]]
     inside = a == b
     n_conflicts = int(inside.sum())

@@ -42,6 +42,15 @@ _SIGN_WORDS = {"+1": 1, "1": 1, "must": 1, "must-link": 1, "ml": 1,
                "-1": -1, "cannot": -1, "cannot-link": -1, "cl": -1}
 
 
+def _must_link_components(n_samples, must_link):
+    """Component number of each of ``n_samples`` points in the graph of the ``(m, 2)``
+    must-link pairs (:meth:`PairwiseConstraints.must_link_components` without building
+    the object, for callers that split the pairs many times)."""
+    graph = sp.coo_matrix((np.ones(len(must_link)), (must_link[:, 0], must_link[:, 1])),
+                          shape=(n_samples, n_samples))
+    return connected_components(graph, directed=False)[1]
+
+
 class PairwiseConstraints(_SampleIndexRows):
     """Must-link and cannot-link constraints over ``n_samples`` points.
 
@@ -349,9 +358,7 @@ class PairwiseConstraints(_SampleIndexRows):
             Component number of each sample, ``0 .. n_components - 1``; a sample in no
             must-link pair is a component of its own.
         """
-        n, ml = self.n_samples, self.must_link
-        graph = sp.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n, n))
-        return connected_components(graph, directed=False)[1]
+        return _must_link_components(self.n_samples, self.must_link)
 
     def conflicts(self):
         """Cannot-links that the must-links contradict.

@@ -9,7 +9,8 @@ sweep costs ``O(r (nnz(L) + m))`` plus the small dual QPs, and nothing ``n x n``
 
 Precision. ``E``, ``Lx`` and ``diag`` are float64, or all three float32
 (``NPKL(dtype=np.float32)``). A value read from them is widened to float64 where it is read
-(``float(...)``, exact for a float32), so every product, sum, row minimizer and objective
+(``np.float64(...)``, exact for a float32; numba's ``float(...)`` would keep a float32), so
+every product, sum, row minimizer and objective
 change is computed in float64 and only the rows written back to ``E`` are rounded to its
 type. On a large graph a sweep is bound by the traffic of ``E`` and ``L`` from memory,
 whose bytes single precision halves; the widening costs no traffic.
