@@ -339,8 +339,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     margins concentrates ``metric_`` on a few directions and k-NN can lose accuracy.
     Compare with the Euclidean metric by cross-validation.
 
-    The re-selection of impostors (``impostors="active"``) is an extension of Shen et
-    al. (2008), who fix one triplet per point; every round is their problem (3) on the
+    The re-selection of impostors (``impostors="active"``, the default) is an extension
+    of Shen et al. (2008), who fix one triplet per point; every round is their problem (3) on the
     working set, so its certificate holds for that set, and for all impostor triplets
     once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
     on the working set, whose size is about ``1 / C`` plus the rows at the margin.
