@@ -340,9 +340,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     Compare with the Euclidean metric by cross-validation.
 
     The re-selection of impostors (``impostors="active"``, the default) is an extension
-    of Shen et al. (2008), who fix one triplet per point; every round is their problem (3) on the
-    working set, so its certificate holds for that set, and for all impostor triplets
-    once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
+    of Shen et al. (2008), who fix one triplet per point; every round is their problem
+    (3) on the working set, so its certificate holds for that set, and for all impostor
+    triplets once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
     on the working set, whose size is about ``1 / C`` plus the rows at the margin.
 
     A Ctrl-C (``KeyboardInterrupt``) during the fit stops it at the last complete
