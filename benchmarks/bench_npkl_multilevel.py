@@ -47,14 +47,14 @@ COLUMNS = ["label", "n", "rank", "multilevel", "sweeps", "levels", "work", "solv
            "cert_s", "objective", "gap", "rand", "load"]
 
 
-def _problem(n, cache):
+def _problem(n, cache, n_labelled=2000):
     X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
     rng = np.random.default_rng(0)
     y_part = np.full(n, -1)
-    labelled = rng.choice(n, 2000, replace=False)
+    labelled = rng.choice(n, n_labelled, replace=False)
     y_part[labelled] = y[labelled]
-    C = pl.PairwiseConstraints.from_labels(y_part, n_must=1000, n_cannot=1000,
-                                           random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y_part, n_must=n_labelled // 2,
+                                           n_cannot=n_labelled // 2, random_state=0)
     path = Path(cache) / f"gauss10_{n}_k10.npz"
     if path.exists():
         L = sp.load_npz(path).tocsr()
@@ -64,8 +64,14 @@ def _problem(n, cache):
     return L, C, y
 
 
+#: ``solver_options`` of each mode (``default``: none, the defaults of the tree).
+MODES = {"off": {"multilevel": False, "extrapolation": False},
+         "on": {"multilevel": True, "extrapolation": False},
+         "ex": {"multilevel": True, "extrapolation": True}}
+
+
 def _fit(L, C, y, rank, mode, certificate=True):
-    options = None if mode == "default" else {"multilevel": mode == "on"}
+    options = None if mode == "default" else MODES[mode]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = pl.NPKL(loss="square", rank=rank, graph="precomputed", random_state=0,
@@ -75,7 +81,8 @@ def _fit(L, C, y, rank, mode, certificate=True):
     levels = [tuple(level) for level in getattr(model, "multilevel_levels_", [])]
     labels = pl.kernel_kmeans(model.embedding_, n_clusters=2, n_init=3, random_state=0)
     cert = model.certificate_
-    return {"n": n, "rank": rank, "multilevel": mode, "sweeps": model.n_iter_,
+    return {"n": n, "constrained": len(np.unique(C.pairs)), "rank": rank, "multilevel": mode,
+            "sweeps": model.n_iter_,
             "levels": " ".join(f"({a}, {b})" for a, b in levels) or "-",
             "work": model.n_iter_ + sum(s * m / n for m, s in levels),
             "solve_s": model.fit_time_ - model.certificate_time_,
@@ -88,7 +95,7 @@ def _fit(L, C, y, rank, mode, certificate=True):
 
 def run(args):
     for n in [int(float(v)) for v in args.ns.split(",")]:
-        L, C, y = _problem(n, args.cache)
+        L, C, y = _problem(n, args.cache, args.labelled)
         for rank in [int(v) for v in args.ranks.split(",")]:
             for mode in args.modes.split(","):
                 t0 = time.perf_counter()
@@ -148,6 +155,8 @@ def main():
     ap.add_argument("--ranks", default="20,50")
     ap.add_argument("--modes", default="off,on")
     ap.add_argument("--cache", default=os.environ.get("TMPDIR", "/tmp"))
+    ap.add_argument("--labelled", type=int, default=2000,
+                    help="labelled points (half of them in must-links, half in cannot-links)")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--no-certificate", action="store_true",
                     help="certificate_tol=None (the stall rule then uses 1e-4 all the same)")
