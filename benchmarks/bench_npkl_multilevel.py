@@ -11,7 +11,8 @@ the multilevel start and the sweeps' extrapolation off, the start alone, both).
 Problem (issue 40): 10-d two Gaussians ``make_two_gaussians(n, 10, random_state=0)``,
 2,000 labelled points drawn at random (seed 0; ``--labelled``), 1,000 must-link and 1,000
 cannot-link pairs among them (half the labelled count each;
-``PairwiseConstraints.from_labels``, seed 0), the kNN Laplacian with ``n_neighbors=10`` (``knn_laplacian``, built once per n and cached, not timed), then
+``PairwiseConstraints.from_labels``, seed 0), the kNN Laplacian with ``n_neighbors=10``
+(``knn_laplacian``, built once per n and cached, not timed), then
 ``NPKL(loss="square", rank=r, graph="precomputed", random_state=0)`` with the default
 ``tol=1e-5``, ``gamma="auto"`` and ``certificate_tol=1e-4`` (``--no-certificate``:
 ``None``, for the rows whose certificate would not fit the time of a run; the stall rule
