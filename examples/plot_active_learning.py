@@ -9,11 +9,14 @@ until the budget is spent. Here a simulated annotator,
 :class:`psdlearn.active.LabelOracle`, answers from the true classes of two
 interleaved half-moons and gets 10% of the answers wrong.
 
-We compare two ways of choosing the pairs: at random, and
+We compare three ways of choosing the pairs: at random;
 :class:`psdlearn.active.KernelUncertainty`, which asks about the pairs the
 kernel learned so far is least sure of (its normalised kernel value closest to
 the threshold that separates the answers received), each point at most once
-per batch.
+per batch; and :class:`psdlearn.active.KernelPlacement`, which takes the points
+the kernel cannot place and asks each against the group it ranks first.
+Afterwards the fitted kernel names the answers it disagrees with most, the
+first ones to check again.
 """
 
 # %%
@@ -35,8 +38,8 @@ X, y = make_moons(n_samples=300, noise=0.08, random_state=0)
 # ``callback`` is called after every round with the model fitted on the answers
 # so far: here it records the Rand index against the true classes (which the
 # loop itself never sees).
-curves = {}
-for strategy in ("random", "uncertainty"):
+curves, mistakes = {}, {}
+for strategy in ("random", "uncertainty", "placement"):
     oracle = LabelOracle(y, noise=0.1, random_state=0)
     curve = []
 
@@ -49,13 +52,14 @@ for strategy in ("random", "uncertainty"):
         X, oracle, strategy=strategy, budget=120, batch_size=20, callback=record,
         random_state=0)
     curves[strategy] = (np.array(curve), model, C)
+    mistakes[strategy] = oracle.n_mistakes_
     print(f"{strategy:>11}: {C.n_pairs} answers ({oracle.n_mistakes_} wrong), "
           f"Rand index {curve[-1][1]:.3f}")
 
 # %%
 # Rand index against the number of answers, and the pairs each strategy asked
 # ---------------------------------------------------------------------------
-fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+fig, axes = plt.subplots(1, 4, figsize=(17, 4))
 for name, (curve, _, _) in curves.items():
     axes[0].plot(curve[:, 0], curve[:, 1], "o-", label=name)
 axes[0].set_xlabel("answers received")
@@ -72,3 +76,18 @@ for ax, (name, (_, model, C)) in zip(axes[1:], curves.items(), strict=True):
     ax.set_yticks([])
 fig.tight_layout()
 plt.show()
+
+# %%
+# Which answers does the kernel contradict?
+# -----------------------------------------
+# ``constraint_scores_`` of the learned NPKL ranks the answers by how strongly
+# the kernel disagrees with them. With a reliable annotator, pass
+# ``closure=True`` to ``active_learning``: the fits then see every pair the
+# answers imply by transitivity, which multiplies what ``"placement"`` learns
+# from each answer (and multiplies wrong answers too, which is why it is off
+# here).
+_, model, C = curves["placement"]
+_, top = model.estimator_.suspicious_constraints(k=10)
+wrong = (y[top[:, 0]] == y[top[:, 1]]) != (top[:, 2] > 0)
+print(f"of the 10 answers ranked most suspicious, {wrong.sum()} are wrong "
+      f"(the annotator gave {mistakes['placement']} wrong answers in all)")

@@ -10,6 +10,7 @@ import psdlearn as pl
 from psdlearn.active import (
     STRATEGIES,
     ExploreConsolidate,
+    KernelPlacement,
     KernelUncertainty,
     LabelOracle,
     MaximumQueriesExceeded,
@@ -164,6 +165,92 @@ def test_uncertainty_without_model_explores():
     a = KernelUncertainty(3).select(X, None, 5, random_state=1)
     b = ExploreConsolidate(3).select(X, None, 5, random_state=1)
     assert a.tolist() == b.tolist()
+
+
+def _placement_case():
+    """Two neighbourhoods on a line (A = {0, 1} near -1, B = {2, 3} near +1, joined by a
+    cannot-link) and free points at -0.8, 0.1 and 0.9, embedded in 2-d so that the
+    normalised rows keep their order: u = (x, 1) / ||(x, 1)||."""
+    x = np.array([-1.0, -1.2, 1.0, 1.2, -0.8, 0.1, 0.9])
+    E = np.column_stack([x, np.ones_like(x)])
+    C = pl.PairwiseConstraints([[0, 1], [2, 3], [1, 2]], [1, 1, -1], n_samples=7)
+    return E, C
+
+
+def test_placement_asks_the_point_of_least_margin_its_most_similar_member():
+    E, C = _placement_case()
+    stub = _FittedStub(E, np.array([0, 0, 1, 1, 0, 0, 1]), 2)
+    U = E / np.linalg.norm(E, axis=1, keepdims=True)
+    means = np.vstack([U[[0, 1]].mean(0), U[[2, 3]].mean(0)])
+    affinity = U @ (means / np.linalg.norm(means, axis=1, keepdims=True)).T
+    margins = np.abs(affinity[:, 0] - affinity[:, 1])[4:]
+    assert np.argmin(margins) == 1  # the point at 0.1 is the least decided
+    pairs = KernelPlacement(2).select(E, C, 3, model=stub, random_state=0)
+    # by increasing margin: 0.1 (nearer B's mean), then -0.8 and 0.9, each paired with
+    # the member of its best neighbourhood with the largest cosine
+    expected = []
+    for p in 4 + np.argsort(margins, kind="stable"):
+        k = int(np.argmax(affinity[p]))
+        members = [0, 1] if k == 0 else [2, 3]
+        q = members[int(np.argmax(U[members] @ U[p]))]
+        expected.append(sorted((int(p), q)))
+    assert pairs.tolist() == expected
+
+
+def test_placement_asks_an_open_point_its_next_neighbourhood_and_places_by_elimination():
+    E, C = _placement_case()
+    stub = _FittedStub(E, np.array([0, 0, 1, 1, 0, 0, 1]), 2)
+    # the point at 0.1 was told it is not with B: with three clusters it is asked about
+    # A next; with two it belongs to A and is not asked again
+    C3 = pl.PairwiseConstraints(np.vstack([C.pairs, [[2, 5]]]),
+                                np.concatenate([C.signs, [-1]]), 7)
+    first = KernelPlacement(3).select(E, C3, 1, model=stub, random_state=0)
+    assert first.tolist() == [[1, 5]] or first.tolist() == [[0, 5]]
+    both = KernelPlacement(2).select(E, C3, 2, model=stub, random_state=0)
+    assert 5 not in both.ravel()
+
+
+def test_placement_without_model_explores():
+    X, _ = _blobs()
+    a = KernelPlacement(3).select(X, None, 5, random_state=1)
+    b = ExploreConsolidate(3).select(X, None, 5, random_state=1)
+    assert a.tolist() == b.tolist()
+
+
+def test_placement_with_closure_recovers_well_separated_clusters():
+    # each answer places a point; the closure gives every implied pair to the learner, so
+    # about one question per point recovers the partition
+    X, y = _blobs(n_per=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est, C, _ = active_learning(_npkl_clustering(3), X, LabelOracle(y),
+                                    strategy="placement", budget=80, batch_size=20,
+                                    closure=True, random_state=0)
+    assert rand_score(y, est.labels_) == 1.0
+    # every answer is obeyed by the clustering
+    same = est.labels_[C.pairs[:, 0]] == est.labels_[C.pairs[:, 1]]
+    assert np.array_equal(same, C.signs > 0)
+
+
+def test_loop_with_closure_fits_the_closure_and_falls_back_on_contradictions():
+    X, y = _blobs(n_per=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est, C, _ = active_learning(pl.NPKL(certificate_tol=None), X, LabelOracle(y),
+                                    strategy="min_max", budget=30, batch_size=10,
+                                    closure=True, random_state=0)
+    closed = C.closure()
+    assert est.side_info_.n_pairs == closed.n_pairs > C.n_pairs
+    assert (set(map(tuple, est.side_info_.to_array().tolist()))
+            == set(map(tuple, closed.to_array().tolist())))
+    # a contradicting initial answer: one warning, and the answers as given
+    bad = [[0, 1, 1], [1, 2, 1], [0, 2, -1]]
+    with pytest.warns(UserWarning, match="contradict"):
+        est, C, _ = active_learning(pl.NPKL(certificate_tol=None), X,
+                                    LabelOracle(y), strategy="random", budget=10,
+                                    batch_size=10, initial=bad, closure=True,
+                                    random_state=0)
+    assert est.side_info_.n_pairs == C.n_pairs == 13
 
 
 def test_label_oracle_answers_noise_and_budget():

@@ -239,8 +239,8 @@ def _query_files(tmp_path, one_based=False):
     return X, y, C
 
 
-@pytest.mark.parametrize("strategy", ["uncertainty", "explore_consolidate", "min_max",
-                                      "random"])
+@pytest.mark.parametrize("strategy", ["uncertainty", "placement", "explore_consolidate",
+                                      "min_max", "random"])
 def test_query_writes_new_pairs_to_answer(tmp_path, capsys, strategy):
     X, y, C = _query_files(tmp_path)
     out = tmp_path / "next.csv"

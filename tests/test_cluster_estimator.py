@@ -235,10 +235,26 @@ def _greedy_reference(cost, edges):
     return np.array(labels)
 
 
+def _violations(labels, edges):
+    return sum(int(labels[u] == labels[v]) for u, v in edges)
+
+
+def _greedy_only(cost, edges):
+    """The compiled repair and descent alone, from the least-cost start."""
+    from psdlearn._cluster_kernels import greedy_assign
+    from psdlearn.cluster import _adjacency
+
+    indptr, indices, linked = _adjacency(edges, cost.shape[0])
+    return greedy_assign(cost, edges, indptr, indices, linked,
+                         cost.argmin(1).astype(np.int64), 100)
+
+
 def test_compiled_assignment_follows_the_greedy_rule_ties_included():
     """The compiled repair and descent give the labels of the rule run step by step, on
     random graphs, including dense ones where some units find no free centre, and with
-    integer costs, so that ties decide moves."""
+    integer costs, so that ties decide moves; the full assignment equals them whenever
+    they leave no violation, and otherwise never leaves more violations (or, as many, at
+    a higher cost)."""
     from psdlearn.cluster import assign_units
 
     rng = np.random.default_rng(1)
@@ -249,7 +265,47 @@ def test_compiled_assignment_follows_the_greedy_rule_ties_included():
         iu, ju = np.triu_indices(n_units, 1)
         pick = rng.random(len(iu)) < rng.uniform(0.05, 0.6)
         edges = np.column_stack([iu[pick], ju[pick]])[rng.permutation(int(pick.sum()))]
-        assert np.array_equal(assign_units(cost, edges), _greedy_reference(cost, edges))
+        greedy = _greedy_only(cost, edges)
+        assert np.array_equal(greedy, _greedy_reference(cost, edges))
+        labels = assign_units(cost, edges)
+        if _violations(greedy, edges) == 0:
+            assert np.array_equal(labels, greedy)
+        rows = np.arange(n_units)
+        assert ((_violations(labels, edges), cost[rows, labels].sum())
+                <= (_violations(greedy, edges), cost[rows, greedy].sum()))
+
+
+def test_assignment_leaves_no_violation_where_the_repair_stalls():
+    """Two large units A, B joined by a cannot-link, both put in centre 0 by least cost;
+    a point x cannot-linked to A and a point y to B, both in centre 1. No single move of
+    the repair helps (A and B each see both centres occupied), yet A=0, B=1, x=1, y=0
+    obeys every pair."""
+    from psdlearn.cluster import assign_units
+
+    cost = np.array([[0.0, 50.0], [0.0, 40.0], [5.0, 0.0], [5.0, 0.0]])
+    edges = np.array([[0, 1], [0, 2], [1, 3]])
+    assert _violations(_greedy_only(cost, edges), edges) == 1
+    labels = assign_units(cost, edges)
+    assert _violations(labels, edges) == 0
+    assert labels.tolist() == [0, 1, 1, 0]  # B moves: the cheaper of the two big units
+
+
+def test_two_centres_and_consistent_cannot_links_are_always_obeyed():
+    """With two centres, cannot-links that a 2-colouring obeys (between the two halves of a
+    hidden partition) are all obeyed, whatever the costs: the saturation order colours
+    bipartite graphs exactly."""
+    from psdlearn.cluster import assign_units
+
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        n_units = int(rng.integers(4, 40))
+        side = rng.integers(0, 2, n_units)
+        iu, ju = np.triu_indices(n_units, 1)
+        across = side[iu] != side[ju]
+        pick = across & (rng.random(len(iu)) < rng.uniform(0.02, 0.3))
+        edges = np.column_stack([iu[pick], ju[pick]])[rng.permutation(int(pick.sum()))]
+        cost = rng.random((n_units, 2)) * rng.uniform(1, 100, (n_units, 1))
+        assert _violations(assign_units(cost, edges), edges) == 0
 
 
 def test_constraint_units_are_must_link_components_and_summed_costs():

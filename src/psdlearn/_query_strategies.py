@@ -17,7 +17,8 @@ from sklearn.utils import check_array, check_random_state
 
 from psdlearn.constraints import PairwiseConstraints
 
-__all__ = ["ExploreConsolidate", "KernelUncertainty", "MinMax", "RandomPairs", "STRATEGIES"]
+__all__ = ["ExploreConsolidate", "KernelPlacement", "KernelUncertainty", "MinMax", "RandomPairs",
+           "STRATEGIES"]
 
 # ----------------------------------------------------------------------------- helpers
 def _as_constraints(constraints, n_samples):
@@ -523,12 +524,126 @@ class KernelUncertainty:
         return (a == b) | np.isin(keys, np.fromiter(cl_keys, np.int64, len(cl_keys)))
 
 
+class KernelPlacement:
+    """Place the points the learned kernel is least sure of into the neighbourhoods.
+
+    The answers so far define *neighbourhoods*: must-link components pairwise joined by a
+    cannot-link, as in :class:`ExploreConsolidate`. With the learned embedding ``E`` of a
+    fitted model, a point's affinity to neighbourhood ``k`` is the cosine
+    ``s_k(x) = <u_x, m_k> / ||m_k||`` of its normalised row ``u_x = e_x / ||e_x||`` with the
+    mean ``m_k`` of the members' normalised rows. The points not yet placed are taken in
+    order of increasing margin ``s_(1)(x) - s_(2)(x)`` between their two best
+    neighbourhoods (the points the kernel cannot place), and each is asked against its
+    most similar member of the neighbourhood it is most likely to join, then, after a
+    cannot-link, of the next one: a must-link places it, cannot-links to every
+    neighbourhood start a new one. Once there are ``n_clusters`` neighbourhoods, a point
+    cannot-linked to all but one is placed without a question. This is the point-based
+    scheme of Xiong, Azimi & Fern (2014) with the learned kernel as the similarity and the
+    margin as the uncertainty.
+
+    Each answer places, or narrows down, a whole point, and its neighbourhood's members
+    share it by transitivity; a learner fitted on the closure of the answers
+    (:meth:`PairwiseConstraints.closure`, ``active_learning(..., closure=True)``) sees
+    those implied pairs. In a batch each point is asked once, since its next question
+    depends on the answer; points left open by earlier rounds are asked first. Without a
+    fitted model or neighbourhoods (the first round), the pairs come from
+    :class:`ExploreConsolidate`. The cost is ``O(n r K)`` for ``K`` neighbourhoods: no
+    ``n x n`` matrix.
+
+    Parameters
+    ----------
+    n_clusters : int, default=None
+        Number of clusters; None takes the model's ``n_clusters`` (without it, no point is
+        placed by elimination).
+
+    References
+    ----------
+    Xiong, Azimi & Fern (2014), *Active learning of constraints for semi-supervised
+    clustering*, IEEE Transactions on Knowledge and Data Engineering.
+
+    Examples
+    --------
+    >>> import psdlearn as pl
+    >>> from psdlearn.active import KernelPlacement
+    >>> X, y = pl.datasets.load("iris")
+    >>> C = pl.PairwiseConstraints.from_labels(y, n_must=20, n_cannot=20, random_state=0)
+    >>> model = pl.ConstrainedClustering(3, random_state=0).fit(X, C)
+    >>> KernelPlacement().select(X, C, 10, model=model, random_state=0).shape
+    (10, 2)
+    """
+
+    def __init__(self, n_clusters=None):
+        self.n_clusters = n_clusters
+
+    def select(self, X, constraints, n_pairs, *, model=None, random_state=None):
+        """Return the next ``n_pairs`` questions: open points first, then new points by
+        increasing margin.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        constraints : PairwiseConstraints, array-like of shape (m, 3) or None
+            The pairs asked so far, with their answers.
+        n_pairs : int
+            Number of pairs to return.
+        model : fitted estimator, optional
+            A fitted psdlearn learner or :class:`~psdlearn.ConstrainedClustering`: its
+            ``embedding_`` (or ``transform(X)``) gives the kernel.
+        random_state : int, RandomState instance or None, default=None
+
+        Returns
+        -------
+        pairs : ndarray of shape (n_pairs, 2), int64
+            Pairs never asked before; fewer only when every pair was asked.
+        """
+        X = _check_select_args(X, n_pairs)
+        n = X.shape[0]
+        rng = check_random_state(random_state)
+        C = _as_constraints(constraints, n)
+        n_clusters = self.n_clusters or getattr(model, "n_clusters", None)
+        E = _model_embedding(model, X)
+        state = _Neighbourhoods(X, C)
+        if E is None or E.shape[0] != n or len(state) == 0:
+            return ExploreConsolidate(n_clusters).select(X, C, n_pairs, random_state=rng)
+        U = E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+        means = np.vstack([U[m].mean(axis=0) for m in state.members])
+        means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+        affinity = U @ means.T  # (n, K)
+        complete = n_clusters is not None and len(state) >= n_clusters
+        batch = _Batch(C, n_pairs)
+
+        def ask(x, skip):
+            left = [k for k in np.argsort(-affinity[x], kind="stable") if k not in skip]
+            if not left or (complete and len(left) == 1):
+                return  # nothing left to ask, or placed by elimination
+            m = state.members[left[0]]
+            batch.add(x, m[np.argmax(U[m] @ U[x])])
+
+        for x, skip in state.excluded.items():
+            if batch.full:
+                break
+            ask(x, skip)
+        free = np.ones(n, dtype=bool)
+        free[state.constrained] = False
+        free = np.flatnonzero(free)
+        if len(free) and not batch.full:
+            top2 = -np.sort(-affinity[free], axis=1)[:, :2]
+            margin = top2[:, 0] - top2[:, 1] if top2.shape[1] > 1 else -top2[:, 0]
+            for x in free[np.argsort(margin, kind="stable")]:
+                if batch.full:
+                    break
+                ask(x, ())
+        batch.fill_random(rng)
+        return batch.result()
+
+
 #: Strategy classes by name, for :func:`active_learning` and the ``psdlearn query`` command.
 STRATEGIES = {
     "random": RandomPairs,
     "explore_consolidate": ExploreConsolidate,
     "min_max": MinMax,
     "uncertainty": KernelUncertainty,
+    "placement": KernelPlacement,
 }
 
 

@@ -14,6 +14,8 @@ candidate pairs come from nearest neighbours of a sample of points.
 - :class:`ExploreConsolidate`: Basu, Banerjee & Mooney (2004).
 - :class:`MinMax`: Mallapragada, Jin & Jain (2008).
 - :class:`KernelUncertainty`: pairs on which the learned kernel is least decided.
+- :class:`KernelPlacement`: the points the learned kernel cannot place, asked against the
+  neighbourhoods it ranks first.
 
 An oracle is any object with a method ``query(i, j) -> bool`` (``True``: must-link), the
 protocol of the ``active-semi-supervised-clustering`` package, whose oracles work here
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -35,16 +38,19 @@ from psdlearn._progress import progress_bar
 from psdlearn._query_strategies import (
     STRATEGIES,
     ExploreConsolidate,
+    KernelPlacement,
     KernelUncertainty,
     MinMax,
     RandomPairs,
     _as_constraints,
     _make_strategy,
+    _pair_keys,
 )
 from psdlearn.constraints import PairwiseConstraints
 
 __all__ = [
     "ExploreConsolidate",
+    "KernelPlacement",
     "KernelUncertainty",
     "LabelOracle",
     "MaximumQueriesExceeded",
@@ -173,9 +179,37 @@ class ActiveLearningResult(NamedTuple):
     history: list
 
 
+def _training_pairs(C, closure, warned):
+    """The pairs a round fits on: the answers, or with ``closure`` their transitive
+    closure, unless the answers contradict themselves (then the answers, with one
+    warning per run)."""
+    if not closure:
+        return C, warned
+    if C.conflicts().size:
+        if not warned:
+            warnings.warn("the answers contradict each other (a cannot-link inside a "
+                          "must-link component; PairwiseConstraints.conflicts() names "
+                          "them): fitting on the answers as given, without their closure.",
+                          UserWarning, stacklevel=3)
+        return C, True
+    return C.closure(), warned
+
+
+def _new_pairs(fitted, target):
+    """The pairs of ``target`` not in ``fitted``, or None when ``target`` drops some of
+    ``fitted`` (the closure was abandoned): then the model is fitted again."""
+    n = target.n_samples
+    old = _pair_keys(fitted.pairs, n)
+    new = _pair_keys(target.pairs, n)
+    if not np.isin(old, new).all():
+        return None
+    keep = ~np.isin(new, old)
+    return PairwiseConstraints(target.pairs[keep], target.signs[keep], n)
+
+
 def active_learning(estimator, X, oracle, *, strategy="uncertainty", budget=300,
-                    batch_size=20, initial=None, stop_tol=None, callback=None,
-                    random_state=None, verbose=0):
+                    batch_size=20, initial=None, closure=False, stop_tol=None,
+                    callback=None, random_state=None, verbose=0):
     """Ask an oracle for must-link / cannot-link answers and learn from them, in rounds.
 
     Each round selects ``batch_size`` pairs with ``strategy`` (given the model fitted
@@ -195,8 +229,8 @@ def active_learning(estimator, X, oracle, *, strategy="uncertainty", budget=300,
         All the points (the questions are about pairs of them).
     oracle : object with ``query(i, j) -> bool``
         Answers True for must-link, False for cannot-link.
-    strategy : {"uncertainty", "explore_consolidate", "min_max", "random"} or object, \
-default="uncertainty"
+    strategy : {"uncertainty", "placement", "explore_consolidate", "min_max", "random"} \
+or object, default="uncertainty"
         A name of :data:`STRATEGIES` (built with the estimator's ``n_clusters``) or an
         object with the method ``select(X, constraints, n_pairs, *, model,
         random_state)``.
@@ -206,6 +240,14 @@ default="uncertainty"
         Questions per round (one fit per round).
     initial : PairwiseConstraints or array-like of shape (m, 3), default=None
         Answers known before the first round (not counted in the budget).
+    closure : bool, default=False
+        Fit on the transitive closure of the answers
+        (:meth:`~psdlearn.PairwiseConstraints.closure`): every pair inside a must-link
+        component, and every pair across two components joined by a cannot-link. It pays
+        with the neighbourhood strategies (``"placement"``, ``"explore_consolidate"``,
+        ``"min_max"``), whose answers chain points into groups, when the oracle is
+        reliable; a wrong answer is multiplied by it. Once the answers contradict each
+        other, the fits use the answers as given (with a ``UserWarning``).
     stop_tol : float, default=None
         Tolerance of the stopping rule; None: run to the budget.
     callback : callable, default=None
@@ -250,7 +292,8 @@ default="uncertainty"
         base.set_params(random_state=int(rng.randint(np.iinfo(np.int32).max)))
     strat = _make_strategy(strategy, params.get("n_clusters"))
     C = _as_constraints(initial, n)
-    model = clone(base).fit(X, C) if C.n_pairs else None
+    fitted, warned = _training_pairs(C, closure, False)
+    model = clone(base).fit(X, fitted) if C.n_pairs else None
     history, asked, calm = [], 0, 0
     previous = getattr(model, "labels_", None)
     with progress_bar(verbose, total=budget, desc="active learning", unit="pair") as bar:
@@ -275,10 +318,14 @@ default="uncertainty"
             C = PairwiseConstraints(np.vstack([C.pairs, new.pairs]),
                                     np.concatenate([C.signs, new.signs]), n)
             t0 = time.perf_counter()
-            if model is not None and hasattr(model, "partial_fit"):
-                model.partial_fit(X, new)
+            target, warned = _training_pairs(C, closure, warned)
+            added = _new_pairs(fitted, target) if model is not None else None
+            if added is not None and hasattr(model, "partial_fit"):
+                if added.n_pairs:
+                    model.partial_fit(X, added)
             else:
-                model = clone(base).fit(X, C)
+                model = clone(base).fit(X, target)
+            fitted = target
             fit_time = time.perf_counter() - t0
             labels = getattr(model, "labels_", None)
             stability = (None if labels is None or previous is None

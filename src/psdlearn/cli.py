@@ -250,7 +250,7 @@ def _cmd_query(args):
     if args.n_clusters is not None and args.n_clusters < 1:
         raise ValueError(f"--n-clusters must be at least 1, got {args.n_clusters}.")
     model = None
-    if args.strategy == "uncertainty" and C.n_pairs:
+    if args.strategy in ("uncertainty", "placement") and C.n_pairs:
         import psdlearn as pl
 
         model = pl.ConstrainedClustering(n_clusters=args.n_clusters or 2,
@@ -392,13 +392,16 @@ def _parser():
     s.add_argument("--n", type=int, default=20,
                    help="number of pairs to choose (default: 20)")
     s.add_argument("-k", "--n-clusters", type=int,
-                   help="number of groups expected; used by explore_consolidate, min_max "
-                   "and uncertainty (default: unknown; uncertainty then assumes 2)")
+                   help="number of groups expected; used by explore_consolidate, min_max, "
+                   "uncertainty and placement (default: unknown; uncertainty and "
+                   "placement then assume 2)")
     s.add_argument("--strategy", default="uncertainty", choices=_strategy_names(),
                    help="how pairs are chosen (default: uncertainty): uncertainty, the "
                    "pairs the kernel learned from the answers is least sure of; "
-                   "explore_consolidate (Basu et al. 2004) and min_max (Mallapragada et "
-                   "al. 2008), one point per group first, then the others; random")
+                   "placement, the points it cannot place, each asked against the group "
+                   "it ranks first; explore_consolidate (Basu et al. 2004) and min_max "
+                   "(Mallapragada et al. 2008), one point per group first, then the "
+                   "others; random")
     s.add_argument("-o", "--output", default="next_pairs.csv",
                    help="CSV of the chosen pairs (default: next_pairs.csv)")
     s.add_argument("--seed", type=int, default=0,

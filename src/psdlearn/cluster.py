@@ -19,7 +19,7 @@ from sklearn.metrics import euclidean_distances
 from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._cluster_kernels import greedy_assign
+from psdlearn._cluster_kernels import count_violations, greedy_assign, saturation_assign
 from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import _must_link_components, check_side_info
@@ -133,6 +133,13 @@ def assign_units(cost, edges):
     moving each to its cheapest allowed centre when that is cheaper or ends a violation.
     Every move lowers the number of violated cannot-links, or keeps it and lowers the cost,
     so both phases end; at the end no unit in no violation can lower its cost alone.
+    (3) When violations remain, the units with cannot-links are assigned again in
+    saturation order (the unit whose neighbours occupy the most distinct centres first,
+    each to its cheapest free centre; Brelaz 1979), followed by (2), and the assignment with
+    fewer violations (then the lower cost) is kept. The repair can stall where no single
+    move helps, for example two large must-link units joined by a cannot-link, each also
+    cannot-linked to a point of the other centre; the saturation order, exact for two
+    centres and a bipartite cannot-link graph, does not.
 
     Parameters
     ----------
@@ -166,7 +173,18 @@ def _assign(cost, edges, adjacency):
     if len(edges) == 0:
         return labels
     indptr, indices, linked = adjacency
-    return greedy_assign(cost, edges, indptr, indices, linked, labels, 100)
+    start = labels.copy()
+    labels = greedy_assign(cost, edges, indptr, indices, linked, labels, 100)
+    violated = count_violations(labels, edges)
+    if violated == 0:
+        return labels
+    # the repair can stall with violations that a different order avoids: colour the
+    # linked units in saturation order, descend from there, keep the better of the two
+    other = greedy_assign(cost, edges, indptr, indices, linked,
+                          saturation_assign(cost, indptr, indices, linked, start), 100)
+    rows = np.arange(len(labels))
+    key = (violated, cost[rows, labels].sum())
+    return other if (count_violations(other, edges), cost[rows, other].sum()) < key else labels
 
 
 def constrained_lloyd(E, centers, units, edges, max_iter=10):
