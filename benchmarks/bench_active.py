@@ -91,10 +91,10 @@ def curve(X, y, name, seed):
     return out, select_time
 
 
-def _run(ds, n_seeds):
+def _run(ds, n_seeds, variants=ORDER):
     X, y = pl.datasets.load(ds)
     out = {}
-    for name in ORDER:
+    for name in variants:
         for seed in range(n_seeds):
             t0 = time.perf_counter()
             rand, select_time = curve(X, y, name, seed)
@@ -110,6 +110,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("n_seeds", type=int, nargs="?", default=10)
     parser.add_argument("--only", nargs="+", default=DATASETS)
+    parser.add_argument("--variants", nargs="+", default=ORDER, choices=ORDER,
+                        help="with --raw: run these rows only, merged into DIR/<dataset>.json")
     parser.add_argument("--raw", type=Path)
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--load", help="with --report: the load during the runs, as noted")
@@ -125,10 +127,12 @@ def main():
                        for k, runs in json.loads((args.raw / f"{ds}.json").read_text()).items()}
     else:
         for ds in args.only:
-            raw[ds] = _run(ds, n_seeds)
+            raw[ds] = _run(ds, n_seeds, args.variants)
             if args.raw:
                 args.raw.mkdir(parents=True, exist_ok=True)
-                (args.raw / f"{ds}.json").write_text(json.dumps(raw[ds]))
+                path = args.raw / f"{ds}.json"
+                kept = json.loads(path.read_text()) if path.exists() else {}
+                path.write_text(json.dumps({**kept, **raw[ds]}))
         if args.raw:
             return
     rows, verdicts, peer_failures = [], [], []

@@ -1,5 +1,6 @@
-"""PSDBoost with its defaults against the baseline it extends: 3-NN in the learned metric
-versus 3-NN in the Euclidean metric, on held-out points.
+"""PSDBoost's fixed triplets with their defaults against the baseline it extends: 3-NN in
+the learned metric versus 3-NN in the Euclidean metric, on held-out points (the default
+re-selected impostors are measured by ``bench_metric_learning.py``).
 
 Run: ``python benchmarks/bench_defaults_psdboost.py [--quick]``. Writes
 ``benchmarks/results/defaults_psdboost.{md,json}``.

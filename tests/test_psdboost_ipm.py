@@ -81,3 +81,52 @@ def test_unbounded_c_and_iteration_cap():
     assert res.status == "max_iter" and res.n_iter == 3
     with pytest.raises(ValueError, match="max_triplets"):
         solve_ipm(X, T, 0.1, max_triplets=len(T) - 1)
+
+
+@pytest.mark.parametrize("seed,C", [(0, 0.05), (1, 1 / 90)])
+def test_low_rank_newton_system_reaches_the_same_certified_optimum(seed, C):
+    """The Newton system solved through its D(D+1)/2-dimensional part (the choice of
+    low_rank="auto" from t >= 5 n_s) and the dense t x t system are two solves of the same
+    steps: both end optimal at the same value, each with its own certified gap and a
+    dual point whose lambda_max(H(w)) is its upper bound."""
+    X, T = _problem(d=4, t=120, seed=seed)
+    dense = solve_ipm(X, T, C, low_rank=False)
+    low = solve_ipm(X, T, C, low_rank=True)
+    assert dense.status == low.status == "optimal"
+    assert low.objective == pytest.approx(dense.objective, rel=1e-6)
+    Dk, Dj = _diffs(X, T)
+    w = low.dual_weights
+    lam = np.linalg.eigvalsh(Dk.T @ (w[:, None] * Dk) - Dj.T @ (w[:, None] * Dj))[-1]
+    assert lam >= low.objective - 1e-9 and low.upper_bound - low.objective <= 1e-5 * abs(lam)
+
+
+def test_low_rank_auto_follows_the_documented_crossover(monkeypatch):
+    from psdlearn.psdboost import ipm
+
+    seen = []
+    original = ipm.path_following
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("low_rank", False))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ipm, "path_following", spy)
+    n_s = 4 * 5 // 2
+    for t, expect in ((5 * n_s - 1, False), (5 * n_s, True)):
+        X, T = _problem(d=4, t=t, seed=3)
+        seen.clear()
+        assert solve_ipm(X, T, 3.0 / t).status == "optimal"
+        # the first solve's system (an ill-conditioned low-rank one restarts dense)
+        assert seen[0] is expect
+    assert "``t >= 5 n_s``" in ipm.solve_ipm.__doc__
+
+
+@pytest.mark.sdp
+def test_low_rank_agrees_with_cvxpy():
+    pytest.importorskip("cvxpy")
+    from psdlearn.psdboost.sdp import solve_sdp
+
+    X, T = _problem(d=4, t=100, seed=7)
+    res, ref = solve_ipm(X, T, 0.05, low_rank=True), solve_sdp(X, T, 0.05)
+    assert ref.status == "optimal"
+    assert res.objective == pytest.approx(ref.objective, rel=1e-6, abs=1e-8)

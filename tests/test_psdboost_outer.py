@@ -124,10 +124,13 @@ def test_impostor_search_finds_every_triplet_below_the_threshold(block, monkeypa
 
 
 def test_active_and_nearest_rules():
-    """impostors="active" re-selects (C = 1 / (0.1 p) for p target pairs, rounds recorded); the
-    paper's rule is impostors="nearest" with n_neighbors=1 (one round, fixed triplets)."""
+    """The default, impostors="active", re-selects (C = 1 / (0.1 p) for p target pairs,
+    rounds recorded); the paper's rule is impostors="nearest" with n_neighbors=1 (one
+    round, fixed triplets)."""
     X, y = _data(n=60, d=4, seed=2)
-    m = pl.PSDBoost(impostors="active", random_state=0).fit(X, y)
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    explicit = pl.PSDBoost(impostors="active", random_state=0).fit(X, y)
+    assert np.array_equal(m.metric_, explicit.metric_) and m.n_rounds_ >= 2
     codes = np.unique(y, return_inverse=True)[1]
     p = len(target_pairs(X, codes, 3))
     assert m.C_ == pytest.approx(1.0 / (0.1 * p))

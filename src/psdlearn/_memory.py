@@ -355,7 +355,7 @@ def guard_npkl_fit(est, X, y):
         return
     n, d = int(shape[0]), int(shape[1])
     try:
-        C = as_constraints(y, n)
+        C = as_constraints(y, n, check_conflicts=False)  # fit warns of conflicts, once
         rank = (est._auto_rank(y, C, n) if est.rank == "auto" else None)
         estimate = npkl_estimate(est, n, d if est.graph == "knn" else 0,
                                  n_pairs=C.n_pairs, nnz=X.nnz if sp.issparse(X) else None,

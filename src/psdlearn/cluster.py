@@ -135,11 +135,12 @@ def assign_units(cost, edges):
     so both phases end; at the end no unit in no violation can lower its cost alone.
     (3) When violations remain, the units with cannot-links are assigned again in
     saturation order (the unit whose neighbours occupy the most distinct centres first,
-    each to its cheapest free centre; Brelaz 1979), followed by (2), and the assignment with
-    fewer violations (then the lower cost) is kept. The repair can stall where no single
-    move helps, for example two large must-link units joined by a cannot-link, each also
-    cannot-linked to a point of the other centre; the saturation order, exact for two
-    centres and a bipartite cannot-link graph, does not.
+    each to its cheapest free centre; Brelaz 1979), followed by (2); that assignment
+    replaces the first when it obeys every cannot-link. The repair can stall where no
+    single move helps, for example two large must-link units joined by a cannot-link, each
+    also cannot-linked to a point of the other centre; the saturation order, exact for two
+    centres and a bipartite cannot-link graph, does not. Pairs that contradict each other
+    are better served by the repair's trade-off of cost against violations.
 
     Parameters
     ----------
@@ -179,12 +180,11 @@ def _assign(cost, edges, adjacency):
     if violated == 0:
         return labels
     # the repair can stall with violations that a different order avoids: colour the
-    # linked units in saturation order, descend from there, keep the better of the two
+    # linked units in saturation order and descend from there; adopted only when it obeys
+    # every cannot-link (with contradicting pairs, obeying more of them is not better)
     other = greedy_assign(cost, edges, indptr, indices, linked,
                           saturation_assign(cost, indptr, indices, linked, start), 100)
-    rows = np.arange(len(labels))
-    key = (violated, cost[rows, labels].sum())
-    return other if (count_violations(other, edges), cost[rows, other].sum()) < key else labels
+    return other if count_violations(other, edges) == 0 else labels
 
 
 def constrained_lloyd(E, centers, units, edges, max_iter=10):

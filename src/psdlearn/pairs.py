@@ -233,7 +233,8 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         return check_array(self.preprocessor, dtype=np.float64, input_name="preprocessor")
 
     def _check_pairs(self, pairs, reset=False):
-        """``("indices", (m, 2) int64)`` or ``("points", (m, 2, d) float64)``."""
+        """``("indices", (m, 2) int64, X)`` with ``X`` the validated preprocessor, or
+        ``("points", (m, 2, d) float64, None)``."""
         if isinstance(pairs, PairwiseConstraints):
             raise TypeError("pairs must be an array; for a PairwiseConstraints C pass "
                             "fit(C.pairs, C.signs).")
@@ -241,7 +242,8 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         if arr.dtype.kind == "O":
             arr = np.asarray(arr.tolist())
         if arr.ndim == 2 and arr.shape[1] == 2 and arr.dtype.kind in "iub":
-            n = self._preprocessor().shape[0]
+            X = self._preprocessor()
+            n = X.shape[0]
             if len(arr) == 0:
                 raise ValueError("pairs is empty: 0 pairs given.")
             idx = arr.astype(np.int64)
@@ -256,8 +258,8 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"self-pair ({idx[row, 0]}, {idx[row, 0]}) at row {row}: a "
                                  "pair needs two different points.")
             if reset:
-                self.n_features_in_ = self._preprocessor().shape[1]
-            return "indices", idx
+                self.n_features_in_ = X.shape[1]
+            return "indices", idx, X
         if arr.ndim == 2 and arr.shape[1] == 2:
             raise TypeError(f"pairs of shape (m, 2) are indices and must be integers, got "
                             f"dtype {arr.dtype}; pairs of points have shape (m, 2, d).")
@@ -272,7 +274,7 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         elif d != self.n_features_in_:
             raise ValueError(f"X has {d} features, but PairsClassifier is expecting "
                              f"{self.n_features_in_} features as input.")
-        return "points", flat.reshape(len(arr), 2, d)
+        return "points", flat.reshape(len(arr), 2, d), None
 
     @staticmethod
     def _check_y(y, m):
@@ -330,10 +332,10 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        kind, P = self._check_pairs(pairs, reset=True)
+        kind, P, X = self._check_pairs(pairs, reset=True)
         y = self._check_y(y, len(P))
         if kind == "indices":
-            X, idx = self._preprocessor(), P
+            idx = P
         else:
             X, inverse = np.unique(P.reshape(-1, P.shape[2]), axis=0, return_inverse=True)
             idx = inverse.reshape(-1, 2)
@@ -359,11 +361,11 @@ class PairsClassifier(ClassifierMixin, BaseEstimator):
     def _pair_embeddings(self, pairs):
         """Embeddings ``(E_u, E_v)``, each of shape (m, rank), of the two sides of pairs."""
         check_is_fitted(self, "threshold_")
-        kind, P = self._check_pairs(pairs)
+        kind, P, X = self._check_pairs(pairs)
         if kind == "indices":
             E = self.embedding_
             if E is None:
-                E = self._transform(self._preprocessor())
+                E = self._transform(X)
             return E[P[:, 0]], E[P[:, 1]]
         points, inverse = np.unique(P.reshape(-1, P.shape[2]), axis=0, return_inverse=True)
         E = self._transform(points)[inverse.ravel()]

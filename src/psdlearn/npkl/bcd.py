@@ -240,8 +240,12 @@ def parallel_split(problem, rank, parallel="auto"):
     """
     threads = numba.get_num_threads()
     L = problem.laplacian
+    # decided before the unconstrained set is found: one thread, or all of L too little work
+    if (parallel is False or threads < 2
+            or (parallel == "auto" and L.nnz * int(rank) < PARALLEL_MIN_WORK)):
+        return None
     free = np.flatnonzero(np.diff(problem.neighbors()[0]) == 0).astype(np.int64)
-    if parallel is False or threads < 2 or len(free) < 2:
+    if len(free) < 2:
         return None
     work = int((L.indptr[free + 1] - L.indptr[free]).sum()) * int(rank)
     if parallel == "auto" and work < PARALLEL_MIN_WORK:

@@ -174,7 +174,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
           (:func:`psdlearn.psdboost.column_generation.solve_column_generation`).
         - ``"interior-point"``: a primal-dual path-following method on the whole
           problem (:func:`psdlearn.psdboost.ipm.solve_ipm`); ``O(t^2)`` memory and
-          ``O(t^3 + t^2 D + D^3)`` time per Newton step.
+          ``O(t^3 + t^2 D + D^3)`` time per Newton step, or ``O(t n_s^2 + n_s^3)``
+          through the Newton system's low-rank part of order ``n_s = D (D + 1) / 2``,
+          which it uses from ``t >= 5 n_s``.
         - ``"subspace"``: an SDP master over a subspace of dimension at most 30 (60 up
           to 1000 triplets), spanned by the range of the solution and the top
           eigenvectors of ``H(w)``, with a proximal term (a spectral bundle method,
@@ -205,10 +207,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Target neighbours per labelled point: its ``n_neighbors`` nearest same-class
         points in the Euclidean metric (as in large-margin nearest neighbours), fixed
         during the fit. Ignored for pairwise constraints and triplets.
-    impostors : {"nearest", "active"}, default="nearest"
+    impostors : {"active", "nearest"}, default="active"
         How :meth:`fit` pairs the target neighbours with other-class points when ``y``
         holds labels. ``"active"`` follows the metric and is the more accurate where the
-        classes overlap, at several times the fit time of ``"nearest"``.
+        classes overlap, at up to several times the fit time of ``"nearest"``.
 
         - ``"active"``: problem (3) over every triplet ``(i, j, l)`` with ``j`` a target
           neighbour of ``i`` and ``l`` any point of another class, solved by re-selection
@@ -337,10 +339,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     margins concentrates ``metric_`` on a few directions and k-NN can lose accuracy.
     Compare with the Euclidean metric by cross-validation.
 
-    The re-selection of impostors (``impostors="active"``) is an extension of Shen et
-    al. (2008), who fix one triplet per point; every round is their problem (3) on the
-    working set, so its certificate holds for that set, and for all impostor triplets
-    once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
+    The re-selection of impostors (``impostors="active"``, the default) is an extension
+    of Shen et al. (2008), who fix one triplet per point; every round is their problem
+    (3) on the working set, so its certificate holds for that set, and for all impostor
+    triplets once none is left below ``rho - eps``. Each round's solve costs that of ``solver``
     on the working set, whose size is about ``1 / C`` plus the rows at the margin.
 
     A Ctrl-C (``KeyboardInterrupt``) during the fit stops it at the last complete
@@ -400,7 +402,7 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     def __init__(self, *, C="auto", tol=1e-5, max_iter=1000, n_columns=5, smoothing=0.8,
                  max_bases=None, n_triplets=None, eigen_solver="auto", solver="auto",
                  max_time=None, random_state=None, verbose=0, n_neighbors=3,
-                 impostors="nearest"):
+                 impostors="active"):
         self.C = C
         self.solver = solver
         self.max_time = max_time

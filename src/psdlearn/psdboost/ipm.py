@@ -58,6 +58,9 @@ _BLOCK = 2048
 _REFINEMENTS = 3
 #: Relative residual above which a low-rank Newton solve is rejected.
 _SOLVE_ACCURACY = 1e-8
+#: ``low_rank="auto"``: the low-rank Newton system from ``t >= _LOW_RANK_RATIO n_s`` rows
+#: (the measured crossover of the two systems, in the method notes of the documentation).
+_LOW_RANK_RATIO = 5
 
 
 def _max_step_psd(L, dS):
@@ -74,7 +77,7 @@ def _max_step(s, ds):
 
 
 def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_time=None,
-              callback=None):
+              low_rank="auto", callback=None):
     """Solve problem (3) of Shen, Welsh & Wang (2008) to a relative duality gap ``tol``.
 
     The inputs are trusted (:class:`psdlearn.PSDBoost` validates them), except the size
@@ -97,6 +100,11 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
         (about ``6 x 8 t^2`` bytes in all, 1.2 GB at ``t = 5000``) in ``O(t^3)`` time.
     max_time : float or None, default=None
         Seconds after which the current iterate is returned (status ``"max_time"``).
+    low_rank : bool or "auto", default="auto"
+        Solve each Newton system through its ``n_s = D (D + 1) / 2``-dimensional low-rank
+        part (``O(t n_s^2 + n_s^3)`` per step instead of ``O(t^2 D + t^3)``); ``"auto"``:
+        when ``t >= 5 n_s``. Where its iterative refinement fails (an ill-conditioned
+        system), the solve starts again with the dense system.
     callback : callable or None
         Called as ``callback(iteration, pi, primal objective, primal residual)`` at each
         iterate (values in the units of ``X``); returning ``True`` stops the solver, which
@@ -153,8 +161,13 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
     deadline = None if max_time is None else start + max_time
     report = None if callback is None else (
         lambda i, p, o, r: callback(i, p * scale, o * scale, r))
-    Xm, rho, xi, pi, w, status, history = path_following(Dk, Dj, C, tol, max_iter, deadline,
-                                                         callback=report)
+    if low_rank == "auto":
+        low_rank = t >= _LOW_RANK_RATIO * D * (D + 1) // 2
+    Xm, rho, xi, pi, w, status, history = path_following(
+        Dk, Dj, C, tol, max_iter, deadline, low_rank=low_rank, callback=report)
+    if low_rank and status == "inaccurate":
+        Xm, rho, xi, pi, w, status, history = path_following(Dk, Dj, C, tol, max_iter, deadline,
+                                                             callback=report)
     history = [(s, p * scale, o * scale, r) for s, p, o, r in history]
     metric, F = trace_one_factor(Xm)
     objective = float((rho - C * xi.sum()) * scale)
