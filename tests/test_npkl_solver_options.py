@@ -83,7 +83,8 @@ def test_solver_options_validated_against_the_solver():
     model = pl.NPKL(loss="square", solver_options=options, max_iter=20).fit(X, C)
     assert options == {"omega": 1.0}  # not modified
     assert model.solver_options_ == {"omega": 1.0, "unconstrained": "sequential",
-                                     "hinge_smoothing": "auto", "multilevel": "auto"}
+                                     "hinge_smoothing": "auto", "multilevel": "auto",
+                                     "extrapolation": "auto"}
     assert model.omega_ == 1.0
 
 

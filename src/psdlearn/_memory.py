@@ -9,7 +9,8 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
   assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
 - **solve**: ``X``, the index (kept for ``transform``), ``L`` and its reordered copy
-  (``12 nnz`` each), the embedding and its reordered copy (``2 f n r``), and with float32
+  (``12 nnz`` each), the embedding and its reordered copy (``2 f n r``), with BCD's
+  extrapolation its two saved arrays (``2 f n r``), and with float32
   the sweeps' float32 copy of the Laplacian's values (``4 nnz``);
 - **certificate**: ``X``, the index, ``L``, the embedding, with float32 its float64 copy
   (``8 n r``: the certificate computes in float64), and its orthonormal basis
@@ -97,7 +98,7 @@ def _gb(b):
 
 def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np.float64,
                          knn_method="exact", solver="bcd", n_pairs=0, certificate=True,
-                         nnz=None, graph="knn"):
+                         nnz=None, graph="knn", extrapolation=False):
     """Predicted peak memory of ``NPKL.fit`` (module docstring for the model).
 
     Parameters
@@ -121,6 +122,9 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     nnz : int, optional
         Stored entries of sparse ``X`` (its size is then ``12 nnz``).
     graph : {"knn", "precomputed", "precomputed_nearest_neighbors"}, default="knn"
+    extrapolation : bool, default=False
+        Whether BCD's sweeps are extrapolated (``solver_options["extrapolation"]``: two
+        more arrays of the size of the embedding).
 
     Returns
     -------
@@ -148,6 +152,7 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         "solve": {**base, "Laplacian": laplacian,
                   "reordered Laplacian": laplacian if solver == "bcd" else 0,
                   "embedding": 2 * f * n * r,
+                  "extrapolation arrays": 2 * f * n * r if extrapolation else 0,
                   "float32 Laplacian values": 4 * entries if f == 4 else 0,
                   # ADMM writes each half step into spare arrays, swapped in when complete
                   "spare half-step arrays": 3 * f * n * r if solver == "admm" else 0},
@@ -319,7 +324,19 @@ def npkl_estimate(est, n_samples, n_features, *, n_pairs=0, nnz=None, rank=None)
         dtype=getattr(est, "dtype", np.float64),
         knn_method=_knn_method(est.knn_method, n, n_features, nnz is not None),
         solver=est.solver, n_pairs=n_pairs, nnz=nnz, graph=est.graph,
-        certificate=bool(spec.certificate and est.certificate_tol is not None))
+        certificate=bool(spec.certificate and est.certificate_tol is not None),
+        extrapolation=_extrapolated(est, n))
+
+
+def _extrapolated(est, n):
+    """Whether a BCD fit of ``est`` on ``n`` samples extrapolates its sweeps."""
+    from psdlearn.npkl._multilevel import use_multilevel
+    from psdlearn.npkl.losses import get_loss
+
+    if est.solver != "bcd" or get_loss(est.loss).bounded:
+        return False
+    setting = (getattr(est, "solver_options", None) or {}).get("extrapolation", "auto")
+    return use_multilevel(setting, n)
 
 
 def guard_npkl_fit(est, X, y):

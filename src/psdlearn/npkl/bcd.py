@@ -36,6 +36,7 @@ from psdlearn._solver import SolverResult
 
 from . import _kernels as K
 from ._blocks import BlockedPass
+from ._extrapolation import WINDOW, Extrapolation
 from ._multilevel import multilevel_start, use_multilevel
 from .escalation import AdaptiveRound
 from .losses import LOSS_TABLE, ROW_HINGE, get_loss
@@ -272,6 +273,7 @@ def solve_bcd(
     plateau_tol=None,
     stall_tol=None,
     dtype=np.float64,
+    extrapolate=0,
 ):
     """Minimize the NPKL objective (10) over ``E`` by block coordinate descent (Alg. 1).
 
@@ -339,6 +341,13 @@ def solve_bcd(
         (:mod:`psdlearn.npkl._kernels`, "Precision": the arithmetic is float64 either
         way). With float32 the sweeps minimize the objective of ``L`` rounded to float32,
         and ``objective_history`` is that objective.
+    extrapolate : int, default=0
+        Every ``extrapolate`` sweeps (0: never), move ``E`` to the minimizer of the
+        objective the rows minimize over the plane spanned by the displacements of the
+        last two windows of sweeps, when that lowers it
+        (:mod:`psdlearn.npkl._extrapolation`; not with the linear loss). The objective
+        stays non-increasing; the optimum is unchanged. Keeps two more arrays of the
+        shape of ``E``.
 
     Returns
     -------
@@ -420,6 +429,8 @@ def solve_bcd(
 
     rng = _as_generator(random_state)
     blocked = BlockedPass(free, split, Lp, Tp, E.shape[1])
+    extrap = (Extrapolation(E, pairs, signs, loss, inner_loss, param, gamma, extrapolate)
+              if extrapolate and radius == np.inf and len(pairs) else None)
 
     def exact_objectives():
         f = K.objective(E, Lp, Li, Lx, pairs, signs, loss, gamma)
@@ -486,6 +497,11 @@ def solve_bcd(
                                       and n_iter >= 3 * REFRESH
                                       and stalled([*surrogate[-3 * REFRESH::REFRESH], sur],
                                                   (max_iter - n_iter) / REFRESH, stall_tol))
+            if extrap is not None and not converged and n_iter < max_iter:
+                t0 = time.perf_counter()
+                d_obj, d_sur = extrap.after_sweep(n_iter, E, Lp, Li, Lx)
+                obj, sur = obj + d_obj, sur + d_sur
+                elapsed += time.perf_counter() - t0
             history.append(obj)
             surrogate.append(sur)
             times.append(elapsed)
@@ -514,7 +530,8 @@ def solve_bcd(
         interrupted=interrupted,
         multipliers=(_pair_multipliers(problem, Tp, Ti, alpha)
                      if loss == ROW_HINGE and len(pairs) else None),
-        info={"surrogate_history": surrogate},
+        info={"surrogate_history": surrogate,
+              "extrapolations": 0 if extrap is None else extrap.steps},
     )
 
 
@@ -684,6 +701,8 @@ def fit_bcd(problem, E0, options):
                                           or DEFAULT_CERTIFICATE_TOL)
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
+    window = WINDOW if use_multilevel(params.get("extrapolation", False),
+                                      problem.n_samples) else 0
     E, history, times, stages, multipliers = E0, [], [], [], []
     for mu in schedule:
         res = solve_bcd(problem, E, max_iter=options.max_iter,
@@ -692,7 +711,7 @@ def fit_bcd(problem, E0, options):
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback,
                         plateau_tol=None if mu > 0 else plateau, stall_tol=stall,
-                        dtype=params.get("dtype", np.float64))
+                        dtype=params.get("dtype", np.float64), extrapolate=window)
         offset = times[-1] if times else start_time  # the coarse levels' seconds first
         history += res.objective_history[1 if history else 0:]
         times += [offset + t for t in res.time_history[1 if times else 0:]]

@@ -192,7 +192,11 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
           1e-4`` in turn, then the exact hinge from there; a float: one smoothed stage
           with that ``mu``; ``None``: Algorithm 1 alone), ``"multilevel"`` (``"auto"``,
           True or False: start from the problem solved coarse to fine on aggregates of
-          the graph, the same optimum in fewer sweeps; ``"auto"``: from 10,000 samples).
+          the graph, the same optimum in fewer sweeps; ``"auto"``: from 10,000 samples),
+          ``"extrapolation"`` (``"auto"``, True or False: every 10 sweeps, move to the
+          exact minimizer of the objective over the plane of the last two windows'
+          displacements when it is lower; the same optimum, non-increasing objective,
+          two more arrays the size of the embedding; ``"auto"``: from 10,000 samples).
         - ``"admm"``: ``"rho"`` (100.0; initial penalty, then adapted), ``"init"``
           (``"random"`` or ``"bcd"``: start from BCD on the square loss), ``"omega"``
           (of that BCD start).

@@ -85,6 +85,7 @@ BCD_OPTIONS = {
     "hinge_smoothing": ("auto", [StrOptions({"auto"}),
                                  Interval(numbers.Real, 0, None, closed="neither"), None]),
     "multilevel": ("auto", [StrOptions({"auto"}), bool]),
+    "extrapolation": ("auto", [StrOptions({"auto"}), bool]),
 }
 ADMM_OPTIONS = {
     "rho": (100.0, [Interval(numbers.Real, 0, None, closed="neither")]),
