@@ -81,6 +81,19 @@ def _check_select_args(X, n_pairs):
     return X
 
 
+def _select_inputs(X, constraints, n_pairs, random_state):
+    """``select``'s arguments checked: ``X``, its number of rows, the generator and the
+    pairs asked so far."""
+    X = _check_select_args(X, n_pairs)
+    return X, X.shape[0], check_random_state(random_state), _as_constraints(constraints,
+                                                                             X.shape[0])
+
+
+def _unit_rows(E):
+    """The rows of ``E`` scaled to unit norm (a zero row stays zero)."""
+    return E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+
+
 class RandomPairs:
     """Pairs drawn uniformly at random among those not yet asked: the baseline.
 
@@ -210,10 +223,7 @@ class _NeighbourhoodStrategy:
         pairs : ndarray of shape (n_pairs, 2), int64
             Pairs never asked before; fewer only when every pair was asked.
         """
-        X = _check_select_args(X, n_pairs)
-        n = X.shape[0]
-        rng = check_random_state(random_state)
-        C = _as_constraints(constraints, n)
+        X, n, rng, C = _select_inputs(X, constraints, n_pairs, random_state)
         n_clusters = self.n_clusters or getattr(model, "n_clusters", None)
         state = _Neighbourhoods(X, C)
         batch = _Batch(C, n_pairs)
@@ -448,15 +458,12 @@ class KernelUncertainty:
         -------
         pairs : ndarray of shape (n_pairs, 2), int64
         """
-        X = _check_select_args(X, n_pairs)
-        n = X.shape[0]
-        rng = check_random_state(random_state)
-        C = _as_constraints(constraints, n)
+        X, n, rng, C = _select_inputs(X, constraints, n_pairs, random_state)
         n_clusters = self.n_clusters or getattr(model, "n_clusters", None) or 2
         E = _model_embedding(model, X)
         if E is None or E.shape[0] != n:
             return ExploreConsolidate(n_clusters).select(X, C, n_pairs, random_state=rng)
-        U = E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+        U = _unit_rows(E)
         labels, reps, second = self._clusters(U, model, n_clusters, rng)
         anchors = (rng.choice(n, self.n_candidates, replace=False)
                    if n > self.n_candidates else np.arange(n))
@@ -596,19 +603,15 @@ class KernelPlacement:
         pairs : ndarray of shape (n_pairs, 2), int64
             Pairs never asked before; fewer only when every pair was asked.
         """
-        X = _check_select_args(X, n_pairs)
-        n = X.shape[0]
-        rng = check_random_state(random_state)
-        C = _as_constraints(constraints, n)
+        X, n, rng, C = _select_inputs(X, constraints, n_pairs, random_state)
         n_clusters = self.n_clusters or getattr(model, "n_clusters", None)
         E = _model_embedding(model, X)
         state = _Neighbourhoods(X, C)
         if E is None or E.shape[0] != n or len(state) == 0:
             return ExploreConsolidate(n_clusters).select(X, C, n_pairs, random_state=rng)
-        U = E / np.maximum(np.linalg.norm(E, axis=1, keepdims=True), 1e-12)
+        U = _unit_rows(E)
         means = np.vstack([U[m].mean(axis=0) for m in state.members])
-        means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
-        affinity = U @ means.T  # (n, K)
+        affinity = U @ _unit_rows(means).T  # (n, K)
         complete = n_clusters is not None and len(state) >= n_clusters
         batch = _Batch(C, n_pairs)
 
