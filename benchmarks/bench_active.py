@@ -91,11 +91,11 @@ def curve(X, y, name, seed):
     return out, select_time
 
 
-def _run(ds, n_seeds, variants=ORDER):
+def _run(ds, n_seeds, variants=ORDER, first_seed=0):
     X, y = pl.datasets.load(ds)
     out = {}
     for name in variants:
-        for seed in range(n_seeds):
+        for seed in range(first_seed, n_seeds):
             t0 = time.perf_counter()
             rand, select_time = curve(X, y, name, seed)
             out.setdefault(name, []).append(
@@ -112,9 +112,13 @@ def main():
     parser.add_argument("--only", nargs="+", default=DATASETS)
     parser.add_argument("--variants", nargs="+", default=ORDER, choices=ORDER,
                         help="with --raw: run these rows only, merged into DIR/<dataset>.json")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="with --raw: run seeds first_seed .. n_seeds - 1 only")
     parser.add_argument("--raw", type=Path)
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--load", help="with --report: the load during the runs, as noted")
+    parser.add_argument("--note", action="append", default=[],
+                        help="with --report: a further note for the results file")
     args = parser.parse_args()
     n_seeds = args.n_seeds
     warnings.filterwarnings("ignore")
@@ -127,7 +131,7 @@ def main():
                        for k, runs in json.loads((args.raw / f"{ds}.json").read_text()).items()}
     else:
         for ds in args.only:
-            raw[ds] = _run(ds, n_seeds, args.variants)
+            raw[ds] = _run(ds, n_seeds, args.variants, args.first_seed)
             if args.raw:
                 args.raw.mkdir(parents=True, exist_ok=True)
                 path = args.raw / f"{ds}.json"
@@ -144,7 +148,9 @@ def main():
             means[name] = m
             row = {"dataset": ds, "strategy": name}
             row.update({f"rand@{c}": m[c] for c in CHECKPOINTS})
-            row["select_s"] = float(np.median([r["select_s"] for r in runs]))
+            timed = [r["select_s"] for r in runs if r["select_s"] is not None]
+            row["select_s"] = float(np.median(timed)) if timed else None
+            row["seeds"] = len(runs)
             rows.append(row)
         peer_file = args.raw / f"peer_{ds}.json" if args.raw else None
         if peer_file is not None and peer_file.exists():
@@ -192,11 +198,13 @@ def main():
         "means over the seeds where it ran. Failures (seeds): "
         + ("; ".join(peer_failures) or "none")
         + ". Its consolidation raises ValueError once every point is placed.",
-        (f"Runs in two parallel processes (two data sets each) beside other jobs: "
+        (f"Runs in separate processes beside other jobs: "
          f"1-minute load average {args.load} on {os.cpu_count()} cores; times inflated."
          if args.report else load_note(start_load)),
     ]
-    columns = ["dataset", "strategy", *[f"rand@{c}" for c in CHECKPOINTS], "select_s"]
+    notes += args.note
+    columns = ["dataset", "strategy", *[f"rand@{c}" for c in CHECKPOINTS], "select_s",
+               "seeds"]
     write_results("active", columns, rows, notes)
     payload = json.loads((RESULTS / "active.json").read_text())
     payload.update({"raw": raw, "verdicts": verdicts, "n_seeds": n_seeds})
