@@ -319,7 +319,10 @@ or object, default="uncertainty"
                                     np.concatenate([C.signs, new.signs]), n)
             t0 = time.perf_counter()
             target, warned = _training_pairs(C, closure, warned)
-            added = _new_pairs(fitted, target) if model is not None else None
+            if model is None:
+                added = None
+            else:  # without the closure the new answers are the new pairs
+                added = _new_pairs(fitted, target) if closure else new
             if added is not None and hasattr(model, "partial_fit"):
                 if added.n_pairs:
                     model.partial_fit(X, added)

@@ -174,14 +174,13 @@ def _assign(cost, edges, adjacency):
     if len(edges) == 0:
         return labels
     indptr, indices, linked = adjacency
-    start = labels.copy()
     labels = greedy_assign(cost, edges, indptr, indices, linked, labels, 100)
-    violated = count_violations(labels, edges)
-    if violated == 0:
+    if count_violations(labels, edges) == 0:
         return labels
     # the repair can stall with violations that a different order avoids: colour the
     # linked units in saturation order and descend from there; adopted only when it obeys
     # every cannot-link (with contradicting pairs, obeying more of them is not better)
+    start = cost.argmin(1).astype(np.int64)
     other = greedy_assign(cost, edges, indptr, indices, linked,
                           saturation_assign(cost, indptr, indices, linked, start), 100)
     return other if count_violations(other, edges) == 0 else labels
