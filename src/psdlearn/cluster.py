@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.metrics import euclidean_distances
 from sklearn.utils import check_array, check_random_state, get_tags
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._cluster_kernels import count_violations, greedy_assign, saturation_assign
@@ -542,6 +543,46 @@ default=None
         else:
             self.estimator_ = learner.fit(X, y)
             E = learner_embedding(self.estimator_, X)
+        return self._cluster(X, E, y, rng)
+
+    @available_if(lambda self: hasattr(self._learner(), "partial_fit"))
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(self, X, y):
+        """Add side information over the training points and cluster again.
+
+        The learner is updated by its own ``partial_fit`` (NPKL: the graph, the neighbour
+        index, ``gamma_`` and ``rank_`` are kept and the solve starts from the current
+        embedding, reaching the optimum of a fit on all the pairs), then its embedding is
+        clustered and assigned as in :meth:`fit`, the assignment choice reading all the
+        side information (``estimator_.side_info_``). The result is that of :meth:`fit`
+        with a learner fitted on all the side information, at the cost of the update:
+        in a query loop (:func:`psdlearn.active.active_learning`) the kNN graph and the
+        loss weight are not recomputed at every round. Available when the learner has
+        ``partial_fit``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            The training points of :meth:`fit` (same values); on an unfitted estimator,
+            any training points (the call is then :meth:`fit`).
+        y : PairwiseConstraints, array-like of shape (m, 3) or (n_samples,)
+            The new side information, as the learner's ``partial_fit`` takes it.
+
+        Returns
+        -------
+        self
+        """
+        if not hasattr(self, "labels_") or self.estimator_ is None:
+            return self.fit(X, y)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        self.estimator_.partial_fit(X, y)
+        E = learner_embedding(self.estimator_, X)
+        return self._cluster(X, E, self.estimator_.side_info_,
+                             check_random_state(self.random_state))
+
+    def _cluster(self, X, E, y, rng):
+        """k-means on the embedding ``E`` of ``X`` and the assignment; sets the fitted
+        attributes (but ``estimator_``) and returns ``self``."""
         if self.n_clusters > E.shape[0]:
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of samples "
                              f"n={E.shape[0]}.")
