@@ -8,7 +8,9 @@ Each command is a thin layer over the public API (:class:`psdlearn.NPKL`,
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import pickle
 import sys
 import textwrap
 import time
@@ -251,11 +253,7 @@ def _cmd_query(args):
         raise ValueError(f"--n-clusters must be at least 1, got {args.n_clusters}.")
     model = None
     if args.strategy in ("uncertainty", "placement") and C.n_pairs:
-        import psdlearn as pl
-
-        model = pl.ConstrainedClustering(n_clusters=args.n_clusters or 2,
-                                         random_state=args.seed,
-                                         verbose=0).fit(X, C)
+        model = _query_model(args, X, C)
     cls = active.STRATEGIES[args.strategy]
     strategy = cls() if args.strategy == "random" else cls(args.n_clusters)
     pairs = strategy.select(X, C, args.n, model=model, random_state=args.seed)
@@ -267,6 +265,62 @@ def _cmd_query(args):
           f"written to {args.output}: fill the label column with must or cannot and append "
           "the rows to the constraints file")
     return 0
+
+
+def _fingerprint(X, args):
+    """What a saved model must match: the features' values and the options of the fit."""
+    h = hashlib.sha256()
+    parts = (X.data, X.indices, X.indptr) if hasattr(X, "indptr") else (X,)
+    for a in parts:
+        h.update(np.ascontiguousarray(a).tobytes())
+    h.update(repr((X.shape, args.n_clusters or 2, args.seed)).encode())
+    return h.hexdigest()
+
+
+def _query_model(args, X, C):
+    """The clustering of the answers ``C``: with ``--state``, the saved model updated by
+    ``partial_fit`` with the answers added since it was saved (a fit when there is none,
+    when the features or options differ, or when a saved answer was removed or changed),
+    saved again."""
+    import psdlearn as pl
+
+    key = _fingerprint(X, args)
+    model, why = None, "no saved model"
+    if args.state and Path(args.state).exists():
+        with open(args.state, "rb") as fh:
+            saved = pickle.load(fh)
+        why = "the features or options differ from the saved model's"
+        if isinstance(saved, dict) and saved.get("fingerprint") == key:
+            model, why = saved["model"], None
+    if model is not None:
+        new = _answers_since(model.estimator_.side_info_, C)
+        if new is None:
+            model, why = None, "a saved answer was removed or changed"
+        elif new.n_pairs:
+            model.partial_fit(X, new)
+    if model is None:
+        if args.state:
+            print(f"fitting on {C.n_pairs} answers ({why})")
+        model = pl.ConstrainedClustering(n_clusters=args.n_clusters or 2,
+                                         random_state=args.seed, verbose=0).fit(X, C)
+    if args.state:
+        with open(args.state, "wb") as fh:
+            pickle.dump({"fingerprint": key, "model": model}, fh)
+    return model
+
+
+def _answers_since(saved, C):
+    """The answers of ``C`` not in ``saved``, or None when ``C`` lacks or contradicts one."""
+    from psdlearn import PairwiseConstraints
+    from psdlearn._query_strategies import _pair_keys
+
+    n = C.n_samples
+    old, now = _pair_keys(saved.pairs, n), _pair_keys(C.pairs, n)
+    where = {k: s for k, s in zip(now.tolist(), C.signs.tolist(), strict=True)}
+    if any(where.get(k) != s for k, s in zip(old.tolist(), saved.signs.tolist(), strict=True)):
+        return None
+    keep = ~np.isin(now, old)
+    return PairwiseConstraints(C.pairs[keep], C.signs[keep], n)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -386,6 +440,8 @@ def _parser():
                     "with --one-based).",
                     ["psdlearn query features.csv constraints.csv --n 20 -k 3 "
                      "-o next_pairs.csv",
+                     "psdlearn query features.csv constraints.csv --n 20 -k 3 "
+                     "--state model.pkl",
                      "psdlearn query features.csv constraints.csv --n 10 "
                      "--strategy explore_consolidate -k 4"])
     _add_common_input(s)
@@ -404,6 +460,13 @@ def _parser():
                    "others; random")
     s.add_argument("-o", "--output", default="next_pairs.csv",
                    help="CSV of the chosen pairs (default: next_pairs.csv)")
+    s.add_argument("--state", metavar="FILE",
+                   help="keep the model learned from the answers in FILE between runs "
+                   "(uncertainty and placement): the next run updates it with the new "
+                   "answers instead of learning from all of them again, which saves the "
+                   "neighbour graph and most of the fit; it is refitted when the "
+                   "features, -k or --seed change or a saved answer was edited. FILE is a "
+                   "Python pickle: load only files you wrote")
     s.add_argument("--seed", type=int, default=0,
                    help="random seed, for results that repeat exactly (default: 0)")
     s.set_defaults(func=_cmd_query)
