@@ -32,7 +32,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.spatial.distance import pdist
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics.pairwise import (
     laplacian_kernel,
@@ -51,6 +50,7 @@ from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 from psdlearn.kml._lle import local_weights
+from psdlearn.kml._median_width import median_heuristic_kernel_gamma
 from psdlearn.kml._similar import similar_set
 from psdlearn.kml._width_cv import CV_FACTORS, constraint_folds, held_out_auc
 from psdlearn.kml.beta import centered_eigenpairs, optimal_beta, participation_ratio
@@ -64,8 +64,6 @@ CV_KERNELS = ("rbf", "laplacian")
 #: ``kernel_gamma="auto"`` with the RBF kernel: this times the median heuristic, i.e.
 #: ``exp(-||x - z||^2 / (2 sigma^2))`` with ``sigma`` the median distance between points.
 RBF_WIDTH_FACTOR = 0.5
-#: Points in the sample of the median heuristic.
-_GAMMA_SAMPLE = 1000
 #: Elements of one kernel block (rows x columns) evaluated at a time.
 _BLOCK_ELEMENTS = 1 << 20
 #: Default of the deprecated ``n_components``: not passed.
@@ -82,56 +80,6 @@ def _sparse_rows(indices, weights, n_columns):
     return W
 
 
-def median_heuristic_kernel_gamma(X, kernel="rbf", random_state=None):
-    """The median heuristic for a kernel coefficient: a width set by the typical distance.
-
-    ``"rbf"``: the inverse median squared Euclidean distance between the points (of a
-    random sample of 1000 when there are more); ``"laplacian"``: the inverse median L1
-    distance; ``"poly"``: ``1 / n_features``; ``"linear"``: None (no coefficient).
-    :class:`KernelMetricLearner`'s label-free width is this value, except for ``"rbf"``
-    where it is half of it: ``exp(-||x - z||^2 / (2 sigma^2))`` with ``sigma`` the median
-    distance.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_features)
-        Points.
-    kernel : {"rbf", "laplacian", "linear", "poly"}, default="rbf"
-        Kernel whose coefficient is set.
-    random_state : int, RandomState instance or None, default=None
-        Draws the sample when ``n_samples > 1000``.
-
-    Returns
-    -------
-    float or None
-        The coefficient; None for ``"linear"``.
-
-    Raises
-    ------
-    ValueError
-        All points coincide, so that no distance sets the width.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from psdlearn.kml.estimator import median_heuristic_kernel_gamma
-    >>> median_heuristic_kernel_gamma(np.array([[0.0], [1.0], [3.0]]))
-    0.25
-    """
-    if kernel == "linear":
-        return None
-    if kernel == "poly":
-        return 1.0 / X.shape[1]
-    rng = check_random_state(random_state)
-    # the sample is drawn from the rows in value order: any row order gives the same
-    sample = X if len(X) <= _GAMMA_SAMPLE else X[value_order(X)[
-        rng.choice(len(X), _GAMMA_SAMPLE, replace=False)]]
-    dist = pdist(sample, "sqeuclidean" if kernel == "rbf" else "cityblock")
-    dist = dist[dist > 0]
-    if dist.size == 0:
-        raise ValueError("all points coincide: kernel_gamma='auto' cannot be set from "
-                         "distances; pass kernel_gamma.")
-    return 1.0 / float(np.median(dist))
 
 
 class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
