@@ -35,9 +35,10 @@ X, y = make_moons(n_samples=300, noise=0.08, random_state=0)
 # %%
 # The loop, once per strategy
 # ---------------------------
-# ``callback`` is called after every round with the model fitted on the answers
-# so far: here it records the Rand index against the true classes (which the
-# loop itself never sees).
+# Each round updates the clustering with the new answers by ``partial_fit`` (the
+# kNN graph of the first round is kept). ``callback`` is called after every round
+# with the model of the answers so far: here it records the Rand index against the
+# true classes (which the loop itself never sees).
 curves, mistakes = {}, {}
 for strategy in ("random", "uncertainty", "placement"):
     oracle = LabelOracle(y, noise=0.1, random_state=0)
