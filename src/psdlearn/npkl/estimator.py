@@ -38,6 +38,7 @@ from psdlearn._interrupt import fitting, phase
 from psdlearn._memory import guard_npkl_fit, npkl_estimate
 from psdlearn.constraints import as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
+from psdlearn.npkl._deferred_certificate import DeferredAttribute, run_rounds
 from psdlearn.npkl._fit_graph import (
     build_laplacian,
     in_order,
@@ -51,7 +52,6 @@ from psdlearn.npkl._out_of_sample import (
     normalized_rows,
     select_n_neighbors,
 )
-from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._settings import check_dtype, resolve_solver_options, warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores, most_suspicious
 from psdlearn.npkl.distributed.fit import is_dask_array
@@ -64,7 +64,10 @@ from psdlearn.npkl.problem import (
 )
 from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames
 
-__all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
+__all__ = ["NPKL", "auto_rank"]
+
+#: Whether ``fit`` defers its certificate like ``partial_fit`` (npkl._deferred_certificate).
+DEFER_FIT_CERTIFICATE = False  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
 class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Nonparametric low-rank kernel learning from pairwise constraints.
@@ -456,6 +459,11 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """The side information used by :meth:`fit` (deprecated alias of ``side_info_``)."""
         return self.side_info_
 
+    # set by the fit, or on first read after a partial_fit (npkl._deferred_certificate)
+    certificate_ = DeferredAttribute()
+    rank_path_ = DeferredAttribute()
+    certificate_time_ = DeferredAttribute()
+
     @property
     def n_neighbors_transform_(self):
         """Training neighbours of a new point in :meth:`transform` (the attribute's entry
@@ -568,10 +576,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                       self.gamma_, float(self.b))
             start = time.perf_counter()
             with phase(f"the {spec.name} solver"):  # its set-up (renumbering) included
-                solve_rounds(self, spec, problem, rank, check_random_state(self.random_state),
-                             order=order)
+                deferred = run_rounds(self, spec, problem, rank,
+                                      check_random_state(self.random_state),
+                                      defer=DEFER_FIT_CERTIFICATE, order=order)
             self.fit_time_ = time.perf_counter() - start
-            warn_uncertified(self)
+            if not deferred:
+                warn_uncertified(self)
             self.n_neighbors_transform_ = self.n_neighbors_
             if self.neighbor_index_ is not None:  # chosen on first use (the property)
                 self._pending_transform_choice = (
