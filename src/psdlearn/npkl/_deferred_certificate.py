@@ -10,8 +10,8 @@ all, after the last batch. So ``partial_fit`` keeps what the bound needs, the so
 candidates and CPU seconds (the state of ``embedding_``, ``laplacian_`` and
 ``side_info_`` is the estimator's own), and :func:`evaluate` computes it on the first read
 of any of the three attributes (:class:`DeferredAttribute`), with the bound, the time budget
-and the warning of the eager certificate: the same ``certify`` on the same problem, only
-in the Cuthill-McKee order of ``laplacian_`` rather than that of the solver's start.
+and the warning of the eager certificate: the same ``certify`` on the same problem in the
+solver's sample order, hence the same certificate.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from psdlearn.npkl import certificate as _cert
+from psdlearn.npkl._fit_graph import in_order
 from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._settings import warn_uncertified
 from psdlearn.npkl.problem import NPKLProblem
@@ -45,10 +46,21 @@ class PendingCertificate:
     solve_cpu : float
         CPU seconds of the solve: the certificate's budget is a share of them
         (:data:`psdlearn.npkl.certificate.CERTIFICATE_SHARE`), as in the fit.
+    order : ndarray of shape (n_samples,) or None
+        The ``order`` of :func:`solve_rounds` (the fit's value order), None for
+        ``partial_fit``.
+    renumber : bool
+        Whether the solver had the samples renumbered (``spec.renumber``).
+
+    The bound is computed on the problem in the solver's own sample order, so that
+    Lanczos starts from the same vector and the certificate is the one the fit would
+    have computed (a 4-block that converges from one start may not from another).
     """
 
     multipliers: object
     solve_cpu: float
+    order: object = None
+    renumber: bool = False
 
 
 class DeferredAttribute:
@@ -116,7 +128,9 @@ def solve_deferred(est, spec, problem, rank, rng, **kwargs):
     if not record or record["interrupted"]:
         est.certificate_, est.rank_path_, est.certificate_time_ = None, [], 0.0
         return
-    est._pending_certificate = PendingCertificate(record["multipliers"], record["cpu"])
+    est._pending_certificate = PendingCertificate(record["multipliers"], record["cpu"],
+                                                  kwargs.get("order"),
+                                                  bool(getattr(spec, "renumber", False)))
 
 
 def evaluate(est):
@@ -129,11 +143,15 @@ def evaluate(est):
     pending = est.__dict__["_pending_certificate"]
     start = time.perf_counter()
     C = est.side_info_
-    problem = NPKLProblem(est.laplacian_, C.pairs, C.signs.astype(np.float64), est.loss,
-                          est.gamma_, float(est.b))
-    # the solver's order: Lanczos' products then read nearby rows (npkl.problem.renumbered)
-    perm, _, problem = problem.renumbered()
-    E = np.asarray(est.embedding_, dtype=np.float64)[perm]
+    L, pairs = in_order(est.laplacian_, C.pairs, pending.order)
+    problem = NPKLProblem(L, pairs, C.signs.astype(np.float64), est.loss, est.gamma_,
+                          float(est.b))
+    E = np.asarray(est.embedding_, dtype=np.float64)
+    if pending.order is not None:
+        E = E[pending.order]
+    if pending.renumber:
+        perm, _, problem = problem.renumbered()
+        E = E[perm]
     lmin = (float(est.delta) if est.graph != "precomputed"
             else _cert.laplacian_lower_bound(problem.laplacian))
     budget = max(_cert.CERTIFICATE_SHARE * pending.solve_cpu, _cert.CERTIFICATE_MIN_SECONDS)

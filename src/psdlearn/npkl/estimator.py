@@ -64,10 +64,11 @@ from psdlearn.npkl.problem import (
 )
 from psdlearn.npkl.solvers import NPKL_SOLVERS, RegistryNames
 
-__all__ = ["NPKL", "auto_rank"]
+__all__ = ["NPKL", "auto_rank"]  # auto_rank: psdlearn.npkl.problem, kept here for callers
 
 #: Whether ``fit`` defers its certificate like ``partial_fit`` (npkl._deferred_certificate).
-DEFER_FIT_CERTIFICATE = False  # auto_rank: psdlearn.npkl.problem, kept here for callers
+DEFER_FIT_CERTIFICATE = False
+
 
 class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     r"""Nonparametric low-rank kernel learning from pairwise constraints.
@@ -255,7 +256,10 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     certificate_ : Certificate or None
         ``bcd`` and ``admm``: a bound on the gap to the optimum of the convex problem
         over ``K >= 0`` (fields ``lambda_min``, ``gap_bound``, ``relative_gap``,
-        ``certified``; :mod:`psdlearn.npkl.certificate`).
+        ``certified``; :mod:`psdlearn.npkl.certificate`). After :meth:`partial_fit` at a
+        fixed rank it is computed on the first read of ``certificate_``, ``rank_path_``
+        or ``certificate_time_`` (the same bound, and the same ``ConvergenceWarning``
+        when it does not certify, raised at that read).
     rank_path_ : list of (int, float)
         ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed.
     certificate_time_ : float
@@ -614,6 +618,15 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         :meth:`fit`. Solvers without a warm start (``simplenpkl``, ``sdp``, ``mfpc``)
         solve the union from their usual start, the graph still kept. On an unfitted
         estimator it is :meth:`fit`.
+
+        At a fixed rank the duality certificate decides nothing in the solve, and after a
+        few new pairs it costs more than the solve (at 10^5 points, 3.5 of 4.8 CPU s):
+        it is left to the first read of ``certificate_`` (or ``rank_path_``,
+        ``certificate_time_``), which computes the bound :meth:`fit` would and raises
+        its ``ConvergenceWarning`` there when it does not certify. A loop of
+        ``partial_fit`` calls pays for the certificates it reads. With
+        ``rank="adaptive"`` (the certificate grows the rank) or ``verbose`` it is
+        computed in ``partial_fit``.
 
         Parameters
         ----------
