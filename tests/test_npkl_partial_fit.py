@@ -188,4 +188,3 @@ def test_partial_schedule_starts_the_hinge_continuation_at_the_coarse_smoothing(
     assert partial_schedule([0.5, 0.0]) == [0.5, 0.0]
     assert partial_schedule([1e-3, 0.0]) == [1e-3, 0.0]
     assert partial_schedule(smoothing_schedule("square")) == [0.0]
-
