@@ -121,3 +121,15 @@ def test_reading_a_deferred_certificate_can_be_interrupted(iris, monkeypatch):
     assert "certificate_" not in vars(model)
     monkeypatch.setattr(certificate, "certify", real)
     assert model.certificate_.certified
+
+
+def test_deferred_certificate_bounds_the_fitted_problem(iris):
+    """The read certifies the problem that was solved: the settings of the solve, not
+    those given by set_params after it."""
+    X, C, A, B = iris
+    model = pl.NPKL(loss="square", random_state=0).fit(X, A).partial_fit(X, B)
+    model.set_params(certificate_tol=0.5, loss="hinge", delta=1.0)
+    cert = model.certificate_
+    assert cert.tol == 1e-4 and cert.certified
+    assert cert.objective == pytest.approx(
+        model.set_params(loss="square", delta=0.01).objective(), rel=1e-12)

@@ -51,6 +51,9 @@ class PendingCertificate:
         ``partial_fit``.
     renumber : bool
         Whether the solver had the samples renumbered (``spec.renumber``).
+    settings : tuple
+        ``(certificate_tol, loss, b, delta)`` at the solve: a ``set_params`` between the
+        solve and the read does not change the bound of the fitted problem.
 
     The bound is computed on the problem in the solver's own sample order, so that
     Lanczos starts from the same vector and the certificate is the one the fit would
@@ -61,6 +64,7 @@ class PendingCertificate:
     solve_cpu: float
     order: object = None
     renumber: bool = False
+    settings: tuple = ()
 
 
 class DeferredAttribute:
@@ -128,9 +132,11 @@ def solve_deferred(est, spec, problem, rank, rng, **kwargs):
     if not record or record["interrupted"]:
         est.certificate_, est.rank_path_, est.certificate_time_ = None, [], 0.0
         return
-    est._pending_certificate = PendingCertificate(record["multipliers"], record["cpu"],
-                                                  kwargs.get("order"),
-                                                  bool(getattr(spec, "renumber", False)))
+    est._pending_certificate = PendingCertificate(
+        record["multipliers"], record["cpu"], kwargs.get("order"),
+        bool(getattr(spec, "renumber", False)),
+        (est.certificate_tol, est.loss, float(est.b),
+         None if est.graph == "precomputed" else float(est.delta)))
 
 
 def evaluate(est):
@@ -141,22 +147,22 @@ def evaluate(est):
     not certify, raised at the read that triggered it.
     """
     pending = est.__dict__["_pending_certificate"]
+    tol, loss, b, delta = pending.settings
     start = time.perf_counter()
     C = est.side_info_
     L, pairs = in_order(est.laplacian_, C.pairs, pending.order)
-    problem = NPKLProblem(L, pairs, C.signs.astype(np.float64), est.loss, est.gamma_,
-                          float(est.b))
-    E = np.asarray(est.embedding_, dtype=np.float64)
-    if pending.order is not None:
-        E = E[pending.order]
+    problem = NPKLProblem(L, pairs, C.signs.astype(np.float64), loss, est.gamma_, b)
+    rows = pending.order  # solver sample k is sample rows[k]: one copy of the embedding
     if pending.renumber:
         perm, _, problem = problem.renumbered()
-        E = E[perm]
-    lmin = (float(est.delta) if est.graph != "precomputed"
-            else _cert.laplacian_lower_bound(problem.laplacian))
+        rows = perm if rows is None else rows[perm]
+    E = np.asarray(est.embedding_ if rows is None else est.embedding_[rows], dtype=np.float64)
+    # the built normalized Laplacian has lambda_min >= delta; a precomputed one the
+    # Gershgorin bound (as in the fit)
+    lmin = delta if delta is not None else _cert.laplacian_lower_bound(problem.laplacian)
     budget = max(_cert.CERTIFICATE_SHARE * pending.solve_cpu, _cert.CERTIFICATE_MIN_SECONDS)
-    cert = _cert.certify(problem, E, pending.multipliers, tol=est.certificate_tol,
-                         laplacian_min_eig=lmin, time_budget=budget)
+    cert = _cert.certify(problem, E, pending.multipliers, tol=tol, laplacian_min_eig=lmin,
+                         time_budget=budget)
     est._pending_certificate = None
     est.certificate_ = cert
     est.rank_path_ = [(E.shape[1], cert.relative_gap)]
