@@ -344,21 +344,23 @@ def test_uncertified_fit_warns_what_to_change():
                       r"0\.000\d* > certificate_tol=0\.0001 .* too loose for that gap: "
                       r"refit with tol=1e-07"):
         loose = pl.NPKL(random_state=1).fit(X, C)
+        loose.certificate_  # noqa: B018 - where the fit defers it, the read warns
     assert loose.converged_ and not loose.certificate_.certified
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         tight = pl.NPKL(tol=1e-7, random_state=1).fit(X, C)
-    assert tight.certificate_.certified
+        assert tight.certificate_.certified
     rng = np.random.default_rng(0)
     yb = np.repeat(np.arange(3), 20)
     Xb = rng.normal(size=(60, 4)) * 0.6 + 3.0 * np.eye(3, 4)[yb]
     Cb = pl.PairwiseConstraints.from_labels(yb, n_must=15, n_cannot=15, random_state=0)
     with pytest.warns(ConvergenceWarning, match=r"negative eigenvalue .* rank=1 is too "
                       r"small; refit with rank=9 or rank='adaptive'"):
-        pl.NPKL(rank=1, random_state=0).fit(Xb, Cb)
+        pl.NPKL(rank=1, random_state=0).fit(Xb, Cb).certificate_  # noqa: B018
     with pytest.warns(ConvergenceWarning, match=r"stopped at max_iter=5 before tol=1e-05: "
                       r"refit with max_iter=20"):
-        pl.NPKL(max_iter=5, random_state=0).fit(Xb, Cb)
+        pl.NPKL(max_iter=5, random_state=0).fit(Xb, Cb).certificate_  # noqa: B018
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        pl.NPKL(rank=1, certificate_tol=None, random_state=0).fit(Xb, Cb)
+        assert pl.NPKL(rank=1, certificate_tol=None, random_state=0).fit(
+            Xb, Cb).certificate_ is None

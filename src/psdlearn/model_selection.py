@@ -678,7 +678,8 @@ class NPKLCV(NPKL):
                 final.fit(X, C)
             # the fitted attributes, and the private state behind the lazily chosen
             # n_neighbors_transform_ and the training-row lookup of transform
-            private = ("_training_rows", "_n_neighbors_transform", "_pending_transform_choice")
+            private = ("_training_rows", "_n_neighbors_transform", "_pending_transform_choice",
+                       "_pending_certificate")
             for name, value in vars(final).items():
                 if (name.endswith("_") and not name.startswith("_")) or name in private:
                     setattr(self, name, value)

@@ -40,8 +40,8 @@ from sklearn.utils.validation import validate_data
 
 from psdlearn.constraints import as_constraints, warn_conflicts
 from psdlearn.npkl import _kernels as K
+from psdlearn.npkl._deferred_certificate import run_rounds
 from psdlearn.npkl._fit_graph import is_training_data
-from psdlearn.npkl._rounds import solve_rounds
 from psdlearn.npkl._settings import warn_uncertified
 from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.bcd import PARTIAL, partial_schedule, relaxation_factor, smoothing_schedule
@@ -106,9 +106,11 @@ def partial_fit(est, X, y):
                 endpoint_sweeps(problem, E0, np.unique(new.pairs), omega=omega, tol=est.tol,
                                 smoothing=mu, random_state=rng)
         start = (E0, state)
-    solve_rounds(est, spec, problem, rank, check_random_state(est.random_state), start=start)
+    deferred = run_rounds(est, spec, problem, rank, check_random_state(est.random_state),
+                          defer=True, start=start)
     est.fit_time_ = time.perf_counter() - began
-    warn_uncertified(est)
+    if not deferred:
+        warn_uncertified(est)
     est.side_info_ = C
     est.constraint_scores_ = constraint_scores(est.embedding_, est.laplacian_, C.pairs,
                                                C.signs)
