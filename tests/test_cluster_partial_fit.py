@@ -47,15 +47,17 @@ def test_partial_fit_is_fit_on_all_the_side_information(blobs):
     assert (cl.predict(X) == cl.labels_).all()
 
 
-def test_partial_fit_keeps_the_graph_and_the_loss_weight(blobs):
-    X, _, first, new, _ = blobs
+def test_partial_fit_keeps_the_graph_and_chooses_gamma_from_all_the_pairs(blobs):
+    X, _, first, new, union = blobs
     cl = pl.ConstrainedClustering(2, random_state=0).fit(X, first)
-    L, gamma = cl.estimator_.laplacian_, cl.estimator_.gamma_
+    L = cl.estimator_.laplacian_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cl.partial_fit(X, new)
+        fresh = pl.ConstrainedClustering(2, random_state=0).fit(X, union)
     assert cl.estimator_.laplacian_ is L
-    assert cl.estimator_.gamma_ == gamma
+    assert cl.estimator_.gamma_ == fresh.estimator_.gamma_
+    assert cl.estimator_.rank_ == fresh.estimator_.rank_
 
 
 def test_partial_fit_of_an_unfitted_estimator_is_fit(blobs):

@@ -109,7 +109,9 @@ def test_reading_a_deferred_certificate_can_be_interrupted(iris, monkeypatch):
     from psdlearn.npkl import certificate
 
     X, C, A, B = iris
-    model = pl.NPKL(loss="square", random_state=0).fit(X, A).partial_fit(X, B)
+    # solved tightly enough that the bound certifies it
+    model = pl.NPKL(loss="square", tol=1e-7, max_iter=5000, random_state=0).fit(X, A)
+    model.partial_fit(X, B)
     real = certificate.certify
 
     def interrupted(*args, **kwargs):
@@ -127,7 +129,8 @@ def test_deferred_certificate_bounds_the_fitted_problem(iris):
     """The read certifies the problem that was solved: the settings of the solve, not
     those given by set_params after it."""
     X, C, A, B = iris
-    model = pl.NPKL(loss="square", random_state=0).fit(X, A).partial_fit(X, B)
+    model = pl.NPKL(loss="square", tol=1e-7, max_iter=5000, random_state=0).fit(X, A)
+    model.partial_fit(X, B)
     model.set_params(certificate_tol=0.5, loss="hinge", delta=1.0)
     cert = model.certificate_
     assert cert.tol == 1e-4 and cert.certified

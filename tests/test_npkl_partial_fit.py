@@ -27,18 +27,40 @@ def test_partial_fit_reaches_the_optimum_of_a_fresh_fit_on_the_union(iris, loss,
     X, C, A, B = iris
     kw = dict(loss=loss, solver=solver, tol=1e-8, max_iter=20000, random_state=0)
     model = pl.NPKL(**kw).fit(X, A)
-    gamma, rank = model.gamma_, model.rank_
+    first_rank = model.rank_
     model.partial_fit(X, B)
-    assert model.gamma_ == gamma and model.rank_ == rank
     assert model.side_info_.to_array().tolist() == C.to_array().tolist()
-    fresh = pl.NPKL(**{**kw, "gamma": gamma, "rank": rank}).fit(X, C)
+    # gamma="auto" and rank="auto" are chosen from the union, as a fresh fit chooses them
+    fresh = pl.NPKL(**kw).fit(X, C)
+    assert model.gamma_ == fresh.gamma_
+    assert model.rank_ == fresh.rank_ > first_rank
     # both are certified optima of the same convex problem
     assert model.certificate_.certified
     assert fresh.certificate_.certified
     assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)
     # and the partial fit's problem really has the new pairs: the old optimum is worse there
-    before = pl.NPKL(**kw).fit(X, A)
+    before = pl.NPKL(**{**kw, "rank": model.rank_}).fit(X, A)
     assert model.objective(before.embedding_) > model.objective() * (1 + 1e-3)
+
+
+def test_partial_fit_keeps_a_given_gamma_and_rank(iris):
+    X, C, A, B = iris
+    kw = dict(loss="square", gamma=0.3, rank=6, tol=1e-8, max_iter=20000, random_state=0)
+    model = pl.NPKL(**kw).fit(X, A).partial_fit(X, B)
+    assert model.gamma_ == 0.3 and model.rank_ == 6
+    fresh = pl.NPKL(**kw).fit(X, C)
+    assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)
+
+
+def test_partial_fit_after_labels_counts_the_rank_from_their_smallest_pair_set():
+    X, y = pl.datasets.load("iris")
+    labels = np.full(len(y), -1)
+    labels[::5] = y[::5]  # 30 labelled points: rank from (30 - 3) + 3 pairs, not 435
+    model = pl.NPKL(loss="square", random_state=0).fit(X, labels)
+    rank = model.rank_
+    new = pl.PairwiseConstraints([[1, 2], [3, 120]], [1, -1], len(X))
+    model.partial_fit(X, new)
+    assert model.rank_ == max(rank, pl.npkl.problem.auto_rank(30 + 2))
 
 
 def test_partial_fit_keeps_the_graph_and_the_index(iris, monkeypatch):

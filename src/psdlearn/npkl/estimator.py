@@ -606,11 +606,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         that must-links contradict give a ``ConstraintConflictWarning``) and the problem
         on the union is solved starting from ``embedding_``. The graph, its neighbour
         index, ``sigma_`` and ``n_neighbors_transform_`` are kept: the points are the
-        same, only the loss term grows. ``gamma_`` and ``rank_`` are kept too, so the
-        result solves the problem of ``NPKL(gamma=gamma_, rank=rank_)`` fitted afresh on
-        the union (with ``gamma="auto"``, a refit would recompute ``gamma_`` from all the
-        pairs; with ``rank="auto"`` it could choose a larger rank: refit to get it).
-        With ``rank="adaptive"`` the escalation continues from ``rank_``. With the
+        same, only the loss term grows. ``gamma="auto"`` and ``rank="auto"`` are chosen
+        again as :meth:`fit` chooses them for the union (``gamma_0`` of all the pairs; the
+        rank rule's count grows by the new pairs, and new columns start small and
+        random), so the result solves the problem a fresh fit on all the side information
+        solves; a given ``gamma`` or ``rank`` is kept. With ``rank="adaptive"`` the
+        escalation continues from ``rank_``. With the
         ``bcd`` solver at a fixed rank the rows of the new pairs are first updated alone,
         the others held fixed, until they settle (they carry most of the change), and the
         hinge's smoothing continuation (``hinge_smoothing="auto"``) starts at
@@ -679,11 +680,12 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """The rank of ``rank="auto"``: :func:`auto_rank` of the constraint count
         (:func:`rank_rule_count`) of the pairs ``C``, or, when ``y`` is a label vector,
         of the smallest pair set that implies its labels (:func:`label_pairs`); at most
-        ``n``."""
+        ``n``. The count is kept as ``_rank_count`` (``partial_fit`` adds to it)."""
         side = check_side_info(y, n, accept=("labels", "pairs"), check_conflicts=False)
         pairs, signs = ((C.pairs, C.signs) if side.kind == "pairs"
                         else label_pairs(side.codes))
-        return min(auto_rank(rank_rule_count(self.loss, pairs, signs, n)), n)
+        self._rank_count = rank_rule_count(self.loss, pairs, signs, n)
+        return min(auto_rank(self._rank_count), n)
 
     def _resolve_gamma(self, L, pairs, signs):
         if self.gamma != "auto":
