@@ -456,3 +456,43 @@ def test_default_learner_stops_early_with_the_partition_of_the_tight_solve():
     f, t = fast.estimator_.objective_history_[-1], tight.estimator_.objective_history_[-1]
     assert t <= f <= t + 0.01 * abs(t)
     assert adjusted_rand_score(fast.labels_, tight.labels_) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_components_are_scipys_connected_components(seed):
+    # the constrained assignment numbers the must-link units as scipy does (in the order
+    # of their smallest point), and the repair visits units in that order
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from psdlearn._cluster_kernels import components
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    pairs = rng.integers(0, n, (int(rng.integers(0, 2 * n)), 2)).astype(np.int64)
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    expected = connected_components(graph, directed=False)[1]
+    assert components(n, pairs).tolist() == expected.tolist()
+
+
+def test_group_sums_are_add_at_to_the_bit():
+    from psdlearn._cluster_kernels import group_sums
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(200, 7)) * 10.0 ** rng.integers(-8, 8, (200, 1))
+    groups = rng.integers(0, 9, 200)
+    expected = np.zeros((11, 7))
+    np.add.at(expected, groups, values)
+    assert np.array_equal(group_sums(groups, values, 11), expected)
+
+
+def test_unit_edges_are_the_sorted_distinct_pairs():
+    from psdlearn.cluster import _unit_edges
+
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 30, 300), rng.integers(0, 30, 300)
+    keep = a != b
+    a, b = a[keep], b[keep]
+    expected = np.unique(np.sort(np.column_stack([a, b]), axis=1), axis=0)
+    assert np.array_equal(_unit_edges(a, b), expected)
+    assert _unit_edges(a[:0], b[:0]).shape == (0, 2)

@@ -4,7 +4,9 @@ The repair, the descent and the saturation order visit the units one at a time, 
 depending on the labels the previous ones left, so they do not vectorize; compiled, a whole
 assignment of a few hundred units takes microseconds instead of the milliseconds of a
 Python loop, and the constrained k-means runs it at every Lloyd step of every fold of
-``assign="auto"``.
+``assign="auto"``. The same steps also sum rows by group (the units' costs, the clusters'
+centres) and find the must-link components, where ``np.add.at`` and a sparse graph cost
+more to set up than to run on a few hundred points.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["count_violations", "greedy_assign", "saturation_assign"]
+__all__ = ["components", "count_violations", "greedy_assign", "group_sums",
+           "saturation_assign"]
 
 
 @njit(cache=True)
@@ -145,4 +148,71 @@ def saturation_assign(cost, indptr, indices, linked, labels):
             if not occupied[w, choice]:
                 occupied[w, choice] = True
                 saturation[w] += 1
+    return labels
+
+
+@njit(cache=True)
+def group_sums(groups, values, n_groups):
+    """``out[g] = sum of values[i] over groups[i] == g``, added in the order of ``i``.
+
+    The order of ``np.add.at(out, groups, values)``, so the sums are the same to the bit.
+
+    Parameters
+    ----------
+    groups : ndarray of shape (n,), int64
+        Group of each row, in ``0 .. n_groups - 1``.
+    values : ndarray of shape (n, p), float64
+    n_groups : int
+
+    Returns
+    -------
+    out : ndarray of shape (n_groups, p), float64
+    """
+    out = np.zeros((n_groups, values.shape[1]))
+    for i in range(values.shape[0]):
+        g = groups[i]
+        for c in range(values.shape[1]):
+            out[g, c] += values[i, c]
+    return out
+
+
+@njit(cache=True)
+def _root(parent, i):
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]  # path halving
+        i = parent[i]
+    return i
+
+
+@njit(cache=True)
+def components(n, pairs):
+    """Connected components of the graph on ``n`` nodes with the edges ``pairs``.
+
+    Numbered ``0, 1, ...`` in the order of their smallest node, as
+    ``scipy.sparse.csgraph.connected_components`` numbers them (it starts a new component
+    at each unvisited node in increasing order).
+
+    Parameters
+    ----------
+    n : int
+    pairs : ndarray of shape (m, 2), int64
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+    """
+    parent = np.arange(n)
+    for e in range(pairs.shape[0]):
+        a, b = _root(parent, pairs[e, 0]), _root(parent, pairs[e, 1])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    number = np.full(n, -1, np.int64)
+    labels = np.empty(n, np.int64)
+    count = 0
+    for i in range(n):
+        r = _root(parent, i)
+        if number[r] < 0:
+            number[r] = count
+            count += 1
+        labels[i] = number[r]
     return labels

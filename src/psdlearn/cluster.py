@@ -20,10 +20,16 @@ from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._cluster_kernels import count_violations, greedy_assign, saturation_assign
+from psdlearn._cluster_kernels import (
+    components,
+    count_violations,
+    greedy_assign,
+    group_sums,
+    saturation_assign,
+)
 from psdlearn._compat import Interval, StrOptions, _fit_context
 from psdlearn._training_rows import TrainingRows
-from psdlearn.constraints import _must_link_components, check_side_info
+from psdlearn.constraints import check_side_info
 
 __all__ = ["ConstrainedClustering", "kernel_kmeans"]
 
@@ -87,7 +93,7 @@ def constraint_units(y, n_samples, *, check_conflicts=True):
 
 def _pair_units(n_samples, must_link, cannot_link):
     """:func:`constraint_units` of pairs given as their must-links and cannot-links."""
-    units = _must_link_components(n_samples, must_link).astype(np.int64)
+    units = components(n_samples, np.ascontiguousarray(must_link, dtype=np.int64))
     a, b = units[cannot_link[:, 0]], units[cannot_link[:, 1]]
     inside = a == b
     n_conflicts = int(inside.sum())
@@ -115,8 +121,14 @@ def _label_units(codes):
 
 
 def _unit_edges(a, b):
-    edges = np.sort(np.column_stack([a, b]).astype(np.int64), axis=1)
-    return np.unique(edges, axis=0).reshape(-1, 2)
+    """Distinct rows ``(min, max)`` of the unit pairs ``(a, b)``, in lexicographic order."""
+    lo, hi = np.minimum(a, b).astype(np.int64), np.maximum(a, b).astype(np.int64)
+    if len(lo) == 0:
+        return np.empty((0, 2), np.int64)
+    # one integer per row sorts as the rows do (hi < width), and uniques faster than rows
+    width = int(hi.max()) + 1
+    codes = np.unique(lo * width + hi)
+    return np.column_stack([codes // width, codes % width])
 
 
 def _squared_distances(E, centers):
@@ -206,15 +218,13 @@ def constrained_lloyd(E, centers, units, edges, max_iter=10):
     centers = centers.copy()
     labels = None
     for _ in range(max_iter):
-        cost = np.zeros((n_units, k))
-        np.add.at(cost, units, _dense_squared_distances(E, E_sq, centers))
+        cost = group_sums(units, _dense_squared_distances(E, E_sq, centers), n_units)
         new = _assign(cost, edges, adjacency)[units]
         if labels is not None and np.array_equal(new, labels):
             break
         labels = new
         counts = np.bincount(labels, minlength=k)
-        sums = np.zeros((k, E.shape[1]))
-        np.add.at(sums, labels, E)
+        sums = group_sums(labels, E, k)
         full = counts > 0
         centers[full] = sums[full] / counts[full, None]
     return labels, centers
