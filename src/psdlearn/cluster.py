@@ -512,7 +512,8 @@ class ConstrainedClustering(ClusterMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        inner = get_tags(self._learner())
+        # the learner's tags without cloning it (tags are read at every validation)
+        inner = get_tags(self.estimator if self.estimator is not None else _default_learner())
         tags.input_tags.sparse = inner.input_tags.sparse
         tags.target_tags.required = False
         return tags
