@@ -232,3 +232,35 @@ def test_fixed_rank_exact_hinge_stage_stops_on_a_plateau(monkeypatch):
     assert stopped % bcd.REFRESH == 0 and stopped < full
     f, f_full = model.objective(), crawl.objective()
     assert f_full <= f <= f_full * (1.0 + plateau)
+
+
+@pytest.mark.parametrize("stop_at", [2, 5])
+def test_a_ctrl_c_in_the_search_keeps_the_best_candidate_with_a_complete_first_draw(
+        monkeypatch, stop_at):
+    """A Ctrl-C during the split fits: before any candidate has its first draw scored it
+    propagates; after, lambda_ is the best of those candidates (the mean over their splits
+    done), the others NaN, and the fit warns that it was interrupted."""
+    from psdlearn._progress import FitInterruptedWarning
+
+    X, y = two_blobs(n=90)
+    yp = partial_labels(y, per_class=6)
+    lambdas = [1e-2, 1.0, 1e2]
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == stop_at:
+            raise KeyboardInterrupt
+        return _SPLIT_SCORE(*args, **kwargs)
+
+    monkeypatch.setattr(cv_module, "split_score", interrupted)
+    g = pl.GeneralizedNystroem(n_landmarks=12, lambdas=lambdas, random_state=0)
+    if stop_at <= 3:  # the largest candidate's first draw is not complete
+        with pytest.raises(KeyboardInterrupt):
+            g.fit(X, yp)
+        return
+    with pytest.warns(FitInterruptedWarning, match="interrupted"):
+        g.fit(X, yp)
+    # the first draw visits the largest lambda first: only 1e2 has its 3 splits
+    assert g.lambda_ == 1e2 and g.converged_ is False
+    assert np.isfinite(g.lambda_scores_[2]) and np.isnan(g.lambda_scores_[:2]).all()
