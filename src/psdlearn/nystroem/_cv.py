@@ -25,12 +25,12 @@ __all__ = ["race", "split_score"]
 #: keeps ``tol``): a fold's ``S`` only has to rank the candidates by held-out accuracy, and
 #: the digits of its objective beyond the second do not move the linear SVM's predictions.
 CV_TOL = 1e-2
-#: Candidates scored on every draw of the folds when there are
-#: at least :data:`CV_RACE_MIN_LABELLED` labelled points: the others stop after the first
-#: draw (a race). Over 5 seeds of the 10 sets of ``bench_defaults_nystroem.py`` with 57 to
-#: 231 labelled points, the exhaustive search's winner was among the best 3 of the first
-#: draw in 45 of 50 fits (the other 5 chose a candidate within 0.7 points of its score);
-#: 51 of the 99 split fits of 11 candidates.
+#: Candidates scored on every draw of the folds when there are at least
+#: :data:`CV_RACE_MIN_LABELLED` labelled points: the others stop after the first draw.
+#: Over 5 seeds of the 10 sets of ``bench_defaults_nystroem.py`` with 57 to 231 labelled
+#: points, the exhaustive search's winner was among the best 3 of the first draw in 45 of
+#: 50 fits (the other 5 chose a candidate within 0.7 points of its score); 51 of the 99
+#: split fits of 11 candidates.
 CV_RACE_KEEP = 3
 #: Fewer labelled points than this: every candidate on every draw. The search costs little
 #: there, and the first draw's test folds (5 points on iris) rank the candidates too coarsely
@@ -38,7 +38,8 @@ CV_RACE_KEEP = 3
 CV_RACE_MIN_LABELLED = 100
 #: Armijo start of the fold fits: twice the largest curvature of the scaled problem,
 #: ``(lam + d_i d_j) / ((sqrt(lam) + d_i)(sqrt(lam) + d_j)) <= 1``, a step that is always
-#: accepted (the adaptive search from ``2 lam`` rejected 3 to 5 trial steps per solve).
+#: accepted (starting from half the previous candidate's estimate rejected about one trial
+#: step, one eigendecomposition, per solve; from ``2 lam``, 3 to 5).
 CV_STEP = 2.0
 
 
