@@ -1,6 +1,6 @@
 """What the cheaper defaults keep: the scaled dictionary solver reaches the optimum of (7),
-cross-validation fits each candidate once on all points, and a certificate past its time
-budget is skipped with a note."""
+the raced cross-validation chooses the exhaustive winner among the candidates it keeps,
+and a certificate past its time budget is skipped with a note."""
 
 import warnings
 
@@ -10,6 +10,7 @@ import pytest
 import psdlearn as pl
 import psdlearn.npkl.certificate as certificate_module
 from psdlearn.npkl import bcd
+from psdlearn.nystroem import _cv as cv_module
 from psdlearn.nystroem import estimator as estimator_module
 from psdlearn.nystroem.dictionary import gradient, solve_dictionary
 from tests._nystroem_problems import partial_labels, small_problem, two_blobs
@@ -32,28 +33,149 @@ def test_scaled_solver_meets_the_optimality_conditions_at_small_lambda(lam):
     assert abs(np.sum(S * G)) <= 1e-6 * scale * np.linalg.norm(S)
 
 
-def test_cv_fits_each_candidate_on_the_folds_and_the_chosen_one_on_all_points(monkeypatch):
+_SPLIT_SCORE = cv_module.split_score
+
+
+def _cv_fit(monkeypatch, X, yp, lambdas, min_labelled):
+    """A cv fit with racing from ``min_labelled`` labelled points; every split score, keyed
+    by ``(lambda, split)``, recorded in call order."""
+    monkeypatch.setattr(cv_module, "CV_RACE_MIN_LABELLED", min_labelled)
+    calls = []
+
+    def recording(prior, lam, fold, E_l, codes, rotated, f, **kwargs):
+        value = _SPLIT_SCORE(prior, lam, fold, E_l, codes, rotated, f, **kwargs)
+        calls.append(((lam, f), value))
+        return value
+
+    monkeypatch.setattr(cv_module, "split_score", recording)
+    g = pl.GeneralizedNystroem(n_landmarks=20, lambdas=lambdas, lambda_selection="cv",
+                               random_state=0).fit(X, yp)
+    return g, calls
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_race_chooses_the_exhaustive_winner_among_the_candidates_it_keeps(monkeypatch,
+                                                                                 seed):
+    """The race's guarantee. Every split score depends on its candidate and split only, so
+    the candidates kept after the first draw (the best CV_RACE_KEEP of its 3 splits, ties
+    to the larger lambda) get the exhaustive search's scores exactly, the others NaN, and
+    the chosen lambda is the exhaustive winner among the kept ones: the exhaustive
+    winner itself whenever it is kept."""
+    X, y = two_blobs(n=150, seed=seed)
+    yp = partial_labels(y, per_class=12, seed=seed)
+    lambdas = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 1e2]
+    full, full_calls = _cv_fit(monkeypatch, X, yp, lambdas, min_labelled=10**9)
+    raced, raced_calls = _cv_fit(monkeypatch, X, yp, lambdas, min_labelled=1)
+    folds, keep = 3 * estimator_module.CV_REPEATS, cv_module.CV_RACE_KEEP
+    assert len(full_calls) == folds * len(lambdas)
+    assert len(raced_calls) == 3 * len(lambdas) + (folds - 3) * keep
+    exhaustive = dict(full_calls)
+    assert all(exhaustive[key] == value for key, value in raced_calls)
+    first = {lam: np.mean([exhaustive[(lam, f)] for f in range(3)]) for lam in lambdas}
+    kept = sorted(lambdas, key=lambda lam: (first[lam], lam), reverse=True)[:keep]
+    scores = np.asarray(raced.lambda_scores_)
+    np.testing.assert_array_equal(np.isfinite(scores), np.isin(lambdas, kept))
+    for i, lam in enumerate(lambdas):
+        if lam in kept:
+            assert scores[i] == full.lambda_scores_[i]
+    assert raced.lambda_ == max(kept, key=lambda lam: (full.lambda_scores_[lambdas.index(lam)],
+                                                       lam))
+    if full.lambda_ in kept:
+        assert raced.lambda_ == full.lambda_
+        np.testing.assert_array_equal(raced.dictionary_, full.dictionary_)
+
+
+def test_few_labelled_points_score_every_candidate_on_every_split(monkeypatch):
     X, y = two_blobs(n=90)
     yp = partial_labels(y, per_class=6)
-    lambdas = [1e-2, 1.0, 1e2]
-    calls = []
-    solve = estimator_module.solve_dictionary
+    lambdas = [1e-3, 1e-1, 10.0, 1e3]
+    assert 12 < cv_module.CV_RACE_MIN_LABELLED
+    g, calls = _cv_fit(monkeypatch, X, yp, lambdas, min_labelled=cv_module.CV_RACE_MIN_LABELLED)
+    assert len(calls) == 3 * estimator_module.CV_REPEATS * len(lambdas)
+    assert np.all(np.isfinite(g.lambda_scores_))
+    assert g.lambda_ == max(lambdas, key=lambda lam: (g.lambda_scores_[lambdas.index(lam)],
+                                                      lam))
 
-    def counting(prior, lam, data, **kwargs):
-        calls.append((lam, kwargs.get("S_init") is not None))
-        return solve(prior, lam, data, **kwargs)
 
-    monkeypatch.setattr(estimator_module, "solve_dictionary", counting)
-    g = pl.GeneralizedNystroem(n_landmarks=12, lambdas=lambdas, random_state=0).fit(X, yp)
-    folds = 3 * estimator_module.CV_REPEATS
-    assert g.lambda_selection_ == "cv" and np.all(np.isfinite(g.lambda_scores_))
-    assert len(calls) == folds * len(lambdas) + 1
-    # largest lambda first, cold; every later candidate's folds start from the last one's
-    assert [lam for lam, _ in calls[:folds]] == [1e2] * folds
-    assert not any(warm for _, warm in calls[:folds])
-    assert all(warm for _, warm in calls[folds:-1])
-    assert calls[-1] == (g.lambda_, False)
-    assert g.lambda_scores_[lambdas.index(g.lambda_)] == g.lambda_scores_.max()
+@pytest.mark.parametrize("lam", [1e5, 1e-3])
+def test_a_psd_closed_form_is_returned_as_the_optimum(lam):
+    """closed_form_exit: the unconstrained minimizer (13) is the optimum when it is PSD
+    (at a large lambda, near the PSD prior); the solver then returns it with no
+    iteration. At a small lambda it is not PSD and the iterations run."""
+    from psdlearn.nystroem.dictionary import closed_form_start, objective
+
+    _, _, prior, data = small_problem(m=10, n_lab=15, seed=1)
+    closed = closed_form_start(prior, lam, data)
+    psd = np.linalg.eigvalsh(closed)[0] > 0
+    assert psd == (lam > 1)  # both branches are exercised
+    res = solve_dictionary(prior, lam, data, tol=1e-10, closed_form_exit=True)
+    ref = solve_dictionary(prior, lam, data, tol=1e-10)
+    assert ref.n_iter >= 1 and res.converged
+    if psd:
+        assert res.n_iter == 0 and res.step is None
+        np.testing.assert_allclose(res.S, closed, rtol=0, atol=1e-10 * np.abs(closed).max())
+        np.testing.assert_allclose(res.factor @ res.factor.T, res.S, rtol=0,
+                                   atol=1e-10 * np.abs(closed).max())
+        # the gradient vanishes there: no constraint is active
+        G = gradient(res.S, prior, lam, data)
+        assert np.abs(G).max() <= 1e-8 * np.linalg.norm(data.B + lam * prior)
+    else:
+        assert res.n_iter >= 1
+    J = [objective(r.S, prior, lam, data) for r in (res, ref)]
+    assert J[0] == pytest.approx(J[1], rel=1e-8)
+
+
+@pytest.mark.parametrize("lam", [1e-3, 1.0])
+def test_single_precision_projections_stay_psd_and_reach_the_optimum(lam):
+    """projection_dtype=float32 (the fold fits): every iterate is PSD (B = F F^T in
+    float64), J never increases, and the objective reaches that of the float64 solve to
+    single precision."""
+    from psdlearn.nystroem.dictionary import objective
+
+    _, _, prior, data = small_problem(m=12, n_lab=20, seed=3)
+    ref = solve_dictionary(prior, lam, data, max_iter=500, tol=1e-12)
+    res = solve_dictionary(prior, lam, data, max_iter=500, tol=1e-12,
+                           projection_dtype=np.float32)
+    assert np.all(np.diff(res.objective_history) <= 0)
+    assert np.linalg.eigvalsh(res.S)[0] >= -1e-12 * np.abs(res.S).max()
+    J, J_ref = objective(res.S, prior, lam, data), objective(ref.S, prior, lam, data)
+    assert J == pytest.approx(J_ref, rel=1e-5)
+
+
+def test_dense_value_order_is_value_order():
+    """The NumPy keys add the same rounded products in the same order as the numba
+    kernel: the same order, ties (equal rows, signed zeros) included."""
+    from psdlearn._exact_knn import value_order
+    from psdlearn.nystroem import _order
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 17))
+    ties = np.round(rng.normal(size=(300, 5)))  # many equal rows, and -0.0 products
+    ties[::7] = -0.0
+    for A in (X, ties, X[:, :1], rng.normal(size=(5000, 3))):
+        np.testing.assert_array_equal(_order.dense_value_order(A), value_order(A))
+        perm = rng.permutation(len(A))
+        assert np.array_equal(A[perm][_order.dense_value_order(A[perm])],
+                              A[_order.dense_value_order(A)])
+
+
+def test_small_dense_fits_order_rows_without_numba(monkeypatch):
+    """The landmarks and folds of a small dense fit are ordered by NumPy: the numba
+    kernel (whose first call in a process loads numba's compiler) is not called."""
+    from psdlearn.nystroem import _order
+
+    class Unloaded:
+        signatures = []
+
+    monkeypatch.setattr(_order, "_project_dense", Unloaded)
+
+    def refuse(X):
+        raise AssertionError("value_order called")
+
+    monkeypatch.setattr(_order, "value_order", refuse)
+    X, y = two_blobs(n=90)
+    pl.GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2, 1.0], random_state=0).fit(
+        X, partial_labels(y, per_class=6))
 
 
 def test_certificate_past_its_budget_is_skipped_with_a_note(monkeypatch):
@@ -110,3 +232,35 @@ def test_fixed_rank_exact_hinge_stage_stops_on_a_plateau(monkeypatch):
     assert stopped % bcd.REFRESH == 0 and stopped < full
     f, f_full = model.objective(), crawl.objective()
     assert f_full <= f <= f_full * (1.0 + plateau)
+
+
+@pytest.mark.parametrize("stop_at", [2, 5])
+def test_a_ctrl_c_in_the_search_keeps_the_best_candidate_with_a_complete_first_draw(
+        monkeypatch, stop_at):
+    """A Ctrl-C during the split fits: before any candidate has its first draw scored it
+    propagates; after, lambda_ is the best of those candidates (the mean over their splits
+    done), the others NaN, and the fit warns that it was interrupted."""
+    from psdlearn._progress import FitInterruptedWarning
+
+    X, y = two_blobs(n=90)
+    yp = partial_labels(y, per_class=6)
+    lambdas = [1e-2, 1.0, 1e2]
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == stop_at:
+            raise KeyboardInterrupt
+        return _SPLIT_SCORE(*args, **kwargs)
+
+    monkeypatch.setattr(cv_module, "split_score", interrupted)
+    g = pl.GeneralizedNystroem(n_landmarks=12, lambdas=lambdas, random_state=0)
+    if stop_at <= 3:  # the largest candidate's first draw is not complete
+        with pytest.raises(KeyboardInterrupt):
+            g.fit(X, yp)
+        return
+    with pytest.warns(FitInterruptedWarning, match="interrupted"):
+        g.fit(X, yp)
+    # the first draw visits the largest lambda first: only 1e2 has its 3 splits
+    assert g.lambda_ == 1e2 and g.converged_ is False
+    assert np.isfinite(g.lambda_scores_[2]) and np.isnan(g.lambda_scores_[:2]).all()

@@ -189,7 +189,8 @@ def closed_form_start(prior, lam, data, tol=1e-12):
 
 
 def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a_init=None,
-                     accelerated=True, callback=None, eigenbasis=False):
+                     accelerated=True, callback=None, eigenbasis=False,
+                     projection_dtype=np.float64, closed_form_exit=False):
     """Projected gradient with the Armijo rule for problem (7) (Lan et al. 2017 §3.4).
 
     Each iteration solves (10), ``B_a = Proj_+(Y - grad J(Y) / a)`` (eq. 9 stepped
@@ -237,6 +238,17 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
         the eigenbasis ``U`` of ``A`` (``U^T S U`` and ``U^T F``), which saves two
         ``m x m`` products each way for a caller that solves a path of problems on the
         same data (the cross-validation of ``lambda``).
+    projection_dtype : {np.float64, np.float32}, default=np.float64
+        Precision of the eigendecomposition of each PSD projection. ``np.float32`` is
+        about 1.4 times faster at ``m = 180``; the projection is then exact to about
+        ``1e-7`` relatively (the iterates stay PSD, ``B = F F^T`` formed in float64, and
+        ``J`` never increases), for solves whose ``tol`` is far above that (the fold fits
+        that rank the candidate ``lambda``).
+    closed_form_exit : bool, default=False
+        One block, no ``S_init``: when the closed form (13) is PSD (no eigenvalue of it
+        is ``<= 0``) it is the optimum; return it without an iteration (``n_iter = 0``,
+        ``step = None``). Otherwise at least one iteration runs (scikit-learn's
+        convention for ``n_iter_``), which here confirms the closed form.
 
     Returns
     -------
@@ -283,7 +295,13 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
 
         # the closed form (13) is the entrywise solution in this basis
         if S_init is None:
-            S = C * psd_projection((lam * P + Bt) / (lam + weight))
+            closed, F = _projection_factor((lam * P + Bt) / (lam + weight),
+                                           projection_dtype)
+            if closed_form_exit and F.shape[1] == len(d):
+                # the unconstrained minimizer is PSD (no eigenvalue <= 0), hence optimal:
+                # one eigendecomposition, no iteration
+                return _closed_form_result(closed, F, U, C, eigenbasis, value, start)
+            S = C * closed
         else:
             S = C * (S_init if eigenbasis else U.T @ S_init @ U)
         lo, hi = float(curv.min()), float(curv.max())
@@ -300,7 +318,8 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
         lo, hi = lam, lam + data.curvature_bound()
     S, F, history, times, n_iter, converged, interrupted, a = _projected_gradient(
         S, value, grad, lo, hi - lo, max_iter=max_iter, tol=tol,
-        a_init=a_init, accelerated=accelerated, callback=callback, start=start)
+        a_init=a_init, accelerated=accelerated, callback=callback, start=start,
+        dtype=projection_dtype)
     if U is not None:
         # X = F F^T in the scaled variable: S = U diag(1/c) X diag(1/c) U^T
         S, F = S / C, None if F is None else F / c[:, None]
@@ -312,8 +331,20 @@ def solve_dictionary(prior, lam, data, *, S_init=None, max_iter=100, tol=1e-5, a
                         info={"S": S, "step": a, "factor": F})
 
 
+def _closed_form_result(St, F, U, C, eigenbasis, value, start):
+    """The :class:`SolverResult` of a PSD closed form ``St`` (eigenbasis, factor ``F``)."""
+    J = value(C * St)
+    if not eigenbasis:
+        St, F = U @ St @ U.T, U @ F
+        St = 0.5 * (St + St.T)
+    return SolverResult(embedding=None, objective_history=[J],
+                        time_history=[time.perf_counter() - start], n_iter=0,
+                        converged=True, interrupted=False,
+                        info={"S": St, "step": None, "factor": F})
+
+
 def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init,
-                        accelerated, callback, start):
+                        accelerated, callback, start, dtype=np.float64):
     """The iterations of :func:`solve_dictionary` for ``J = value`` from the PSD ``S``.
 
     Returns ``(S, F, objective_history, time_history, n_iter, converged, interrupted,
@@ -333,7 +364,7 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
         for it in range(1, max_iter + 1):
             G = grad(Y)
             while True:
-                Bn, Fn = _projection_factor(Y - G / a)
+                Bn, Fn = _projection_factor(Y - G / a, dtype)
                 D = Bn - Y
                 Jn = value(Bn)
                 bound = JY + np.sum(G * D) + 0.5 * a * np.sum(D * D)
@@ -374,11 +405,11 @@ def _projected_gradient(S, value, grad, lam, curvature, *, max_iter, tol, a_init
     return S, F, history[:n_hist], times[:n_hist], n_iter, converged, interrupted, a
 
 
-def _projection_factor(M):
+def _projection_factor(M, dtype=np.float64):
     """``(P, F)``: :func:`psd_projection` of ``M`` and its factor ``P = F F^T`` (the
     eigenvectors of the positive eigenvalues scaled by their square roots), from one
-    eigendecomposition."""
-    w, V = eigh(0.5 * (M + M.T), driver="evd")
+    eigendecomposition in ``dtype`` (``P`` and ``F`` in float64)."""
+    w, V = eigh((0.5 * (M + M.T)).astype(dtype, copy=False), driver="evd")
     pos = w > 0
-    F = V[:, pos] * np.sqrt(w[pos])
+    F = (V[:, pos] * np.sqrt(w[pos])).astype(np.float64, copy=False)
     return F @ F.T, F

@@ -34,15 +34,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
-from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import psd_factor
 from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn.constraints import PairwiseConstraints, check_side_info
 from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
+from psdlearn.nystroem._cv import race
 from psdlearn.nystroem._multi import solve_multiple
-from psdlearn.nystroem.dictionary import ARMIJO_GROWTH, QuadraticData, solve_dictionary
+from psdlearn.nystroem._order import dense_value_order
+from psdlearn.nystroem.dictionary import QuadraticData, solve_dictionary
 
 __all__ = ["DEFAULT_LAMBDAS", "GeneralizedNystroem", "mean_squared_distance"]
 
@@ -57,10 +58,6 @@ PINV_RTOL = 1e-10
 #: averages: the mean over more splits depends less on which labelled points share a fold
 #: (``GeneralizedNystroem``, ``lambda_selection``).
 CV_REPEATS = 3
-#: Relative-decrease tolerance of the fold fits of ``lambda_selection="cv"`` (the final fit
-#: keeps ``tol``): a fold's ``S`` only has to rank the candidates by held-out accuracy, and
-#: the digits of its objective beyond the second do not move the linear SVM's predictions.
-CV_TOL = 1e-2
 #: Up to this dictionary size the solvers run BLAS on one thread: their matrices are small
 #: and threading costs more than it gains (measured 15x slower eigh at m = 150 on 2 busy
 #: cores).
@@ -229,10 +226,10 @@ default="kmeans"
         where it applies (and ``lambdas`` offers a choice), ``"alignment"`` otherwise
         (must-link groups, ``kernel_gammas``, a class with fewer than 3 labelled
         points). Criterion (15) tends to fit the few labelled points at the expense of
-        the others. Cross-validation fits each candidate on the 9 splits only (from the
-        largest ``lambda`` down, each split's fit started from its fit at the previous
-        candidate, to a relative decrease of 1e-2) and the chosen ``lambda`` once on all
-        points.
+        the others. Cross-validation fits the candidates on the splits only (each from
+        the closed form (13), to a relative decrease of 1e-2) and the chosen ``lambda``
+        once on all points. From 100 labelled points the candidates race: all are scored
+        on the first draw of the folds, the best 3 of them on the other two draws.
 
     Attributes
     ----------
@@ -262,7 +259,8 @@ default="kmeans"
     lambda_scores_ : ndarray of shape (len(lambdas),)
         Score of each candidate: criterion (15) (multiple kernels: its product over the
         kernels) or the cross-validated accuracy; NaN for candidates not scored (no side
-        information, a single class, or an interrupted fit).
+        information, a single class, an interrupted fit, or a candidate of
+        ``lambda_selection="cv"`` dropped by the race after the first draw of the folds).
     kernel_weights_ : ndarray of shape (M,) or None
         ``alpha_j`` (None with a single kernel).
     feature_map_ : ndarray of shape (m or M m_bar, ``rank_``)
@@ -390,13 +388,14 @@ default="kmeans"
             return Z
         # the draws (the random rows, k-means' initialisation and batches) are made on the
         # rows in value order, so that any row order of X gives the same landmarks
-        order = value_order(X)
+        order = dense_value_order(X)
         if self.landmarks == "random":
             Z = X[order[np.sort(rng.choice(X.shape[0], size=m, replace=False))]]
             return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
         if X.shape[0] > MINIBATCH_THRESHOLD:
+            # only the centres are used: no labels of all points after the last batch
             km = MiniBatchKMeans(n_clusters=m, n_init=1, batch_size=max(1024, 10 * m),
-                                 random_state=rng)
+                                 compute_labels=False, random_state=rng)
         else:
             km = KMeans(n_clusters=m, n_init=1, random_state=rng)
         # scikit-learn's sparse and dense k-means round distances differently, which
@@ -671,16 +670,11 @@ default="kmeans"
         accuracy of a linear SVM on the features of ``S`` fit without the fold, averaged
         over the ``3 * CV_REPEATS`` splits (``lambda_scores_``).
 
-        The candidates are visited from the largest ``lambda`` down and each fold's solve
-        starts from its solution at the previous candidate (the path of solutions moves
-        away from the prior as ``lambda`` shrinks), its Armijo search from half the
-        curvature estimate it ended with there: from the default ``2 lambda`` the search
-        would double it ``log2(curvature / lambda)`` times, one eigendecomposition each,
-        before the first step of every solve. A Ctrl-C keeps the best candidate
-        scored so far; without one it propagates.
+        The splits are drawn here; :func:`psdlearn.nystroem._cv.race` scores the
+        candidates on them (a race from 100 labelled points). A Ctrl-C keeps the best
+        candidate scored so far; without one it propagates.
         """
         from sklearn.model_selection import RepeatedStratifiedKFold
-        from sklearn.svm import LinearSVC
 
         if side.kind != "labels":
             raise ValueError("lambda_selection='cv' needs class labels as y.")
@@ -691,7 +685,7 @@ default="kmeans"
         # the seed comes from rng, so the folds depend only on random_state; they are drawn
         # on the labelled points in value order (any row order, the same folds); a fold's
         # data term (and the eigensystem it caches) serves every candidate lambda
-        order = value_order(E_l)
+        order = dense_value_order(E_l)
         folds = [(order[train], order[test],
                   _data_term(E_l[order[train]], side.Y[order[train]], "labels"))
                  for train, test in RepeatedStratifiedKFold(
@@ -699,38 +693,11 @@ default="kmeans"
                      random_state=rng.randint(2**31 - 1)).split(E_l[order],
                                                                 side.codes[order])]
         self.lambda_scores_ = np.full(len(lambdas), np.nan)
-        starts, steps, rotated = [None] * len(folds), [None] * len(folds), []
-        best = None
-        try:
-            for i in self._candidate_order(lambdas, side, descending=True):
-                accuracy = []
-                for f, (train, test, data) in enumerate(folds):
-                    # the path runs in the eigenbasis U of the fold's A: S~ = U^T S U
-                    res = solve_dictionary(prior, lambdas[i], data, S_init=starts[f],
-                                           max_iter=self.max_iter,
-                                           tol=max(self.tol, CV_TOL),
-                                           a_init=None if steps[f] is None
-                                           else steps[f] / ARMIJO_GROWTH,
-                                           eigenbasis=True)
-                    if res.interrupted:
-                        raise KeyboardInterrupt
-                    starts[f], steps[f] = res.S, res.step
-                    # any factor of S gives the linear SVM the same kernel
-                    F = psd_factor(res.S) if res.factor is None else res.factor
-                    U = data.eigensystem()[1]
-                    if f >= len(rotated):  # E_l U on the fold's points, once per fold
-                        rotated.append((E_l[train] @ U, E_l[test] @ U))
-                    clf = LinearSVC(C=1.0).fit(rotated[f][0] @ F, side.codes[train])
-                    accuracy.append(clf.score(rotated[f][1] @ F, side.codes[test]))
-                self.lambda_scores_[i] = value = float(np.mean(accuracy))
-                # a tie goes to the larger lambda, the solution closer to the prior
-                if best is None or (value, lambdas[i]) > best:
-                    best = (value, lambdas[i])
-        except KeyboardInterrupt:
-            if best is None:
-                raise
-            return best[1], True
-        return best[1], False
+        scores, best, interrupted = race(
+            lambdas, self._candidate_order(lambdas, side, descending=True), folds, E_l,
+            side.codes, prior, max_iter=self.max_iter, tol=self.tol)
+        self.lambda_scores_ = scores
+        return lambdas[best], interrupted
 
     def _fit_multiple(self, X, side, lambdas, factors, m, rng, bar):
         M = factors.size
