@@ -561,14 +561,14 @@ default=None
     def partial_fit(self, X, y):
         """Add side information over the training points and cluster again.
 
-        The learner is updated by its own ``partial_fit`` (NPKL: the graph, the neighbour
-        index, ``gamma_`` and ``rank_`` are kept and the solve starts from the current
-        embedding, reaching the optimum of a fit on all the pairs), then its embedding is
+        The learner is updated by its own ``partial_fit`` (NPKL: the graph and the
+        neighbour index are kept and the solve starts from the current embedding,
+        reaching the optimum of a fit on all the pairs), then its embedding is
         clustered and assigned as in :meth:`fit`, the assignment choice reading all the
         side information (``estimator_.side_info_``). The result is that of :meth:`fit`
         with a learner fitted on all the side information, at the cost of the update:
-        in a query loop (:func:`psdlearn.active.active_learning`) the kNN graph and the
-        loss weight are not recomputed at every round. Available when the learner has
+        in a query loop (:func:`psdlearn.active.active_learning`) the kNN graph is not
+        rebuilt at every round. Available when the learner has
         ``partial_fit``.
 
         Parameters
