@@ -11,8 +11,8 @@ from the labels (half must-link, half cannot-link), then ``m / 10`` more. Per re
 (not timed), then timed: ``partial_fit`` with the new pairs, and a refit from scratch on
 all of them (``fit`` total, graph included, and its solver part ``fit_time_``) with the
 same defaults: ``partial_fit`` chooses ``gamma="auto"`` and ``rank="auto"`` for the union as
-that fit does, so both solve one problem. Medians over the repeats; ratio = partial_fit / refit (goal
-<= 0.2 at n = 10^5), in wall and in CPU seconds. The certificate of the partial fit is
+that fit does, so both solve one problem. Medians over the repeats; ratio = partial_fit /
+refit (goal <= 0.2 at n = 10^5), in wall and in CPU seconds. The certificate of the partial fit is
 computed on the first read of ``certificate_`` (``NPKL.partial_fit`` at a fixed rank): that
 read is timed apart and the ``with read`` ratios add it. ``objective rel. diff``: the
 relative difference of the two final objectives (the same convex problem; both stop at
