@@ -142,40 +142,35 @@ def test_single_precision_projections_stay_psd_and_reach_the_optimum(lam):
     assert J == pytest.approx(J_ref, rel=1e-5)
 
 
-def test_dense_value_order_is_value_order():
-    """The NumPy keys add the same rounded products in the same order as the numba
-    kernel: the same order, ties (equal rows, signed zeros) included."""
-    from psdlearn._exact_knn import value_order
-    from psdlearn.nystroem import _order
+def test_numpy_order_keys_are_the_kernel_keys():
+    """The NumPy keys of value_order add the same rounded products in the same order as
+    the numba kernel: the same keys to the bit, ties (equal rows, signed zeros) included."""
+    from psdlearn import _exact_knn as knn
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 17))
     ties = np.round(rng.normal(size=(300, 5)))  # many equal rows, and -0.0 products
     ties[::7] = -0.0
-    for A in (X, ties, X[:, :1], rng.normal(size=(5000, 3))):
-        np.testing.assert_array_equal(_order.dense_value_order(A), value_order(A))
-        perm = rng.permutation(len(A))
-        assert np.array_equal(A[perm][_order.dense_value_order(A[perm])],
-                              A[_order.dense_value_order(A)])
+    for A in (X, ties, X[:, :1], rng.normal(size=(5000, 3)), np.empty((4, 0))):
+        W = np.random.default_rng(knn._ORDER_SEED).standard_normal((A.shape[1],
+                                                                     knn._ORDER_KEYS))
+        np.testing.assert_array_equal(knn._numpy_keys(A, W), knn._project_dense(A, W))
 
 
 def test_small_dense_fits_order_rows_without_numba(monkeypatch):
-    """The landmarks and folds of a small dense fit are ordered by NumPy: the numba
-    kernel (whose first call in a process loads numba's compiler) is not called."""
-    from psdlearn.nystroem import _order
+    """While its kernel is not loaded, value_order of a small dense matrix (the landmarks
+    and folds of a small GeneralizedNystroem fit) is computed in NumPy: the numba kernel,
+    whose first call in a process loads numba's compiler, is not called."""
+    from psdlearn import _exact_knn as knn
 
     class Unloaded:
         signatures = []
 
-    monkeypatch.setattr(_order, "_project_dense", Unloaded)
-
-    def refuse(X):
-        raise AssertionError("value_order called")
-
-    monkeypatch.setattr(_order, "value_order", refuse)
+    monkeypatch.setattr(knn, "_project_dense", Unloaded)
     X, y = two_blobs(n=90)
-    pl.GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2, 1.0], random_state=0).fit(
-        X, partial_labels(y, per_class=6))
+    model = pl.GeneralizedNystroem(n_landmarks=12, lambdas=[1e-2, 1.0], random_state=0)
+    model.fit(X, partial_labels(y, per_class=6))
+    assert np.isfinite(model.transform(X)).all()
 
 
 def test_certificate_past_its_budget_is_skipped_with_a_note(monkeypatch):

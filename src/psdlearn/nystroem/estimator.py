@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import psd_factor
 from psdlearn._progress import progress_bar, warn_interrupted
@@ -42,7 +43,6 @@ from psdlearn.metrics import centered_alignment
 from psdlearn.nystroem._beta import heuristic_beta, iterative_beta, least_squares_beta
 from psdlearn.nystroem._cv import race
 from psdlearn.nystroem._multi import solve_multiple
-from psdlearn.nystroem._order import dense_value_order
 from psdlearn.nystroem.dictionary import QuadraticData, solve_dictionary
 
 __all__ = ["DEFAULT_LAMBDAS", "GeneralizedNystroem", "mean_squared_distance"]
@@ -388,7 +388,7 @@ default="kmeans"
             return Z
         # the draws (the random rows, k-means' initialisation and batches) are made on the
         # rows in value order, so that any row order of X gives the same landmarks
-        order = dense_value_order(X)
+        order = value_order(X)
         if self.landmarks == "random":
             Z = X[order[np.sort(rng.choice(X.shape[0], size=m, replace=False))]]
             return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
@@ -685,7 +685,7 @@ default="kmeans"
         # the seed comes from rng, so the folds depend only on random_state; they are drawn
         # on the labelled points in value order (any row order, the same folds); a fold's
         # data term (and the eigensystem it caches) serves every candidate lambda
-        order = dense_value_order(E_l)
+        order = value_order(E_l)
         folds = [(order[train], order[test],
                   _data_term(E_l[order[train]], side.Y[order[train]], "labels"))
                  for train, test in RepeatedStratifiedKFold(
