@@ -9,7 +9,8 @@ from psdlearn.cli import main
 
 
 def test_help_on_every_command(capsys):
-    for cmd in ([], ["datasets"], ["demo"], ["fit"], ["cluster"], ["query"]):
+    for cmd in ([], ["datasets"], ["demo"], ["fit"], ["cluster"], ["query"],
+                ["suspects"]):
         with pytest.raises(SystemExit) as exc:
             main([*cmd, "--help"])
         assert exc.value.code == 0
@@ -109,7 +110,7 @@ def test_commands_are_the_users():
     from psdlearn.cli import _parser
 
     assert set(_subparsers(_parser())) == {"datasets", "demo", "fit", "cluster",
-                                            "query"}
+                                            "query", "suspects"}
     with pytest.raises(SystemExit):
         main(["reproduce", "list"])
 
@@ -120,7 +121,7 @@ def test_top_level_help_is_plain_text(capsys):
     out = capsys.readouterr().out
     assert "``" not in out and ":class:" not in out and ":func:" not in out
     assert "counted from 0" in out and "--one-based" in out
-    for cmd in ("datasets", "demo", "fit", "cluster", "query"):
+    for cmd in ("datasets", "demo", "fit", "cluster", "query", "suspects"):
         assert f"psdlearn {cmd}" in out  # an example of each command
 
 

@@ -83,3 +83,47 @@ def test_an_edited_answer_or_other_features_fit_again(files, fits, capsys):
     assert _query(tmp_path, "X2.csv") == 0
     assert "the features or options differ" in capsys.readouterr().out
     assert len(fits) == 3
+
+
+def _planted(tmp_path):
+    """Two far blobs, 20 pairs each way, and one cannot-link planted inside a blob."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 0.3, (60, 2)), rng.normal(6, 0.3, (60, 2))])
+    y = np.repeat([0, 1], 60)
+    np.savetxt(tmp_path / "X.csv", X, delimiter=",")
+    C = pl.PairwiseConstraints.from_labels(y, n_must=20, n_cannot=20, random_state=0)
+    rows = [f"{i},{j},{'must' if s > 0 else 'cannot'}"
+            for (i, j), s in zip(C.pairs.tolist(), C.signs.tolist(), strict=True)]
+    planted = next((i, j) for i in range(60) for j in range(i + 1, 60)
+                   if (i, j) not in {tuple(p) for p in C.pairs.tolist()})
+    rows.append(f"{planted[0]},{planted[1]},cannot")
+    (tmp_path / "c.csv").write_text("i,j,label\n" + "\n".join(rows) + "\n")
+    return planted
+
+
+def _suspects(tmp_path, *extra):
+    assert main(["suspects", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "--top", "5",
+                 "-o", str(tmp_path / "s.csv"), *extra]) == 0
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert lines[0] == "i,j,label,score" and len(lines) == 6
+    rows = [line.split(",") for line in lines[1:]]
+    scores = [float(r[3]) for r in rows]
+    assert scores == sorted(scores, reverse=True)
+    return rows
+
+
+@pytest.mark.parametrize("extra", [[], ["--cross-fit"]])
+def test_suspects_puts_a_planted_contradiction_first(tmp_path, extra):
+    i, j = _planted(tmp_path)
+    first = _suspects(tmp_path, *extra)[0]
+    assert (int(first[0]), int(first[1]), first[2]) == (i, j, "cannot")
+
+
+def test_suspects_reuses_the_saved_model(tmp_path, fits, capsys):
+    i, j = _planted(tmp_path)
+    state = ["--state", str(tmp_path / "model.pkl")]
+    assert main(["query", str(tmp_path / "X.csv"), str(tmp_path / "c.csv"), "--n", "5",
+                 "-o", str(tmp_path / "next.csv"), *state]) == 0
+    first = _suspects(tmp_path, *state)[0]
+    assert len(fits) == 1  # the model of query, not a new fit
+    assert (int(first[0]), int(first[1])) == (i, j)

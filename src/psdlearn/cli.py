@@ -41,6 +41,7 @@ examples:
   psdlearn cluster features.csv constraints.csv --n-clusters 3 -o labels.csv
   psdlearn fit features.csv constraints.csv -o embedding.npy --n-clusters 3
   psdlearn query features.csv constraints.csv --n 20 -k 3 -o next_pairs.csv
+  psdlearn suspects features.csv constraints.csv --top 10 -o suspects.csv
 
 Run 'psdlearn COMMAND --help' for the options of a command.
 """
@@ -267,6 +268,38 @@ def _cmd_query(args):
     return 0
 
 
+def _cmd_suspects(args):
+    X = _read_features(args.features)
+    C = _read_constraints(args, X.shape[0])
+    if args.top < 1:
+        raise ValueError(f"--top must be at least 1, got {args.top}.")
+    if C.n_must == 0 or C.n_cannot == 0:
+        raise ValueError("suspects needs must-link and cannot-link answers (a kernel learned "
+                         "from one kind only disagrees with none of them).")
+    if args.cross_fit:
+        import psdlearn as pl
+        from psdlearn.model_selection import cross_val_constraint_scores
+
+        rows, scores = C.to_array(), cross_val_constraint_scores(
+            pl.NPKL(certificate_tol=None, tol=1e-3, random_state=args.seed), X, C,
+            cv=args.cv, random_state=args.seed)
+    else:
+        learner = _query_model(args, X, C).estimator_
+        rows, scores = learner.side_info_.to_array(), learner.constraint_scores_
+    top = np.argsort(-scores, kind="stable")[:args.top]
+    base = 1 if args.one_based else 0
+    with open(args.output, "w", encoding="utf-8") as fh:
+        fh.write("i,j,label,score\n")
+        fh.writelines(f"{i + base},{j + base},{'must' if sign > 0 else 'cannot'},"
+                      f"{score:.4f}\n"
+                      for (i, j, sign), score in zip(rows[top].tolist(), scores[top].tolist(),
+                                                     strict=True))
+    how = f"{args.cv}-fold cross-fitted" if args.cross_fit else "learned"
+    print(f"the {len(top)} of {C.n_pairs} answers the {how} kernel disagrees with most "
+          f"written to {args.output}, most suspicious first: check them again")
+    return 0
+
+
 def _fingerprint(X, args):
     """What a saved model must match: the features' values and the options of the fit."""
     h = hashlib.sha256()
@@ -470,6 +503,40 @@ def _parser():
     s.add_argument("--seed", type=int, default=0,
                    help="random seed, for results that repeat exactly (default: 0)")
     s.set_defaults(func=_cmd_query)
+
+    s = _add_parser(sub, "suspects", "list the answers the data contradicts most",
+                    "List the must-link / cannot-link answers that the kernel learned from "
+                    "all of them disagrees with most (NPKL's constraint scores), the first "
+                    "ones to check again for a mistake. Writes a CSV i,j,label,score, most "
+                    "suspicious first, rows counted as in the constraints file. "
+                    "--cross-fit scores each answer with a kernel learned without it "
+                    "(--cv fits): better where the classes overlap, slower.",
+                    ["psdlearn suspects features.csv constraints.csv --top 10 "
+                     "-o suspects.csv",
+                     "psdlearn suspects features.csv constraints.csv --top 10 -k 3 "
+                     "--state model.pkl",
+                     "psdlearn suspects features.csv constraints.csv --cross-fit"])
+    _add_common_input(s)
+    s.add_argument("--top", type=int, default=10,
+                   help="number of answers to list (default: 10)")
+    s.add_argument("-k", "--n-clusters", type=int,
+                   help="number of groups expected, as in query (it only names the saved "
+                   "model of --state; default: unknown, 2 assumed)")
+    s.add_argument("--cross-fit", action="store_true",
+                   help="score each answer with a kernel learned without it (--cv fits "
+                   "on the other folds of the answers) instead of the kernel learned from "
+                   "all of them")
+    s.add_argument("--cv", type=int, default=5,
+                   help="folds of --cross-fit (default: 5)")
+    s.add_argument("-o", "--output", default="suspects.csv",
+                   help="CSV of the suspicious answers (default: suspects.csv)")
+    s.add_argument("--state", metavar="FILE",
+                   help="the model file of 'psdlearn query --state': reused and updated "
+                   "with the answers added since, instead of learning from all of them "
+                   "again (not with --cross-fit)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="random seed, for results that repeat exactly (default: 0)")
+    s.set_defaults(func=_cmd_suspects)
     return p
 
 
