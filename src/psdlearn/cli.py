@@ -295,8 +295,11 @@ def _cmd_suspects(args):
                       for (i, j, sign), score in zip(rows[top].tolist(), scores[top].tolist(),
                                                      strict=True))
     how = f"{args.cv}-fold cross-fitted" if args.cross_fit else "learned"
+    # a positive score: the kernel puts the pair on the other side of its answer
+    against = int((scores > 0).sum())
     print(f"the {len(top)} of {C.n_pairs} answers the {how} kernel disagrees with most "
-          f"written to {args.output}, most suspicious first: check them again")
+          f"written to {args.output}, most suspicious first; it contradicts {against} of "
+          "them (score > 0): check those again")
     return 0
 
 
