@@ -127,3 +127,12 @@ def test_suspects_reuses_the_saved_model(tmp_path, fits, capsys):
     first = _suspects(tmp_path, *state)[0]
     assert len(fits) == 1  # the model of query, not a new fit
     assert (int(first[0]), int(first[1])) == (i, j)
+
+
+def test_suspects_rejects_bad_options(tmp_path, capsys):
+    _planted(tmp_path)
+    files = [str(tmp_path / "X.csv"), str(tmp_path / "c.csv")]
+    assert main(["suspects", *files, "--top", "0"]) == 2
+    assert main(["suspects", *files, "--cross-fit", "--cv", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--top must be at least 1" in err and "--cv must be at least 2" in err

@@ -273,6 +273,8 @@ def _cmd_suspects(args):
     C = _read_constraints(args, X.shape[0])
     if args.top < 1:
         raise ValueError(f"--top must be at least 1, got {args.top}.")
+    if args.cross_fit and args.cv < 2:
+        raise ValueError(f"--cv must be at least 2, got {args.cv}.")
     if C.n_must == 0 or C.n_cannot == 0:
         raise ValueError("suspects needs must-link and cannot-link answers (a kernel learned "
                          "from one kind only disagrees with none of them).")
