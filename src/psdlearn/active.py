@@ -196,12 +196,14 @@ def _training_pairs(C, closure, warned):
 
 
 def _new_pairs(fitted, target):
-    """The pairs of ``target`` not in ``fitted``, or None when ``target`` drops some of
-    ``fitted`` (the closure was abandoned): then the model is fitted again."""
+    """The pairs of ``target`` not in ``fitted``, or None when ``target`` drops one of
+    ``fitted`` or gives it the other sign (the closure was abandoned, an answer was
+    edited): then the model is fitted again."""
     n = target.n_samples
     old = _pair_keys(fitted.pairs, n)
     new = _pair_keys(target.pairs, n)
-    if not np.isin(old, new).all():
+    sign = dict(zip(new.tolist(), target.signs.tolist(), strict=True))
+    if any(sign.get(k) != s for k, s in zip(old.tolist(), fitted.signs.tolist(), strict=True)):
         return None
     keep = ~np.isin(new, old)
     return PairwiseConstraints(target.pairs[keep], target.signs[keep], n)

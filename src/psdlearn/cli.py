@@ -331,7 +331,9 @@ def _query_model(args, X, C):
         if isinstance(saved, dict) and saved.get("fingerprint") == key:
             model, why = saved["model"], None
     if model is not None:
-        new = _answers_since(model.estimator_.side_info_, C)
+        from psdlearn.active import _new_pairs
+
+        new = _new_pairs(model.estimator_.side_info_, C)
         if new is None:
             model, why = None, "a saved answer was removed or changed"
         elif new.n_pairs:
@@ -345,20 +347,6 @@ def _query_model(args, X, C):
         with open(args.state, "wb") as fh:
             pickle.dump({"fingerprint": key, "model": model}, fh)
     return model
-
-
-def _answers_since(saved, C):
-    """The answers of ``C`` not in ``saved``, or None when ``C`` lacks or contradicts one."""
-    from psdlearn import PairwiseConstraints
-    from psdlearn._query_strategies import _pair_keys
-
-    n = C.n_samples
-    old, now = _pair_keys(saved.pairs, n), _pair_keys(C.pairs, n)
-    where = {k: s for k, s in zip(now.tolist(), C.signs.tolist(), strict=True)}
-    if any(where.get(k) != s for k, s in zip(old.tolist(), saved.signs.tolist(), strict=True)):
-        return None
-    keep = ~np.isin(now, old)
-    return PairwiseConstraints(C.pairs[keep], C.signs[keep], n)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

@@ -95,16 +95,12 @@ def partial_fit(est, X, y):
     C = est.side_info_.union(new)
     warn_conflicts(C, stacklevel=3)
     spec = NPKL_SOLVERS[est.solver]
-    old = est.side_info_
-    # the rank rule's count grows with the new pairs (from the count of fit, which for
-    # labels is that of the smallest pair set implying them)
-    count = getattr(est, "_rank_count", None)
-    if count is None:
-        count = rank_rule_count(est.loss, old.pairs, old.signs, n)
-    count += (rank_rule_count(est.loss, C.pairs, C.signs, n)
-              - rank_rule_count(est.loss, old.pairs, old.signs, n))
-    est._rank_count = count
-    rule = min(auto_rank(count), n)
+    # the rank rule's count grows by the new pairs' share, from the count of fit (for
+    # labels, that of the smallest pair set implying them)
+    before = rank_rule_count(est.loss, est.side_info_.pairs, est.side_info_.signs, n)
+    est._rank_count = (getattr(est, "_rank_count", before) - before
+                       + rank_rule_count(est.loss, C.pairs, C.signs, n))
+    rule = min(auto_rank(est._rank_count), n)
     rank = max(est.rank_, rule) if est.rank == "auto" else est.rank_
     est._rank_cap = max(rank, rule)
     if est.gamma == "auto":  # as fit computes it: the union's gamma_0, in value order
