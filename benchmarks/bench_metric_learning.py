@@ -132,11 +132,11 @@ def ours(method, seed):
             "kml": lambda: pl.KernelMetricLearner(random_state=seed)}[method]()
 
 
-def run_seed(name, seed, peers, limit, reused=None):
+def run_seed(name, seed, peers, limit, reused=None, methods=METHODS[1:]):
     Xtr, ytr, Xte, yte = split(name, seed)
     rec = {"set": name, "seed": seed, "n_train": len(Xtr), "D": Xtr.shape[1],
            "euclidean": accuracy(Xtr, ytr, Xte, yte), "euclidean_time": 0.0}
-    for method in METHODS[1:]:
+    for method in methods:
         if reused is not None and reused.get(f"{method}_time") is not None:
             # the same split and seed in an earlier run: its record is reused
             for key in (method, f"{method}_time", f"{method}_error"):
@@ -213,13 +213,18 @@ def main():
                     help="comma-separated logs of earlier runs (their per-seed JSON lines): "
                          "merge their records, write the tables, fit nothing")
     ap.add_argument("--reuse-peers", default="",
-                    help="a results JSON of an earlier run: its records of --reuse-methods "
-                         "on the same set and seed are reused instead of fitting them again")
+                    help="comma-separated results JSONs of earlier runs: their records of "
+                         "--reuse-methods on the same set and seed are reused instead of "
+                         "fitting them again (a later file wins)")
+    ap.add_argument("--methods", default=",".join(METHODS[1:]),
+                    help="comma-separated methods to fit; with fewer than all, the run's "
+                         "records are written to {name}.json for --reuse-peers, no table")
     ap.add_argument("--reuse-methods", default="lmnn,itml",
                     help=f"comma-separated, among {','.join(REUSABLE)}")
     ap.add_argument("--load-note", default="load not recorded",
                     help="with --merge-logs: the load the logged runs saw")
     args = ap.parse_args()
+    methods = [m for m in METHODS[1:] if m in args.methods.split(",")]
     limit_threads(1)
     start_load, t_start = os.getloadavg()[0], time.perf_counter()
     path = Path(RESULTS) / f"{args.name}.json"
@@ -239,18 +244,25 @@ def main():
     reuse = {}
     if args.reuse_peers:
         keep = args.reuse_methods.split(",")
-        reuse = {(r["set"], r["seed"]): {k: v for m in keep for k, v in r.items()
-                                          if k in (m, f"{m}_time", f"{m}_error")}
-                 for r in json.loads(Path(args.reuse_peers).read_text())["runs"]}
+        for earlier in args.reuse_peers.split(","):
+            for r in json.loads(Path(earlier).read_text())["runs"]:
+                got = {k: v for m in keep for k, v in r.items()
+                       if k in (m, f"{m}_time", f"{m}_error") and r.get(f"{m}_time") is not None}
+                reuse.setdefault((r["set"], r["seed"]), {}).update(got)
     for name in sets:
         n_train = len(split(name, 0)[0])
         n_seeds = args.large_seeds if n_train > 1000 else args.seeds
         for seed in range(args.first_seed, args.first_seed + n_seeds):
-            rec = run_seed(name, seed, peers, args.peer_limit, reuse.get((name, seed)))
+            rec = run_seed(name, seed, peers, args.peer_limit, reuse.get((name, seed)),
+                           methods)
             runs.append(rec)
             print(json.dumps(rec), flush=True)
     if peers:
         peers.close()
+    if methods != METHODS[1:]:
+        path.write_text(json.dumps({"runs": runs, "peers_versions": versions}, indent=1,
+                                   default=float))
+        return
     order = [s for s in SETS if any(r["set"] == s for r in runs)]
     rows = [summarize(s, [r for r in runs if r["set"] == s], args.peer_limit) for s in order]
     columns = ["set", "n_train", "D", "seeds", *METHODS,

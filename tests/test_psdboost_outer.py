@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import psdlearn as pl
-from psdlearn.psdboost import _outer, estimator
+from psdlearn.psdboost import estimator
 from psdlearn.psdboost._bounds import primal_value
 from psdlearn.psdboost._outer import (
     first_working_set,
@@ -104,23 +104,39 @@ def test_reselection_never_increases_the_optimum_and_ends_at_that_of_the_union()
     assert v[-1] == pytest.approx(opt_union, abs=1e-7)
 
 
-@pytest.mark.parametrize("block", [7, 2**21])
-def test_impostor_search_finds_every_triplet_below_the_threshold(block, monkeypatch):
-    """The blocked range search against brute force, with blocks of a few rows (every
-    block boundary inside a class) and with one block per class."""
-    monkeypatch.setattr(_outer, "_BLOCK_ENTRIES", block)
+@pytest.mark.parametrize("n_new", [1, 2, 3])
+def test_impostor_search_returns_each_pairs_most_violated_rows_outside_the_working_set(
+        n_new):
+    """The nearest-neighbour search against brute force: for every target pair, the
+    ``n_new`` smallest-margin rows below the threshold among those outside ``W`` (with
+    their rank), and nothing for a pair all of whose violated rows are in ``W``; the
+    result is empty exactly when no row outside ``W`` is below the threshold."""
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(80, 3))
     codes = rng.integers(0, 3, size=80)
     codes[:5] = -1  # unlabelled points are never impostors
     pairs = target_pairs(Z, codes, 2)
+    D2 = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    labelled = np.flatnonzero(codes >= 0)
+    every = np.array([(i, j, o) for i, j in pairs for o in labelled if codes[o] != codes[i]])
     for threshold in (-0.5, 0.3, 2.0):
-        T, margins = impostor_triplets(Z, codes, pairs, threshold)
-        D2 = ((Z[:, None] - Z[None]) ** 2).sum(-1)
-        expect = {(i, j, o) for i, j in pairs for o in np.flatnonzero(codes >= 0)
-                  if codes[o] != codes[i] and D2[i, o] - D2[i, j] < threshold}
-        assert set(map(tuple, T.tolist())) == expect and len(T) == len(expect)
+        below = every[D2[every[:, 0], every[:, 2]] - D2[every[:, 0], every[:, 1]] < threshold]
+        # W: some violated rows (whole pairs' worth for a few) and some satisfied ones
+        W = np.concatenate([below[rng.random(len(below)) < 0.4], every[:: 97]])
+        W = np.unique(W, axis=0)
+        T, margins, rank = impostor_triplets(Z, codes, pairs, threshold, W, n_new)
+        held = set(map(tuple, W.tolist()))
+        expect = {}
+        for i, j in pairs:
+            rows = [(D2[i, o] - D2[i, j], o) for o in labelled
+                    if codes[o] != codes[i] and (i, j, o) not in held]
+            rows = sorted(r for r in rows if r[0] < threshold)[:n_new]
+            expect.update({(i, j, o): k for k, (_, o) in enumerate(rows)})
+        got = dict(zip(map(tuple, T.tolist()), rank.tolist(), strict=True))
+        assert got == expect
         assert np.allclose(margins, D2[T[:, 0], T[:, 2]] - D2[T[:, 0], T[:, 1]])
+        outside = np.array([tuple(r) not in held for r in below.tolist()], dtype=bool)
+        assert (len(T) == 0) == (not outside.any())
 
 
 def test_active_and_nearest_rules():

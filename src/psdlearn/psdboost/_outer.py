@@ -10,14 +10,18 @@ method on the primal of (3)):
 1. Solve (3) on a working set ``W_k`` of rows (any solver of :mod:`.solvers`): ``M_k``,
    ``rho_k`` and dual weights ``w_k`` with the certified pair
    ``objective_k <= OPT(W_k) <= upper_k``.
-2. Search, under ``M_k``, every row of ``T`` whose margin is below ``rho_k - eps``: for
-   each ``i`` the points ``l`` of other classes with
-   ``d_k(i, l)^2 < d_k(i, j)^2 + rho_k - eps`` for a target ``j`` (the *active
-   impostors*; an exhaustive range search in ``X L_k^T`` by blocks of distances).
+2. Search, under ``M_k``, the rows of ``T`` outside ``W_k`` whose margin is below
+   ``rho_k - eps``: points ``l`` of other classes with
+   ``d_k(i, l)^2 < d_k(i, j)^2 + rho_k - eps`` for a target pair ``(i, j)`` (the *active
+   impostors*). For a fixed pair the margin grows with ``d_k(i, l)``, so an exact
+   nearest-neighbour query in ``X L_k^T`` (each pair's nearest other-class points
+   outside ``W_k``) finds a violated row of every pair that has one, and the two most
+   violated of each pair.
 3. If there is none, ``M_k`` is optimal for (3) over all of ``T``: a row outside ``W_k``
    with margin at least ``rho_k`` meets the optimality conditions with ``w_r = 0``, so
    ``(M_k, rho_k, xi_k)`` and ``w_k`` extended by zeros are optimal, with the same gap.
-   Otherwise the most violated rows join ``W_{k+1}`` (at most ``2 ceil(1 / C)`` per round),
+   Otherwise rows join ``W_{k+1}`` (at most ``2 ceil(1 / C)`` per round): each pair's
+   most violated row first, the most violated of these first, then the pairs' second rows,
    and rows with ``w_r = 0`` and a margin above ``rho_k`` leave it, until the first round
    whose optimum is not below the previous one by more than ``eps`` (with the gaps:
    ``upper_k >= objective_{k-1} - eps``); from then on rows only join. Where the optimum
@@ -52,8 +56,8 @@ __all__ = ["MAX_ROUNDS", "first_working_set", "impostor_triplets", "solve_rounds
 
 #: Re-selection rounds before the fit stops unconverged.
 MAX_ROUNDS = 50
-#: Entries of one block of the impostor search's distance matrix.
-_BLOCK_ENTRIES = 2**21
+#: New rows per target pair that a round's search returns at most.
+_NEW_PER_PAIR = 2
 #: The first working set, in units of ``1 / C``, and its extra rows.
 _START = 1.5
 _START_EXTRA = 50
@@ -94,15 +98,17 @@ def target_pairs(X, codes, n_neighbors):
     return pairs[np.argsort(pairs[:, 0], kind="stable")]
 
 
-def impostor_triplets(Z, codes, pairs, threshold):
-    """Every triplet ``(i, j, l)`` with ``(i, j)`` a target pair, ``l`` of another class and
-    margin ``||z_i - z_l||^2 - ||z_i - z_j||^2 < threshold``, with its margin.
+def impostor_triplets(Z, codes, pairs, threshold, W, n_new=_NEW_PER_PAIR):
+    """For each target pair ``(i, j)``, its ``n_new`` most violated impostor triplets
+    outside ``W``: the nearest other-class points ``l`` of ``i`` in ``Z`` that are not in a
+    row ``(i, j, l)`` of ``W``, kept where ``||z_i - z_l||^2 - ||z_i - z_j||^2 < threshold``.
 
-    For each class, the squared distances from its points that have target pairs to every
-    labelled point of the other classes are formed block by block
-    (``||z_i||^2 + ||z_l||^2 - 2 z_i^T z_l``, one matrix product per block of about
-    ``2^21`` entries), and each target pair's row of margins is compared with the
-    threshold: an exhaustive range search, ``O(n^2 r)`` time for ``r`` columns of ``Z``.
+    For a fixed pair the margin grows with ``||z_i - z_l||``, so the pair has a row below
+    ``threshold`` outside ``W`` exactly when its nearest other-class point outside ``W``
+    has one: an empty result proves that no impostor triplet outside ``W`` is violated.
+    The search is an exact k-nearest-neighbour query per class
+    (:class:`psdlearn.graph.NeighborIndex`), ``k`` one more than the most rows a pair of
+    the class holds in ``W`` plus ``n_new - 1``.
 
     Parameters
     ----------
@@ -113,32 +119,50 @@ def impostor_triplets(Z, codes, pairs, threshold):
         Target pairs, as :func:`target_pairs` returns them.
     threshold : float
         ``rho - eps`` of the round.
+    W : ndarray of shape (t, 3)
+        The working set.
+    n_new : int
+        Rows per pair at most.
 
     Returns
     -------
     triplets : ndarray of shape (m, 3), int64
     margins : ndarray of shape (m,)
+    rank : ndarray of shape (m,)
+        The row's rank among its pair's new rows (0 for the most violated).
     """
-    sq = np.einsum("ij,ij->i", Z, Z)
+    n = len(Z)
+    pair_keys = pairs[:, 0] * n + pairs[:, 1]
+    order = np.argsort(pair_keys, kind="stable")
+    held_count = np.zeros(len(pairs), dtype=np.int64)
+    np.add.at(held_count, order[np.searchsorted(pair_keys[order], W[:, 0] * n + W[:, 1])], 1)
+    in_w = _keys(W, n)
     dj = np.sum((Z[pairs[:, 0]] - Z[pairs[:, 1]]) ** 2, axis=1)
-    out_t, out_m = [], []
+    out_t, out_m, out_r = [], [], []
     for c in np.unique(codes[pairs[:, 0]]):
         rows = np.flatnonzero(codes[pairs[:, 0]] == c)
         others = np.flatnonzero((codes >= 0) & (codes != c))
         if len(others) == 0:
             continue
-        Zo, so = Z[others], sq[others]
-        block = max(1, _BLOCK_ENTRIES // len(others))
-        for b in range(0, len(rows), block):
-            r = rows[b:b + block]
-            i = pairs[r, 0]
-            margins = sq[i, None] + so[None, :] - 2.0 * (Z[i] @ Zo.T) - dj[r, None]
-            hit, col = np.nonzero(margins < threshold)
-            out_t.append(np.column_stack([pairs[r[hit]], others[col]]))
-            out_m.append(margins[hit, col])
+        k = min(len(others), int(held_count[rows].max()) + n_new)
+        anchors, where = np.unique(pairs[rows, 0], return_inverse=True)
+        _, idx = NeighborIndex("exact").fit(Z[others]).kneighbors(Z[anchors], n_neighbors=k)
+        nbr = others[idx[where]]  # (rows, k), nearest first
+        cand = np.column_stack([np.repeat(pairs[rows], k, axis=0), nbr.ravel()])
+        fresh = ~np.isin(_keys(cand, n), in_w).reshape(len(rows), k)
+        rank = np.cumsum(fresh, axis=1) - 1
+        take = fresh & (rank < n_new)
+        zi = Z[np.repeat(pairs[rows, 0], k)]
+        margins = (np.sum((zi - Z[nbr.ravel()]) ** 2, axis=1)
+                   - np.repeat(dj[rows], k)).reshape(len(rows), k)
+        hit = take & (margins < threshold)
+        out_t.append(cand.reshape(len(rows), k, 3)[hit])
+        out_m.append(margins[hit])
+        out_r.append(rank[hit])
     if not out_t:
-        return np.empty((0, 3), dtype=np.int64), np.empty(0)
-    return np.concatenate(out_t).astype(np.int64), np.concatenate(out_m)
+        return np.empty((0, 3), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64)
+    return (np.concatenate(out_t).astype(np.int64), np.concatenate(out_m),
+            np.concatenate(out_r))
 
 
 def _keys(triplets, n):
@@ -198,7 +222,6 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
         ``"max_time"`` or ``"interrupted"`` (the last round's solver was).
     """
     start = time.perf_counter()
-    n = len(X)
     q = math.ceil(1.0 / C - 1e-9)
     W = first
     rounds, status, drop = [], "max_rounds", True
@@ -208,25 +231,23 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
         margins_w = _margins(X, F, W)
         objective, rho, _ = primal_value(margins_w, C)
         upper = float(res.info["upper_bound"])
-        Z = X @ F
-        found, margins = impostor_triplets(Z, codes, pairs, rho - eps)
-        new = ~np.isin(_keys(found, n), _keys(W, n))
+        found, margins, rank = impostor_triplets(X @ F, codes, pairs, rho - eps, W)
         record_k = {"n_triplets": len(W), "objective": objective, "upper_bound": upper,
-                    "n_violated": int(new.sum()), "seconds": time.perf_counter() - start}
+                    "n_violated": len(found), "seconds": time.perf_counter() - start}
         if record:
             record_k["triplets"] = W
         rounds.append(record_k)
         if res.interrupted:
             status = "interrupted"
             break
-        if not new.any():
+        if len(found) == 0:
             status = "optimal"
             break
         if deadline is not None and time.perf_counter() > deadline:
             status = "max_time"
             break
-        found, margins = found[new], margins[new]
-        added = found[np.argsort(margins, kind="stable")[:_ADD * q]]
+        # the pairs' most violated rows first, so that a round reaches many anchors
+        added = found[np.lexsort((margins, rank))[:_ADD * q]]
         # No progress (the optimum fell by at most eps and the gaps): from now on rows
         # only join, so that degenerate optima cannot make the working sets cycle.
         drop = drop and (len(rounds) < 2 or upper < rounds[-2]["objective"] - eps)
