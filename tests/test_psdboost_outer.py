@@ -104,13 +104,46 @@ def test_reselection_never_increases_the_optimum_and_ends_at_that_of_the_union()
     assert v[-1] == pytest.approx(opt_union, abs=1e-7)
 
 
+def test_a_last_round_can_end_by_the_bound_on_every_impostor_triplet():
+    """When the search finds every violated row (at most two per pair) and the metric's
+    value on the working set and those rows is within ``eps`` of the round's dual bound,
+    the rows join with zero weight and the fit ends without another solve. The metric is
+    then ``eps``-optimal for (3) over every impostor triplet: checked here by brute force,
+    the dual bound ``lambda_max(H(w))`` recomputed from the returned weights against the
+    metric's value on all of them."""
+    X, y = _data(n=60, d=5, seed=1)
+    codes = np.unique(y, return_inverse=True)[1]
+    pairs = target_pairs(X, codes, 3)
+    C, eps = 1.0 / (0.1 * len(pairs)), 1e-3
+
+    def solve(W):
+        return solve_ipm(X, W, C, tol=1e-10, max_iter=200, max_triplets=10**5), None
+
+    first = first_working_set(X, codes, pairs, C)
+    res, _, W, rounds, status = solve_rounds(X, codes, pairs, first, C, eps, solve)
+    assert status == "optimal" and rounds[-1]["appended"] >= 1
+    assert rounds[-1]["n_triplets"] == len(W) and rounds[-1]["n_violated"] == 0
+    w = res.info["dual_weights"]
+    assert len(w) == len(W) and np.all(w >= 0) and w.sum() == pytest.approx(1.0)
+    dk, dj = X[W[:, 0]] - X[W[:, 2]], X[W[:, 0]] - X[W[:, 1]]
+    upper = np.linalg.eigvalsh(dk.T @ (w[:, None] * dk) - dj.T @ (w[:, None] * dj))[-1]
+    M = res.embedding @ res.embedding.T
+    T = _all_impostor_triplets(X, y, 3)
+    value = primal_value(_margins(X, M, T), C)[0]
+    assert upper - value <= eps + 1e-12
+    assert value == pytest.approx(rounds[-1]["objective"], abs=1e-10)
+    rho, xi = res.info["rho"], res.info["slacks"]
+    assert np.all(_margins(X, M, W) + xi >= rho - 1e-9)
+
+
 @pytest.mark.parametrize("n_new", [1, 2, 3])
 def test_impostor_search_returns_each_pairs_most_violated_rows_outside_the_working_set(
         n_new):
     """The nearest-neighbour search against brute force: for every target pair, the
     ``n_new`` smallest-margin rows below the threshold among those outside ``W`` (with
     their rank), and nothing for a pair all of whose violated rows are in ``W``; the
-    result is empty exactly when no row outside ``W`` is below the threshold."""
+    result is empty exactly when no row outside ``W`` is below the threshold, and it says
+    it is complete exactly when no pair has more than ``n_new`` such rows."""
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(80, 3))
     codes = rng.integers(0, 3, size=80)
@@ -124,14 +157,16 @@ def test_impostor_search_returns_each_pairs_most_violated_rows_outside_the_worki
         # W: some violated rows (whole pairs' worth for a few) and some satisfied ones
         W = np.concatenate([below[rng.random(len(below)) < 0.4], every[:: 97]])
         W = np.unique(W, axis=0)
-        T, margins, rank = impostor_triplets(Z, codes, pairs, threshold, W, n_new)
+        T, margins, rank, complete = impostor_triplets(Z, codes, pairs, threshold, W, n_new)
         held = set(map(tuple, W.tolist()))
-        expect = {}
+        expect, most = {}, 0
         for i, j in pairs:
             rows = [(D2[i, o] - D2[i, j], o) for o in labelled
                     if codes[o] != codes[i] and (i, j, o) not in held]
-            rows = sorted(r for r in rows if r[0] < threshold)[:n_new]
-            expect.update({(i, j, o): k for k, (_, o) in enumerate(rows)})
+            rows = sorted(r for r in rows if r[0] < threshold)
+            most = max(most, len(rows))
+            expect.update({(i, j, o): k for k, (_, o) in enumerate(rows[:n_new])})
+        assert complete == (most <= n_new)
         got = dict(zip(map(tuple, T.tolist()), rank.tolist(), strict=True))
         assert got == expect
         assert np.allclose(margins, D2[T[:, 0], T[:, 2]] - D2[T[:, 0], T[:, 1]])

@@ -20,6 +20,12 @@ method on the primal of (3)):
 3. If there is none, ``M_k`` is optimal for (3) over all of ``T``: a row outside ``W_k``
    with margin at least ``rho_k`` meets the optimality conditions with ``w_r = 0``, so
    ``(M_k, rho_k, xi_k)`` and ``w_k`` extended by zeros are optimal, with the same gap.
+   If there are some but the search found all of them (at most two per pair), the value
+   of ``M_k`` on ``W_k`` and these rows is a lower bound on the optimum over ``T`` (the
+   rows left out have margins above ``rho_k - eps``, which the rows' ``rho`` does not
+   exceed), and ``upper_k`` still bounds it from above (``w_k`` extended by zeros); when
+   the two are within ``eps`` the rows join ``W_k`` with zero weight and the fit ends,
+   certified on all of ``T`` without another solve.
    Otherwise rows join ``W_{k+1}`` (at most ``2 ceil(1 / C)`` per round): each pair's
    most violated row first, the most violated of these first, then the pairs' second rows,
    and rows with ``w_r = 0`` and a margin above ``rho_k`` leave it, until the first round
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -130,6 +137,9 @@ def impostor_triplets(Z, codes, pairs, threshold, W, n_new=_NEW_PER_PAIR):
     margins : ndarray of shape (m,)
     rank : ndarray of shape (m,)
         The row's rank among its pair's new rows (0 for the most violated).
+    complete : bool
+        Whether these are all the rows outside ``W`` below ``threshold`` (no pair has
+        more than ``n_new``).
     """
     n = len(Z)
     pair_keys = pairs[:, 0] * n + pairs[:, 1]
@@ -138,13 +148,13 @@ def impostor_triplets(Z, codes, pairs, threshold, W, n_new=_NEW_PER_PAIR):
     np.add.at(held_count, order[np.searchsorted(pair_keys[order], W[:, 0] * n + W[:, 1])], 1)
     in_w = _keys(W, n)
     dj = np.sum((Z[pairs[:, 0]] - Z[pairs[:, 1]]) ** 2, axis=1)
-    out_t, out_m, out_r = [], [], []
+    out_t, out_m, out_r, complete = [], [], [], True
     for c in np.unique(codes[pairs[:, 0]]):
         rows = np.flatnonzero(codes[pairs[:, 0]] == c)
         others = np.flatnonzero((codes >= 0) & (codes != c))
         if len(others) == 0:
             continue
-        k = min(len(others), int(held_count[rows].max()) + n_new)
+        k = min(len(others), int(held_count[rows].max()) + n_new + 1)
         anchors, where = np.unique(pairs[rows, 0], return_inverse=True)
         _, idx = NeighborIndex("exact").fit(Z[others]).kneighbors(Z[anchors], n_neighbors=k)
         nbr = others[idx[where]]  # (rows, k), nearest first
@@ -156,13 +166,15 @@ def impostor_triplets(Z, codes, pairs, threshold, W, n_new=_NEW_PER_PAIR):
         margins = (np.sum((zi - Z[nbr.ravel()]) ** 2, axis=1)
                    - np.repeat(dj[rows], k)).reshape(len(rows), k)
         hit = take & (margins < threshold)
+        complete = complete and not np.any(fresh & (rank == n_new) & (margins < threshold))
         out_t.append(cand.reshape(len(rows), k, 3)[hit])
         out_m.append(margins[hit])
         out_r.append(rank[hit])
     if not out_t:
-        return np.empty((0, 3), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64)
+        return (np.empty((0, 3), dtype=np.int64), np.empty(0), np.empty(0, dtype=np.int64),
+                True)
     return (np.concatenate(out_t).astype(np.int64), np.concatenate(out_m),
-            np.concatenate(out_r))
+            np.concatenate(out_r), complete)
 
 
 def _keys(triplets, n):
@@ -218,7 +230,9 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
     result, spec, triplets, rounds, status
         The last round's solver result and solver spec, its working set, one record per
         round (``n_triplets``, ``objective``, ``upper_bound``, ``n_violated``,
-        ``seconds``) and ``"optimal"`` (no violated triplet left), ``"max_rounds"``,
+        ``seconds``; ``appended``, the rows joined at the end without a solve, in a last
+        round that ends by step 3's bound) and ``"optimal"`` (no violated triplet left),
+        ``"max_rounds"``,
         ``"max_time"`` or ``"interrupted"`` (the last round's solver was).
     """
     start = time.perf_counter()
@@ -231,16 +245,24 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
         margins_w = _margins(X, F, W)
         objective, rho, _ = primal_value(margins_w, C)
         upper = float(res.info["upper_bound"])
-        found, margins, rank = impostor_triplets(X @ F, codes, pairs, rho - eps, W)
+        found, margins, rank, complete = impostor_triplets(X @ F, codes, pairs, rho - eps, W)
         record_k = {"n_triplets": len(W), "objective": objective, "upper_bound": upper,
                     "n_violated": len(found), "seconds": time.perf_counter() - start}
+        if len(found) and complete and not res.interrupted:
+            # Every violated row is known: M_k's value on W and them, against upper_k
+            # (w_k extended by zeros stays dual feasible), certifies the whole problem.
+            objective_u, rho_u, xi_u = primal_value(np.r_[margins_w, margins], C)
+            if upper - objective_u <= eps:
+                res, W = _appended(res, W, found, rho_u, xi_u)
+                record_k.update(n_triplets=len(W), objective=objective_u, n_violated=0,
+                                appended=len(found))
         if record:
             record_k["triplets"] = W
         rounds.append(record_k)
         if res.interrupted:
             status = "interrupted"
             break
-        if len(found) == 0:
+        if len(found) == 0 or "appended" in record_k:
             status = "optimal"
             break
         if deadline is not None and time.perf_counter() > deadline:
@@ -256,6 +278,16 @@ def solve_rounds(X, codes, pairs, first, C, eps, solve, *, max_rounds=MAX_ROUNDS
         W = np.concatenate([W[keep], added])
         W = W[np.lexsort((W[:, 2], W[:, 1], W[:, 0]))]
     return res, spec, W, rounds, status
+
+
+def _appended(res, W, found, rho, xi):
+    """The round's result on ``W`` and the rows ``found`` (zero dual weight), sorted as
+    the working sets are."""
+    W = np.concatenate([W, found])
+    w = np.r_[np.asarray(res.info["dual_weights"]), np.zeros(len(found))]
+    order = np.lexsort((W[:, 2], W[:, 1], W[:, 0]))
+    info = {**res.info, "rho": rho, "slacks": xi[order], "dual_weights": w[order]}
+    return replace(res, info=info), W[order]
 
 
 def _margins(X, F, triplets):

@@ -216,8 +216,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
           neighbour of ``i`` and ``l`` any point of another class, solved by re-selection
           (row generation). Each round solves (3) on a working set ``W`` by ``solver``,
           then searches under the new metric for the *active impostors*, the rows with
-          ``d(i, l)^2 - d(i, j)^2 < rho - eps``; the most violated join ``W`` (at most
-          ``2 / C`` per round) and rows with zero dual weight and a margin above ``rho``
+          ``d(i, l)^2 - d(i, j)^2 < rho - eps`` (an exact nearest-neighbour query: each
+          target pair's nearest other-class points outside ``W``); each pair's most
+          violated rows join ``W`` first (at most ``2 / C`` per round) and rows with zero
+          dual weight and a margin above ``rho``
           leave it, until a round lowers the optimum by at most ``eps``; from then on
           rows only join (no cycling where the optimum is degenerate). With ``C``
           fixed, dropping zero-weight rows keeps the optimum of (3) on ``W`` and adding
@@ -255,8 +257,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     rounds_ : list of dict
         Per solve: ``n_triplets`` (rows of its working set), ``objective`` and
         ``upper_bound`` (its certified pair), ``n_violated`` (impostor triplets outside
-        the working set found below ``rho - eps`` after it; 0 at the last round of a
-        converged fit) and ``seconds`` since the start of the solves.
+        the working set found below ``rho - eps`` after it, at most two per target pair;
+        0 exactly when there is none, at the last round of a converged fit) and
+        ``seconds`` since the start of the solves.
     C_ : float
         The slack price used.
     eps_ : float
@@ -597,8 +600,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         if status == "max_rounds" and not res.interrupted:
             warnings.warn(
                 f"PSDBoost stopped after {len(rounds)} rounds of impostor re-selection with "
-                f"{rounds[-1]['n_violated']} impostor triplets still below the margin rho: "
-                "metric_ is optimal for the working set side_info_ only.",
+                f"{rounds[-1]['n_violated']} (or more) impostor triplets still below the "
+                "margin rho: metric_ is optimal for the working set side_info_ only.",
                 ConvergenceWarning, stacklevel=4)
         else:
             self._warn_unconverged(res, spec, status == "max_time")
