@@ -223,7 +223,8 @@ def test_rows_only_join_once_the_optimum_stops_falling():
 
 def test_active_rounds_pick_the_solver_as_documented(monkeypatch):
     """With solver="auto", the rounds' working sets go to the interior-point method up to
-    AUTO_ACTIVE_IPM_MAX_TRIPLETS rows, whatever the limit for fixed triplets."""
+    AUTO_ACTIVE_IPM_MAX_TRIPLETS rows, whatever the limit for fixed triplets, and beyond
+    it through the low-rank Newton system."""
     doc = " ".join(pl.PSDBoost.__doc__.split())
     assert f"up to {estimator.AUTO_ACTIVE_IPM_MAX_TRIPLETS} rows" in doc
     X, y = _data(n=60, d=4, seed=2)
@@ -231,4 +232,8 @@ def test_active_rounds_pick_the_solver_as_documented(monkeypatch):
     m = pl.PSDBoost(impostors="active").fit(X, y)
     assert m.solver_ == "interior-point" and len(m.side_info_.triplets) > 5
     monkeypatch.setattr(estimator, "AUTO_ACTIVE_IPM_MAX_TRIPLETS", 5)
+    # above it, the interior point still runs where its low-rank Newton system applies
+    # (t >= 5 n_s, here n_s = 10) within the flop budget per step, else the working set
+    assert pl.PSDBoost(impostors="active").fit(X, y).solver_ == "interior-point"
+    monkeypatch.setattr(estimator, "AUTO_ACTIVE_IPM_FLOPS", 0)
     assert pl.PSDBoost(impostors="active").fit(X, y).solver_ == "working-set"

@@ -64,6 +64,7 @@ from psdlearn.constraints import (
 from psdlearn.psdboost._bounds import margin_scale
 from psdlearn.psdboost._outer import first_working_set, solve_rounds, target_pairs
 from psdlearn.psdboost._pricing import TripletOperator
+from psdlearn.psdboost.ipm import _LOW_RANK_RATIO
 from psdlearn.psdboost.solvers import SOLVERS, TripletProblem
 
 __all__ = ["PSDBoost"]
@@ -87,6 +88,9 @@ AUTO_IPM_MAX_FEATURES = 128
 #: working sets up to this many rows: each round starts the solver afresh, and on such
 #: sets the working-set method's masters cost more than the Newton steps.
 AUTO_ACTIVE_IPM_MAX_TRIPLETS = 2000
+#: ... and above it while the interior point's low-rank Newton system applies
+#: (``t >= 5 n_s``, ``n_s = D (D + 1) / 2``) and costs at most this ``t n_s^2`` per step.
+AUTO_ACTIVE_IPM_FLOPS = 1e10
 
 
 class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
@@ -191,7 +195,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         - ``"auto"``: ``"interior-point"`` for ``t <= 1000`` triplets and
           ``D <= 128`` features, ``"working-set"`` otherwise; with
           ``impostors="active"``, each round's working set goes to the interior-point
-          method up to 2000 rows.
+          method up to 2000 rows, and beyond where its low-rank Newton system applies
+          (``t >= 5 n_s``) at a cost ``t n_s^2 <= 1e10`` per step, ``n_s = D (D + 1) / 2``.
     max_time : float or None, default=None
         Wall-clock budget in seconds, for all rounds together: the solver stops at its
         first check after it (after each Newton step or pricing; no new round starts)
@@ -646,10 +651,14 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
     def _select_solver(self, t, n_features, max_ipm_triplets=None):
         if self.solver != "auto":
             return self.solver
-        if max_ipm_triplets is None:
+        active = max_ipm_triplets is not None
+        if not active:
             max_ipm_triplets = AUTO_IPM_MAX_TRIPLETS
         small = t <= max_ipm_triplets and n_features <= AUTO_IPM_MAX_FEATURES
-        return "interior-point" if small else "working-set"
+        # the interior point's low-rank Newton system: O(t n_s^2) per step, no t x t matrix
+        n_s = n_features * (n_features + 1) // 2
+        low_rank = active and t >= _LOW_RANK_RATIO * n_s and t * n_s**2 <= AUTO_ACTIVE_IPM_FLOPS
+        return "interior-point" if small or low_rank else "working-set"
 
     # ------------------------------------------------------------------ use
     def transform(self, X):
