@@ -238,7 +238,8 @@ def test_nearest_impostors_are_three_target_neighbours_with_nu_0_3():
     other-class point, and C = 1 / (0.3 t); n_neighbors=1 is the paper's rule."""
     X, y = pl.datasets.make_triplet_synthetic(90, 6, random_state=0)
     m = pl.PSDBoost(impostors="nearest", random_state=0).fit(X, y)
-    assert m.get_params()["n_neighbors"] == 3 and m.get_params()["C"] == "auto"
+    assert m.get_params()["n_neighbors"] == "auto" and m.n_neighbors_ == 3
+    assert m.get_params()["C"] == "auto"
     assert np.array_equal(m.side_info_.triplets, pl.triplets_from_labels(X, y, n_neighbors=3))
     assert len(m.side_info_.triplets) == 3 * len(X)  # every class has more than 3 points
     assert m.C_ == pytest.approx(1.0 / (0.3 * len(m.side_info_.triplets)))

@@ -65,7 +65,7 @@ def test_final_metric_meets_the_kkt_conditions_of_3_on_its_working_set():
     assert sum(terms) == pytest.approx(m.upper_bound_ - m.objective_, abs=1e-9)
     assert sum(terms) <= eps
     # no impostor triplet outside the working set is below rho - eps
-    T = _all_impostor_triplets(X, y, m.n_neighbors)
+    T = _all_impostor_triplets(X, y, m.n_neighbors_)
     outside = ~(T[:, None, :] == W[None]).all(-1).any(1)
     assert outside.sum() == len(T) - len(W)
     assert _margins(X, M, T[outside]).min() >= rho - eps - 1e-12
@@ -237,3 +237,22 @@ def test_active_rounds_pick_the_solver_as_documented(monkeypatch):
     assert pl.PSDBoost(impostors="active").fit(X, y).solver_ == "interior-point"
     monkeypatch.setattr(estimator, "AUTO_ACTIVE_IPM_FLOPS", 0)
     assert pl.PSDBoost(impostors="active").fit(X, y).solver_ == "working-set"
+
+
+def test_auto_target_neighbours_are_three_then_one_beyond_the_labelled_limit(monkeypatch):
+    """n_neighbors="auto": three target neighbours per point, one when more points than
+    AUTO_NEIGHBORS_MAX_LABELLED carry a label (unlabelled points do not count), always
+    three for the fixed triplets of impostors="nearest"; an integer is used as given."""
+    X, y = _data(n=60, d=4, seed=2)
+    codes = np.unique(y, return_inverse=True)[1]
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    assert m.get_params()["n_neighbors"] == "auto" and m.n_neighbors_ == 3
+    monkeypatch.setattr(estimator, "AUTO_NEIGHBORS_MAX_LABELLED", 50)
+    m = pl.PSDBoost(random_state=0).fit(X, y)
+    assert m.n_neighbors_ == 1
+    assert m.C_ == pytest.approx(1.0 / (0.1 * len(target_pairs(X, codes, 1))))
+    partial = np.where(np.arange(60) < 45, y, -1)
+    assert pl.PSDBoost(random_state=0).fit(X, partial).n_neighbors_ == 3
+    assert pl.PSDBoost(impostors="nearest").fit(X, y).n_neighbors_ == 3
+    assert pl.PSDBoost(n_neighbors=2).fit(X, y).n_neighbors_ == 2
+    assert pl.PSDBoost().fit(X, pl.Triplets([[0, 1, 2]])).n_neighbors_ is None
