@@ -114,8 +114,8 @@ def impostor_triplets(Z, codes, pairs, threshold, W, n_new=_NEW_PER_PAIR):
     ``threshold`` outside ``W`` exactly when its nearest other-class point outside ``W``
     has one: an empty result proves that no impostor triplet outside ``W`` is violated.
     The search is an exact k-nearest-neighbour query per class
-    (:class:`psdlearn.graph.NeighborIndex`), ``k`` one more than the most rows a pair of
-    the class holds in ``W`` plus ``n_new - 1``.
+    (:class:`psdlearn.graph.NeighborIndex`), ``k`` the most rows a pair of the class holds
+    in ``W`` plus ``n_new + 1`` (the last one tells whether the pair has more).
 
     Parameters
     ----------
