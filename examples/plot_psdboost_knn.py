@@ -9,7 +9,8 @@ matter. :class:`~psdlearn.PSDBoost` learns a Mahalanobis metric
 to a same-class neighbour than to another class"), with ``M`` positive semidefinite and
 of trace one. Its ``transform`` is the linear map with ``M = A^T A``, so a k-nearest
 neighbour classifier after it uses the learned metric. Each point keeps its three
-nearest same-class neighbours as targets, and the other-class points that come closer
+nearest same-class neighbours as targets (one above 1000 labelled points, where the fit
+would otherwise take several times longer), and the other-class points that come closer
 than the targets under the current metric (the impostors) are re-selected round after
 round (``impostors="nearest"`` pairs each target with its Euclidean nearest point of
 another class once, as Shen et al. 2008 do). Beside it, scikit-learn's
