@@ -219,10 +219,9 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         during the fit. ``"auto"``: 3, the neighbours a 3-NN classifier consults; with
         ``impostors="active"`` and more than 1000 labelled points, 1. The working sets
         grow with the number of target pairs, so one target neighbour per point fits
-        several times faster at large ``n`` (2.5-6 times on the sets of 1,257-1,617
-        points of the benchmarks, at 0.0-0.2 points of 3-NN accuracy), while three are
-        the more accurate on small sets, where fits take about a second. Ignored for
-        pairwise constraints and triplets.
+        several times faster at large ``n`` for a fraction of a point of 3-NN accuracy,
+        while three are the more accurate on small sets (measurements in the method
+        notes of the documentation). Ignored for pairwise constraints and triplets.
     impostors : {"active", "nearest"}, default="active"
         How :meth:`fit` pairs the target neighbours with other-class points when ``y``
         holds labels. ``"active"`` follows the metric and is the more accurate where the
@@ -243,7 +242,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
           exceeds that of the previous one. The fit ends when no row lies below
           ``rho - eps``: then ``metric_`` is optimal for all the impostor triplets, with
           the certified gap of the last round (a row outside ``W`` with margin at least
-          ``rho`` meets the optimality conditions with ``w_r = 0``). The first ``W``
+          ``rho`` meets the optimality conditions with ``w_r = 0``); or, when the search
+          found every row below it, once the metric's value on ``W`` and those rows is
+          within ``eps`` of the round's dual bound (they join ``W`` with zero weight,
+          ``rounds_[-1]["appended"]``). The first ``W``
           holds the ``max(1.5 / C, 1 / C + 50)`` target pairs of smallest Euclidean
           margin, each with the nearest other-class point of ``i``.
         - ``"nearest"``: fixed triplets, each target pair with the nearest other-class
