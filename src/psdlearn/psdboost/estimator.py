@@ -279,8 +279,10 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         Per solve: ``n_triplets`` (rows of its working set), ``objective`` and
         ``upper_bound`` (its certified pair), ``n_violated`` (impostor triplets outside
         the working set found below ``rho - eps`` after it, at most two per target pair;
-        0 exactly when there is none, at the last round of a converged fit) and
-        ``seconds`` since the start of the solves.
+        0 exactly when there is none, at the last round of a converged fit),
+        ``seconds`` since the start of the solves, and in a last round that ended by the
+        bound on all impostor triplets, ``appended`` (the rows that joined without a
+        solve).
     C_ : float
         The slack price used.
     eps_ : float
