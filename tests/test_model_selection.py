@@ -217,7 +217,27 @@ def test_critical_gamma_by_lobpcg_matches_the_dense_pencil(monkeypatch, n_pairs)
     C = pl.PairwiseConstraints.from_labels(y, n_pairs, n_pairs, random_state=0)
     dense = critical_gamma(L, C.pairs, C.signs, "square")
     monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
-    assert critical_gamma(L, C.pairs, C.signs, "square") == pytest.approx(dense, rel=1e-4)
+    assert critical_gamma(L, C.pairs, C.signs, "square") == pytest.approx(dense, rel=1e-5)
+
+
+def test_critical_gamma_from_the_vectors_of_fewer_pairs_matches_the_dense_pencil(monkeypatch):
+    # partial_fit's gamma_0: LOBPCG started from the block of the pencil without the new
+    # pairs, no scale run, the same accuracy as from a random block
+    X, y = _blobs(400, d=2)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    keep = np.arange(C.n_pairs) % 10 != 0
+    dense = critical_gamma(L, C.pairs, C.signs, "square")
+    monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
+    old, vectors = critical_gamma(L, C.pairs[keep], C.signs[keep], "square",
+                                  return_vectors=True)
+    assert vectors.shape == (400, 2) and old != pytest.approx(dense, rel=1e-3)
+    runs = []
+    lobpcg = gamma_module.lobpcg
+    monkeypatch.setattr(gamma_module, "lobpcg", lambda *a, **k: runs.append(k) or lobpcg(*a, **k))
+    warm = critical_gamma(L, C.pairs, C.signs, "square", start=vectors)
+    assert warm == pytest.approx(dense, rel=1e-5)
+    assert len(runs) == 1  # no scale run
 
 
 def test_zero_kernel_below_critical_gamma_by_the_exact_sdp():

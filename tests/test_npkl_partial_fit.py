@@ -161,6 +161,28 @@ def test_partial_fit_with_far_apart_new_pairs_reaches_the_optimum(gaussians, los
     assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)
 
 
+def test_partial_fit_above_400_points_starts_gamma_0_from_the_last_vectors(gaussians,
+                                                                         monkeypatch):
+    # gamma_0 by LOBPCG: partial_fit's run starts from the vectors fit kept (one run, no
+    # scale run) and gives a fresh fit's gamma and optimum
+    from psdlearn.npkl import gamma as gamma_module
+
+    X, C, A, B = gaussians
+    kw = dict(loss="square", tol=1e-8, max_iter=20000, random_state=0)
+    model = pl.NPKL(**kw).fit(X, A)
+    assert model._gamma_vectors.shape == (len(X), 2)
+    runs = []
+    lobpcg = gamma_module.lobpcg
+    monkeypatch.setattr(gamma_module, "lobpcg", lambda *a, **k: runs.append(k) or lobpcg(*a, **k))
+    model.partial_fit(X, B)
+    assert len(runs) == 1
+    fresh = pl.NPKL(**kw).fit(X, C)
+    assert len(runs) == 3  # a fresh fit: the scale run, then the run to the tolerance
+    assert model.gamma_ == pytest.approx(fresh.gamma_, rel=1e-5)
+    assert model.gamma_ != pytest.approx(pl.NPKL(**kw).fit(X, A).gamma_, rel=1e-3)
+    assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)
+
+
 @pytest.mark.parametrize("loss", ["square", "squared_hinge", "hinge"])
 def test_endpoint_sweeps_move_only_their_rows_and_lower_the_objective(gaussians, loss):
     from psdlearn.npkl import _kernels as K

@@ -18,9 +18,11 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   (``12 nnz``), the part of the basis it annihilates with its product by the dual matrix
   (``16 n r``) and the Lanczos vectors (``8 n (ncv + 4)``, ``ncv = 32``).
 
-The peak is the largest phase plus the interpreter and the imported libraries
-(:data:`BASELINE_BYTES`). The coefficients are those sizes, not fitted; the benchmark of
-the estimate compares them with the peak resident memory of fits in fresh processes.
+The solve and the certificate also hold the two ``gamma_0`` vectors kept for
+``partial_fit`` (``8 n``, float32; ``gamma="auto"`` with a margin loss). The peak is
+the largest phase plus the interpreter and the imported libraries (:data:`BASELINE_BYTES`).
+The coefficients are those sizes, not fitted; the benchmark of the estimate compares them
+with the peak resident memory of fits in fresh processes.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def _gb(b):
 
 def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np.float64,
                          knn_method="exact", solver="bcd", n_pairs=0, certificate=True,
-                         nnz=None, graph="knn", extrapolation=False):
+                         nnz=None, graph="knn", extrapolation=False, gamma_vectors=False):
     """Predicted peak memory of ``NPKL.fit`` (module docstring for the model).
 
     Parameters
@@ -125,6 +127,10 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     extrapolation : bool, default=False
         Whether BCD's sweeps are extrapolated (``solver_options["extrapolation"]``: two
         more arrays of the size of the embedding).
+    gamma_vectors : bool, default=False
+        Whether the fit keeps the two vectors of its ``gamma_0`` eigen-solve (float32,
+        ``8 n`` bytes: ``gamma="auto"`` with a margin loss above 400 samples), from which
+        ``partial_fit`` starts.
 
     Returns
     -------
@@ -147,9 +153,10 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     laplacian = CSR_ENTRY * entries + 4 * (n + 1)
     pairs = 40 * int(n_pairs)
     base = {"baseline": BASELINE_BYTES, "X": x_bytes, "index": index, "pairs": pairs}
+    kept = {"gamma_0 vectors": 8 * n if gamma_vectors else 0}  # after the graph phase
     phases = {
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
-        "solve": {**base, "Laplacian": laplacian,
+        "solve": {**base, **kept, "Laplacian": laplacian,
                   "reordered Laplacian": laplacian if solver == "bcd" else 0,
                   "embedding": 2 * f * n * r,
                   "extrapolation arrays": 2 * f * n * r if extrapolation else 0,
@@ -159,7 +166,7 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     }
     if certificate:
         # the SVD of E (its copy and U), then the Lanczos run on the dual matrix with U kept
-        cert = {**base, "Laplacian": laplacian, "embedding": f * n * r,
+        cert = {**base, **kept, "Laplacian": laplacian, "embedding": f * n * r,
                 "float64 copy of the embedding": 8 * n * r if f < 8 else 0,
                 "range basis": 8 * n * r}
         phases["certificate"] = max(
@@ -307,6 +314,7 @@ def npkl_estimate(est, n_samples, n_features, *, n_pairs=0, nnz=None, rank=None)
     for pcp); ``"adaptive"`` the larger of ``rank_init`` and that rule (the cap of
     the escalation).
     """
+    from psdlearn.npkl.gamma import _DENSE_MAX
     from psdlearn.npkl.losses import get_loss
     from psdlearn.npkl.problem import auto_rank
     from psdlearn.npkl.solvers import NPKL_SOLVERS
@@ -325,7 +333,8 @@ def npkl_estimate(est, n_samples, n_features, *, n_pairs=0, nnz=None, rank=None)
         knn_method=_knn_method(est.knn_method, n, n_features, nnz is not None),
         solver=est.solver, n_pairs=n_pairs, nnz=nnz, graph=est.graph,
         certificate=bool(spec.certificate and est.certificate_tol is not None),
-        extrapolation=_extrapolated(est, n))
+        extrapolation=_extrapolated(est, n),
+        gamma_vectors=(est.gamma == "auto" and get_loss(est.loss).margin and n > _DENSE_MAX))
 
 
 def _extrapolated(est, n):

@@ -5,7 +5,8 @@ neighbour index and the width ``sigma`` of the first fit are kept; only the loss
 gains pairs. The problem on the union of the pairs is solved from the current
 ``embedding_`` (the point that was optimal for the old pairs), with the loss weight and
 the rank a fresh fit on the union would choose: ``gamma="auto"`` is recomputed from all
-the pairs (one ``gamma_0`` eigen-solve, in the value order of ``fit``), and
+the pairs (one ``gamma_0`` eigen-solve, in the value order of ``fit``, started from the
+vectors of the last one), and
 ``rank="auto"`` grows with the rule's count, the new columns small and random. Kept from
 the first fit, a rank chosen from the first 20 answers of a query loop held 400 pairs at
 rank 5 (glass: 1,000 sweeps a round instead of 300, and a lower Rand index).
@@ -106,7 +107,8 @@ def partial_fit(est, X, y):
     if est.gamma == "auto":  # as fit computes it: the union's gamma_0, in value order
         order = value_order(est.X_fit_) if est.graph == "knn" else None
         L_o, pairs_o = in_order(est.laplacian_, C.pairs, order)
-        est.gamma_ = est._resolve_gamma(L_o, pairs_o, C.signs)
+        est.gamma_ = est._resolve_gamma(L_o, pairs_o, C.signs,
+                                        start=getattr(est, "_gamma_vectors", None))
     problem = NPKLProblem(est.laplacian_, C.pairs, C.signs.astype(np.float64), est.loss,
                           est.gamma_, float(est.b))
     began = time.perf_counter()

@@ -645,6 +645,7 @@ def fit_bcd(problem, E0, options):
     (:func:`psdlearn.npkl._multilevel.multilevel_start`, each coarse level by BCD to
     ``SMOOTHING_TOL_FACTOR * tol``, the hinge smoothed at :data:`COARSE_SMOOTHING`), and
     the hinge's continuation then starts at ``mu = 1e-3`` as after a rank escalation.
+    The sweeps' plane search (``extrapolation``) is off after new pairs.
 
     Parameters
     ----------
@@ -701,8 +702,11 @@ def fit_bcd(problem, E0, options):
                                           or DEFAULT_CERTIFICATE_TOL)
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
-    window = WINDOW if use_multilevel(params.get("extrapolation", False),
-                                      problem.n_samples) else 0
+    # from the previous optimum (partial_fit) the plane search never moved E in the ~40
+    # sweeps to the stopping test (10^5 points: same sweeps and objective), and its
+    # embedding-sized copies cost a tenth of the re-solve
+    window = WINDOW if (use_multilevel(params.get("extrapolation", False), problem.n_samples)
+                        and options.state != PARTIAL) else 0
     E, history, times, stages, multipliers = E0, [], [], [], []
     for mu in schedule:
         res = solve_bcd(problem, E, max_iter=options.max_iter,

@@ -687,12 +687,23 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self._rank_count = rank_rule_count(self.loss, pairs, signs, n)
         return min(auto_rank(self._rank_count), n)
 
-    def _resolve_gamma(self, L, pairs, signs):
+    def _resolve_gamma(self, L, pairs, signs, start=None):
+        """``gamma_``; for ``gamma="auto"`` with a margin loss, LOBPCG's vectors of
+        ``gamma_0`` are kept as ``_gamma_vectors`` (float32, value order, None from the
+        dense solve): ``partial_fit`` starts its ``gamma_0`` from them (``start``)."""
+        self._gamma_vectors = None
         if self.gamma != "auto":
             return float(self.gamma)
-        from psdlearn.npkl.gamma import auto_gamma
+        from psdlearn.npkl.gamma import auto_gamma, critical_gamma
+        from psdlearn.npkl.losses import get_loss
 
-        gamma, _ = auto_gamma(L, pairs, signs, self.loss)
+        gamma0 = None
+        if get_loss(self.loss).margin:
+            gamma0, vectors = critical_gamma(L, pairs, signs, self.loss, start=start,
+                                             return_vectors=True)
+            if vectors is not None:
+                self._gamma_vectors = vectors.astype(np.float32)
+        gamma, _ = auto_gamma(L, pairs, signs, self.loss, gamma0=gamma0)
         if not np.isfinite(gamma):
             warnings.warn("gamma='auto': no nonzero kernel lowers the loss of these "
                           "constraints (lambda_max(G, L) <= 0), so K = 0 is optimal for "
