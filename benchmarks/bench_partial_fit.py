@@ -114,7 +114,8 @@ def main():
              "tests/test_npkl_partial_fit.py finds 1e-6 at tol=1e-8.",
              "partial_fit keeps the graph and the neighbour index of the first fit, chooses "
              "gamma='auto' and rank='auto' for the union as the refit does (one gamma_0 "
-             "eigen-solve) and starts from its embedding; the refit builds the graph again.",
+             "eigen-solve, started from the first fit's vectors since 2026-11-29) and "
+             "starts from its embedding; the refit builds the graph again.",
              "At a fixed rank partial_fit leaves its duality certificate to the first read "
              "of certificate_ (the refit computes its own in fit): 'certificate read s' is "
              "that read, timed after the partial fit; the 'with read' ratios add it. CPU: "
