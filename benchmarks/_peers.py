@@ -35,7 +35,8 @@ Requests (JSON objects; arrays as nested lists):
     ``scores``, ``predictions``, ``time`` (fit only), ``error``.
 
 Every fit is stopped after ``time_limit`` seconds (default ``TIME_LIMIT``), which is
-then reported as the method's error (``TimeoutError``).
+then reported as the method's error (``TimeoutError``). With ``"warmup": true`` each
+method first fits, untimed, on a few of the pairs (``_warmup.py``; its errors ignored).
 
 The clustering peers draw from NumPy's global random state, which is seeded with ``seed``
 before each fit. PCKMeans and COPKMeans raise ``EmptyClustersException`` (and COPKMeans
@@ -56,6 +57,7 @@ from importlib import metadata
 
 import numpy as np
 from _time_limit import time_limit
+from _warmup import warmup_indices
 
 _DEFAULT_ERR = np.geterr()
 from active_semi_clustering.exceptions import (  # noqa: E402
@@ -113,6 +115,27 @@ def _fit_itml_kmeans(X, k, pairs, signs, seed):
     return labels, 1
 
 
+def _fit_cluster(name, X, k, pairs, signs, seed):
+    if name == "itml_kmeans":
+        return _fit_itml_kmeans(X, k, pairs, signs, seed)
+    ml = [tuple(map(int, p)) for p in pairs[signs > 0]]
+    cl = [tuple(map(int, p)) for p in pairs[signs < 0]]
+    return _fit_assc(name, X, k, ml, cl, seed)
+
+
+def _fit_pairs(name, X, fit_pairs, fit_y, seed):
+    return _PAIRS[name](preprocessor=X, random_state=seed).fit(fit_pairs, fit_y)
+
+
+def _untimed(limit, fit, *args):
+    """The warm-up fit (module docstring); its result and errors are dropped."""
+    try:
+        with time_limit(limit):
+            fit(*args)
+    except Exception:  # noqa: S110 (a failed warm-up still warmed the code it ran)
+        pass
+
+
 def cluster(req):
     """Answer a ``"cluster"`` request (see the module docstring)."""
     X = np.asarray(req["X"], dtype=float)
@@ -120,18 +143,16 @@ def cluster(req):
     pairs = np.asarray(req["pairs"], dtype=int).reshape(-1, 2)
     signs = np.asarray(req["signs"], dtype=int)
     seed = int(req["seed"])
-    ml = [tuple(map(int, p)) for p in pairs[signs > 0]]
-    cl = [tuple(map(int, p)) for p in pairs[signs < 0]]
     limit = float(req.get("time_limit", TIME_LIMIT))
+    w = warmup_indices(signs)
     out = {}
     for name in req["methods"]:
+        if req.get("warmup"):
+            _untimed(limit, _fit_cluster, name, X, k, pairs[w], signs[w], seed)
         t0 = time.perf_counter()
         try:
             with time_limit(limit):
-                if name == "itml_kmeans":
-                    labels, attempts = _fit_itml_kmeans(X, k, pairs, signs, seed)
-                else:
-                    labels, attempts = _fit_assc(name, X, k, ml, cl, seed)
+                labels, attempts = _fit_cluster(name, X, k, pairs, signs, seed)
             res = {"labels": np.asarray(labels).tolist(), "attempts": attempts, "error": None}
         except Exception as exc:  # a peer's failure is a result to report, not a crash
             res = {"labels": None, "attempts": None, "error": f"{type(exc).__name__}: {exc}"}
@@ -150,12 +171,15 @@ def pairs(req):
     test = np.asarray(req["test_points"], dtype=float)
     seed = int(req["seed"])
     limit = float(req.get("time_limit", TIME_LIMIT))
+    w = warmup_indices(fit_y)
     out = {}
     for name in req["methods"]:
+        if req.get("warmup"):
+            _untimed(limit, _fit_pairs, name, X, fit_pairs[w], fit_y[w], seed)
         t0 = time.perf_counter()
         try:
             with time_limit(limit):
-                model = _PAIRS[name](preprocessor=X, random_state=seed).fit(fit_pairs, fit_y)
+                model = _fit_pairs(name, X, fit_pairs, fit_y, seed)
             elapsed = time.perf_counter() - t0
             model.calibrate_threshold(val_pairs, val_y, strategy="accuracy")
             res = {"scores": model.decision_function(test).tolist(),

@@ -38,7 +38,9 @@ Protocol, fixed before measuring:
   method limited to one thread (``--threads``; the machine is shared). The
   methods run one after another within each seed, the order alternating between seeds, so
   that the load of other jobs on the shared machine falls on all of them alike. One
-  untimed fit of psdlearn first compiles its numba kernels.
+  untimed fit of psdlearn first compiles its numba kernels. Since 2026-11-29 every timed
+  fit follows an untimed warm-up fit of the same method on 20 of the pairs, in the
+  process that times it (``_warmup.py``).
 - Goal (issue 36): psdlearn's mean Rand at least the best peer's minus 1 point, and its
   median time at most that peer's. A peer that fails on some seed (no clustering: e.g.
   ``InconsistentConstraintsException`` when a flipped sign puts a cannot-link inside a
@@ -69,6 +71,7 @@ from _peers_client import (
     start_run,
     write_retime,
 )
+from _warmup import warmup_indices
 from sklearn.cluster import KMeans
 from sklearn.metrics import rand_score
 
@@ -92,6 +95,9 @@ def side_information(y, m, seed):
 
 
 def run_ours(X, k, pairs, signs, seed):
+    w = warmup_indices(signs)
+    pl.ConstrainedClustering(n_clusters=k, random_state=seed).fit(
+        X, pl.PairwiseConstraints(pairs[w], signs[w], n_samples=len(X)))  # _warmup.py
     C = pl.PairwiseConstraints(pairs, signs, n_samples=len(X))
     t0 = time.perf_counter()
     labels = pl.ConstrainedClustering(n_clusters=k, random_state=seed).fit(X, C).labels_
@@ -99,6 +105,7 @@ def run_ours(X, k, pairs, signs, seed):
 
 
 def run_kmeans(X, k, seed):
+    KMeans(n_clusters=k, n_init=10, random_state=seed).fit(X)  # warm-up, _warmup.py
     t0 = time.perf_counter()
     labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(X)
     return labels, time.perf_counter() - t0
@@ -125,7 +132,7 @@ def run_cell(peers, X, y, k, pairs, signs, seed, reused=None, retime=False):
         nonlocal fresh
         fresh = share_peers(out, peers, {"op": "cluster", "X": X.tolist(), "n_clusters": k,
                                          "pairs": pairs.tolist(), "signs": signs.tolist(),
-                                         "seed": seed, "methods": PEERS},
+                                         "seed": seed, "methods": PEERS, "warmup": True},
                             reused, retime, record)
         labels, t = run_kmeans(X, k, seed)
         out["kmeans_X"] = {"rand": 100 * rand_score(y, labels), "time": t, "error": None}
