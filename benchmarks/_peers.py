@@ -36,7 +36,8 @@ Requests (JSON objects; arrays as nested lists):
 
 Every fit is stopped after ``time_limit`` seconds (default ``TIME_LIMIT``), which is
 then reported as the method's error (``TimeoutError``). With ``"warmup": true`` each
-method first fits, untimed, on a few of the pairs (``_warmup.py``; its errors ignored).
+method first fits, untimed, on a few of the pairs (``_warmup.py``; stopped after 2 s,
+its errors ignored).
 
 The clustering peers draw from NumPy's global random state, which is seeded with ``seed``
 before each fit. PCKMeans and COPKMeans raise ``EmptyClustersException`` (and COPKMeans
@@ -57,7 +58,7 @@ from importlib import metadata
 
 import numpy as np
 from _time_limit import time_limit
-from _warmup import warmup_indices
+from _warmup import WARMUP_TIME_LIMIT, warmup_indices
 
 _DEFAULT_ERR = np.geterr()
 from active_semi_clustering.exceptions import (  # noqa: E402
@@ -127,10 +128,11 @@ def _fit_pairs(name, X, fit_pairs, fit_y, seed):
     return _PAIRS[name](preprocessor=X, random_state=seed).fit(fit_pairs, fit_y)
 
 
-def _untimed(limit, fit, *args):
-    """The warm-up fit (module docstring); its result and errors are dropped."""
+def _untimed(fit, *args):
+    """The warm-up fit (module docstring), stopped after ``WARMUP_TIME_LIMIT``; its result
+    and errors are dropped."""
     try:
-        with time_limit(limit):
+        with time_limit(WARMUP_TIME_LIMIT):
             fit(*args)
     except Exception:  # noqa: S110 (a failed warm-up still warmed the code it ran)
         pass
@@ -148,7 +150,7 @@ def cluster(req):
     out = {}
     for name in req["methods"]:
         if req.get("warmup"):
-            _untimed(limit, _fit_cluster, name, X, k, pairs[w], signs[w], seed)
+            _untimed(_fit_cluster, name, X, k, pairs[w], signs[w], seed)
         t0 = time.perf_counter()
         try:
             with time_limit(limit):
@@ -175,7 +177,7 @@ def pairs(req):
     out = {}
     for name in req["methods"]:
         if req.get("warmup"):
-            _untimed(limit, _fit_pairs, name, X, fit_pairs[w], fit_y[w], seed)
+            _untimed(_fit_pairs, name, X, fit_pairs[w], fit_y[w], seed)
         t0 = time.perf_counter()
         try:
             with time_limit(limit):

@@ -15,6 +15,9 @@ import numpy as np
 
 #: Pairs of the warm-up fit: up to half of them of each sign, the first ones given.
 WARMUP_PAIRS = 20
+#: Wall seconds after which a warm-up fit is stopped (MMC on 20 pairs can run to the
+#: peers' limit of 30 s; a stopped warm-up has still run the code it warms).
+WARMUP_TIME_LIMIT = 2.0
 
 
 def warmup_indices(signs, n=WARMUP_PAIRS):
