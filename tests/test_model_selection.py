@@ -238,6 +238,9 @@ def test_critical_gamma_from_the_vectors_of_fewer_pairs_matches_the_dense_pencil
     warm = critical_gamma(L, C.pairs, C.signs, "square", start=vectors)
     assert warm == pytest.approx(dense, rel=1e-5)
     assert len(runs) == 1  # no scale run
+    # a degenerate block (a zero vector: no Ritz value) is replaced by a random one
+    cold = critical_gamma(L, C.pairs, C.signs, "square", start=np.zeros((400, 2)))
+    assert cold == pytest.approx(dense, rel=1e-5) and len(runs) == 3
 
 
 def test_zero_kernel_below_critical_gamma_by_the_exact_sdp():

@@ -41,6 +41,7 @@ are in the method notes of the documentation.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 
@@ -179,10 +180,13 @@ def _lobpcg_largest(G, L, rng, start=None):
     n = G.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        scale = None
         if start is not None and start.shape == (n, 2) and np.all(np.isfinite(start)):
             X = np.asarray(start, dtype=np.float64)
-            scale = float(np.max(sl.eigvalsh(X.T @ (G @ X), X.T @ (L @ X))))
-        else:
+            # a Ritz value is at most lambda_max: the tolerance below is never looser
+            with contextlib.suppress(np.linalg.LinAlgError):  # a degenerate block
+                scale = float(np.max(sl.eigvalsh(X.T @ (G @ X), X.T @ (L @ X))))
+        if scale is None:
             # a random start's residual is tiny against lambda_max (its G-energy is), so
             # the scale run must not stop on a residual: a tolerance of ~0 runs its
             # iterations
