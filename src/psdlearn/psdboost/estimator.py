@@ -64,7 +64,7 @@ from psdlearn.constraints import (
 from psdlearn.psdboost._bounds import margin_scale
 from psdlearn.psdboost._outer import first_working_set, solve_rounds, target_pairs
 from psdlearn.psdboost._pricing import TripletOperator
-from psdlearn.psdboost.ipm import _LOW_RANK_RATIO
+from psdlearn.psdboost.ipm import low_rank_applies
 from psdlearn.psdboost.solvers import SOLVERS, TripletProblem
 
 __all__ = ["PSDBoost"]
@@ -688,7 +688,8 @@ class PSDBoost(MahalanobisMixin, TransformerMixin, BaseEstimator):
         small = t <= max_ipm_triplets and n_features <= AUTO_IPM_MAX_FEATURES
         # the interior point's low-rank Newton system: O(t n_s^2) per step, no t x t matrix
         n_s = n_features * (n_features + 1) // 2
-        low_rank = active and t >= _LOW_RANK_RATIO * n_s and t * n_s**2 <= AUTO_ACTIVE_IPM_FLOPS
+        low_rank = (active and low_rank_applies(t, n_features)
+                    and t * n_s**2 <= AUTO_ACTIVE_IPM_FLOPS)
         return "interior-point" if small or low_rank else "working-set"
 
     # ------------------------------------------------------------------ use

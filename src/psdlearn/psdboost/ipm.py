@@ -48,7 +48,7 @@ from psdlearn._solver import SolverResult
 from psdlearn.psdboost._bounds import margin_scale, stop_status, trace_one_factor
 from psdlearn.psdboost._pricing import TripletOperator
 
-__all__ = ["path_following", "solve_ipm"]
+__all__ = ["low_rank_applies", "path_following", "solve_ipm"]
 
 #: Fraction of the distance to the boundary of the cones taken by a step.
 _STEP_FRACTION = 0.95
@@ -61,6 +61,12 @@ _SOLVE_ACCURACY = 1e-8
 #: ``low_rank="auto"``: the low-rank Newton system from ``t >= _LOW_RANK_RATIO n_s`` rows
 #: (the measured crossover of the two systems, in the method notes of the documentation).
 _LOW_RANK_RATIO = 5
+
+
+def low_rank_applies(n_triplets, n_features):
+    """Whether ``low_rank="auto"`` solves the Newton systems through their low-rank part:
+    ``t >= 5 n_s`` rows, ``n_s = D (D + 1) / 2``."""
+    return n_triplets >= _LOW_RANK_RATIO * n_features * (n_features + 1) // 2
 
 
 def _max_step_psd(L, dS):
@@ -162,7 +168,7 @@ def solve_ipm(X, triplets, C, *, tol=1e-8, max_iter=100, max_triplets=5000, max_
     report = None if callback is None else (
         lambda i, p, o, r: callback(i, p * scale, o * scale, r))
     if low_rank == "auto":
-        low_rank = t >= _LOW_RANK_RATIO * D * (D + 1) // 2
+        low_rank = low_rank_applies(t, D)
     Xm, rho, xi, pi, w, status, history = path_following(
         Dk, Dj, C, tol, max_iter, deadline, low_rank=low_rank, callback=report)
     if low_rank and status == "inaccurate":
