@@ -122,3 +122,31 @@ def test_progress_names_the_phase_and_shows_memory(monkeypatch, capsys, data):
     err = capsys.readouterr().err
     # the solve's bar: phase, steps with elapsed<remaining, and the memory in use
     assert re.search(r"NPKL bcd: .*\d+/200 \[\d\d:\d\d<\d\d:\d\d.*mem=\d+MB", err)
+
+
+def test_auto_extrapolation_gives_way_when_memory_is_short(monkeypatch, capsys):
+    # from 10,000 samples extrapolation="auto" keeps two more arrays the size of the
+    # embedding; where only the fit without them fits, the fit runs without them
+    X, y = pl.datasets.make_two_gaussians(10_000, n_features=3, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    kw = dict(loss="square", rank=30, n_neighbors=5, knn_method="exact", max_iter=20,
+              certificate_tol=None, random_state=0)
+    auto = pl.NPKL(**kw).memory_estimate(*X.shape, n_pairs=C.n_pairs)
+    plain = pl.NPKL(**kw, solver_options={"extrapolation": False}).memory_estimate(
+        *X.shape, n_pairs=C.n_pairs)
+    assert auto.config["extrapolation"] and not plain.config["extrapolation"]
+    assert auto.peak_bytes - plain.peak_bytes >= 2 * 10_000 * 30 * 8
+    monkeypatch.setattr(memory, "available_memory", lambda: plain.peak_bytes + 1)
+    model = pl.NPKL(**kw, verbose=1).fit(X, C)
+    assert model.solver_options_["extrapolation"] is False
+    assert "solver_options['extrapolation']='auto' is off" in capsys.readouterr().err
+    off = pl.NPKL(**kw, solver_options={"extrapolation": False}).fit(X, C)
+    # the same sweeps (BLAS threads in gamma_0's solve round the last digits differently)
+    assert model.n_iter_ == off.n_iter_
+    np.testing.assert_allclose(model.objective_history_, off.objective_history_, rtol=1e-7)
+    # an explicit True is the user's choice: the guard refuses instead
+    with pytest.raises(MemoryError):
+        pl.NPKL(**kw, solver_options={"extrapolation": True}).fit(X, C)
+    # with room for both, "auto" stays on
+    monkeypatch.setattr(memory, "available_memory", lambda: auto.peak_bytes + 1)
+    assert pl.NPKL(**kw).fit(X, C).solver_options_["extrapolation"] == "auto"

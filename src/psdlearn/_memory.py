@@ -180,7 +180,8 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     config = {"n_samples": n, "n_features": d, "rank": r, "n_neighbors": k,
               "dtype": np.dtype(dtype).name, "knn_method": knn_method, "solver": solver,
               "n_pairs": int(n_pairs), "certificate": bool(certificate), "nnz": nnz,
-              "graph": graph}
+              "graph": graph, "extrapolation": bool(extrapolation),
+              "gamma_vectors": bool(gamma_vectors)}
     return MemoryEstimate(int(sum(breakdown.values())), phase, breakdown, config)
 
 
@@ -373,5 +374,21 @@ def guard_npkl_fit(est, X, y):
         return
     from psdlearn.npkl.solvers import NPKL_SOLVERS
 
+    options = getattr(est, "solver_options_", None)
+    if estimate.config.get("extrapolation") and options is not None \
+            and options.get("extrapolation") == "auto":
+        # "auto" extrapolates where it pays; its two arrays the size of the embedding do
+        # not pay for a fit they would stop: without them the optimum is the same
+        available = available_memory()
+        plain = npkl_memory_estimate(**{**estimate.config, "extrapolation": False})
+        if available is not None and estimate.peak_bytes > available >= plain.peak_bytes:
+            options["extrapolation"] = False
+            if est.verbose:
+                import sys
+
+                print(f"NPKL: solver_options['extrapolation']='auto' is off: with it "
+                      f"{estimate.summary()}, more than the {_gb(available)} available",
+                      file=sys.stderr)
+            estimate = plain
     check_memory(estimate, name="NPKL", verbose=est.verbose,
                  float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))

@@ -200,7 +200,8 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
           ``"extrapolation"`` (``"auto"``, True or False: every 10 sweeps, move to the
           exact minimizer of the objective over the plane of the last two windows'
           displacements when it is lower; the same optimum, non-increasing objective,
-          two more arrays the size of the embedding; ``"auto"``: from 10,000 samples).
+          two more arrays the size of the embedding; ``"auto"``: from 10,000 samples,
+          and not where only the fit without those arrays fits in the memory available).
         - ``"admm"``: ``"rho"`` (100.0; initial penalty, then adapted), ``"init"``
           (``"random"`` or ``"bcd"``: start from BCD on the square loss), ``"omega"``
           (of that BCD start).
