@@ -23,7 +23,8 @@ Run: ``python benchmarks/bench_knn_graph.py [--quick] [--max-n N] [--no-quality]
   embedding. a9a is binary, so many neighbours tie at the k-th
   distance and the exact graph itself depends on the row order: a third fit, exact on the
   rows permuted, measures that arbitrariness beside the approximate graph's difference.
-- ``--only-1e7``: one end-to-end fit at n = 1e7 (rank 50), time and peak memory.
+- ``--only-1e7``: one end-to-end fit at n = 1e7 (rank 50), time and peak memory
+  (``--name`` to write it elsewhere than ``knn_graph_1e7``).
 
 Peak memory is the process's maximum resident set size (``resource``), which counts the
 C++ index and the data; it is monotone over the run, so rows are in increasing n.
@@ -80,7 +81,9 @@ def end_to_end(ns, rows, precomputed=True, verbose=0):
                      "recall": round(info["recall"], 4), "graph_s": model.graph_time_,
                      "solve_s": model.fit_time_, "total_s": total,
                      "total/solve": total / model.fit_time_, "cpu_s": cpu,
-                     "sweeps": model.n_iter_, "peak_MiB": _rss_mib()})
+                     "sweeps": model.n_iter_, "peak_MiB": _rss_mib(),
+                     "converged": model.converged_,
+                     "extrapolation": model.solver_options_.get("extrapolation")})
         if precomputed:
             L = model.laplacian_  # the graph of the end-to-end fit
             del model
@@ -214,7 +217,8 @@ def main():
     if args.only_1e7:
         end_to_end([10_000_000], rows, precomputed=False, verbose=args.verbose)
         notes.append(load_note(start_load))
-        write_results("knn_graph_1e7", COLUMNS, rows, notes)
+        write_results("knn_graph_1e7" if args.name == "knn_graph" else args.name, COLUMNS,
+                      rows, notes)
         return
     if args.only_graph_times:
         graph_times(rows, quality=False, repeats=args.repeats, exact=False)
