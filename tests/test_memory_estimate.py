@@ -165,3 +165,18 @@ def test_the_margin_refuses_a_fit_predicted_just_below_the_memory(monkeypatch, d
     monkeypatch.setattr(memory, "available_memory", lambda: need.peak_bytes + 1)
     with pytest.raises(MemoryError, match="margin"):
         model.fit(X, C)
+
+
+def test_guard_names_fewer_neighbours_when_the_graph_is_the_peak():
+    # k = 30 at 10^7 points: the graph's assembly is the peak, which no rank lowers
+    config = memory.npkl_memory_estimate(10**7, 10, rank=10, n_neighbors=30,
+                                         knn_method="approximate").config
+    need = memory.npkl_memory_estimate(**config)
+    assert need.phase == "graph"
+    limit = need.required_bytes // 2
+    fixes = memory.memory_fixes(config, limit)
+    named = [f for f in fixes if f.startswith("n_neighbors=")]
+    assert len(named) == 1 and not any(f.startswith("rank=") for f in fixes)
+    k = int(named[0].split("=")[1])
+    assert k < 30
+    assert memory.npkl_memory_estimate(**{**config, "n_neighbors": k}).fits(limit)

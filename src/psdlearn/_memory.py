@@ -242,8 +242,8 @@ def available_memory():
 def memory_fixes(config, available, *, float32=False):
     """Changes of ``config`` (arguments of :func:`npkl_memory_estimate`) whose predicted
     peak, with its margin (:meth:`MemoryEstimate.fits`), fits in ``available`` bytes, as
-    ``NPKL`` arguments (a lower ``rank``, float32, the approximate search), ending with
-    the Dask route, which holds one row block per worker.
+    ``NPKL`` arguments (a lower ``rank``, fewer neighbours, float32, the approximate
+    search), ending with the Dask route, which holds one row block per worker.
 
     Parameters
     ----------
@@ -266,6 +266,12 @@ def memory_fixes(config, available, *, float32=False):
     fitting = next((r for r in lower if fits(rank=r)), None)
     if fitting is not None:
         fixes.append(f"rank={fitting}")
+    if config["graph"] == "knn":  # the graph's assembly grows with k (the graph phase)
+        k = config["n_neighbors"]
+        fewer = next((j for j in sorted({max(1, k * i // 8) for i in range(1, 8)},
+                                        reverse=True) if j < k and fits(n_neighbors=j)), None)
+        if fewer is not None:
+            fixes.append(f"n_neighbors={fewer}")
     if float32 and config["dtype"] != "float32" and fits(dtype="float32"):
         fixes.append("dtype=np.float32")
     if (config["graph"] == "knn" and config["knn_method"] == "exact"
