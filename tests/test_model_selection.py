@@ -6,6 +6,8 @@ import warnings
 import numpy as np
 import pytest
 import scipy.linalg as sl
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.neighbors import KNeighborsClassifier
@@ -241,6 +243,40 @@ def test_critical_gamma_from_the_vectors_of_fewer_pairs_matches_the_dense_pencil
     # a degenerate block (a zero vector: no Ritz value) is replaced by a random one
     cold = critical_gamma(L, C.pairs, C.signs, "square", start=np.zeros((400, 2)))
     assert cold == pytest.approx(dense, rel=1e-5) and len(runs) == 3
+
+
+def test_critical_gamma_with_few_constrained_rows_among_many(monkeypatch):
+    # 8 pairs among 22,500 points: a random start block has almost no G-energy, and scipy's
+    # LOBPCG hands back the iterate of smallest absolute residual. The exact value from the
+    # constrained rows alone: lambda_max(G, L) = lambda_max(G_CC (L^-1)_CC), G living on C
+    side = 150
+    grid = sp.diags([np.ones(side - 1)], [1], shape=(side, side))
+    path = sp.diags(np.r_[1.0, 2.0 * np.ones(side - 2), 1.0]) - grid - grid.T
+    L = (sp.kron(path, sp.eye(side)) + sp.kron(sp.eye(side), path)
+         + 0.01 * sp.eye(side * side)).tocsr()
+    n = L.shape[0]
+    rng = np.random.default_rng(0)
+    pairs = np.sort(rng.choice(n, size=(8, 2), replace=False), axis=1)
+    signs = np.array([1, -1, 1, 1, -1, 1, -1, 1])
+    G = loss_gradient_matrix(n, pairs, signs, "square")
+    rows = np.unique(pairs)
+    E = np.zeros((n, len(rows)))
+    E[rows, np.arange(len(rows))] = 1.0
+    inv_cc = E.T @ spla.splu(L.tocsc()).solve(E)
+    exact = 1.0 / np.max(np.linalg.eigvals(G[rows][:, rows].toarray() @ inv_cc).real)
+    scales = []
+    lobpcg = gamma_module.lobpcg
+
+    def recorded(*args, **kwargs):
+        vals, X = lobpcg(*args, **kwargs)
+        scales.append(float(np.max(vals)))
+        return vals, X
+
+    monkeypatch.setattr(gamma_module, "lobpcg", recorded)
+    assert critical_gamma(L, pairs, signs, "square") == pytest.approx(exact, rel=1e-5)
+    # the scale run ends near lambda_max, not at its start (whose Ritz value is ~1e-4 of
+    # it): the second run's tolerance is then relative to lambda_max, as intended
+    assert len(scales) == 2 and scales[0] > 0.5 / exact
 
 
 def test_zero_kernel_below_critical_gamma_by_the_exact_sdp():
