@@ -411,8 +411,9 @@ def guard_npkl_fit(est, X, y):
                 import sys
 
                 print(f"NPKL: solver_options['extrapolation']='auto' is off: with it "
-                      f"{estimate.summary()}, more than the {_gb(available)} available",
-                      file=sys.stderr)
+                      f"{estimate.summary()}; with the model's margin "
+                      f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
+                      "available", file=sys.stderr)
             estimate = plain
     check_memory(estimate, name="NPKL", verbose=est.verbose,
                  float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))
