@@ -103,7 +103,8 @@ def _repredict(rows):
         new = {**row, "predicted_at_run_GB": row.get("predicted_at_run_GB",
                                                      row["predicted_GB"]),
                "predicted_GB": round(est.peak_bytes / 1e9, 3), "phase": est.phase}
-        new["error_%"] = round(100.0 * (new["predicted_GB"] / row["measured_GB"] - 1.0), 1)
+        new["error_%"] = (round(100.0 * (new["predicted_GB"] / row["measured_GB"] - 1.0), 1)
+                          if row.get("outcome", "fitted") == "fitted" else None)
         out.append(new)
     return out
 
@@ -132,7 +133,7 @@ def main():
             old = json.loads((RESULTS / f"{name}.json").read_text())
             rows += _repredict(old["rows"])
             notes += [f"{name}: {note}" for note in old["notes"]]
-        errors = [abs(r["error_%"]) for r in rows]
+        errors = [abs(r["error_%"]) for r in rows if r["error_%"] is not None]
         notes.insert(0, "Predictions of the current model for peaks measured earlier "
                      "(predicted_at_run_GB: the model of that run). Largest |error|: "
                      f"{max(errors):.1f}% (goal 20%). The model's baseline (0.30 GiB after "

@@ -8,11 +8,13 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   ``n (4 d + 8 M)``), the neighbour lists (``16 n (k + 1)``: int64 indices and float64
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
   assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
-- **solve**: ``X``, the index (kept for ``transform``), ``L`` and its reordered copy
-  (``12 nnz`` each), the embedding and its reordered copy (``2 f n r``), with BCD's
-  extrapolation its two saved arrays (``2 f n r``), and with float32
-  the sweeps' float32 copy of the Laplacian's values (``4 nnz``);
-- **certificate**: ``X``, the index, ``L``, the embedding, with float32 its float64 copy
+- **solve**: ``X``, the index (kept for ``transform``), ``L``, for a kNN graph its copy
+  in the points' value order, and BCD's reordered copy (``12 nnz`` each), BCD's int64
+  copy of the graph's indices (``8 nnz``), the embedding and its reordered copy
+  (``2 f n r``), with BCD's extrapolation its two saved arrays (``2 f n r``), and with
+  float32 the sweeps' float32 copy of the Laplacian's values (``4 nnz``);
+- **certificate**: ``X``, the index, ``L`` (and its value-ordered copy), the
+  embedding, with float32 its float64 copy
   (``8 n r``: the certificate computes in float64), and its orthonormal basis
   (``8 n r``), then either the SVD's copy of the embedding (``8 n r``) or the dual matrix
   (``12 nnz``), the part of the basis it annihilates with its product by the dual matrix
@@ -51,10 +53,10 @@ CSR_ENTRY = 12
 ASSEMBLY_ENTRY = 40
 #: The guard asks for the predicted arrays plus this fraction of them (the baseline, a
 #: measured constant, without): the model counts the arrays, not the transient copies,
-#: and above the baseline the measured peaks of 10^6- and 10^7-point fits held 3-29% more
-#: than it predicts (the hinge's certificate most;
-#: ``benchmarks/results/memory_estimate_fixed_pairs.md``), so without a margin a fit
-#: admitted at the limit could still end in the kernel's OOM killer.
+#: and above the baseline the measured peaks of 10^5- to 10^7-point fits held up to 38%
+#: more than it predicts (20% at 10^6 and above;
+#: ``benchmarks/results/memory_estimate_fixed_pairs_repredicted.md``), so without a
+#: margin a fit admitted at the limit could still end in the kernel's OOM killer.
 MEMORY_MARGIN = 0.3
 
 
@@ -168,11 +170,16 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     laplacian = CSR_ENTRY * entries + 4 * (n + 1)
     pairs = 40 * int(n_pairs)
     base = {"baseline": BASELINE_BYTES, "X": x_bytes, "index": index, "pairs": pairs}
-    kept = {"gamma_0 vectors": 8 * n if gamma_vectors else 0}  # after the graph phase
+    # after the graph phase: the kept gamma_0 vectors, and the Laplacian in the points'
+    # value order (a kNN graph's; fit keeps the one in the input's order too)
+    kept = {"gamma_0 vectors": 8 * n if gamma_vectors else 0,
+            "value-ordered Laplacian": laplacian if graph == "knn" else 0}
     phases = {
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
         "solve": {**base, **kept, "Laplacian": laplacian,
                   "reordered Laplacian": laplacian if solver == "bcd" else 0,
+                  # BCD's kernels read the graph's indices as int64
+                  "int64 graph indices": 8 * (entries + n + 1) if solver == "bcd" else 0,
                   "embedding": 2 * f * n * r,
                   "extrapolation arrays": 2 * f * n * r if extrapolation else 0,
                   "float32 Laplacian values": 4 * entries if f == 4 else 0,

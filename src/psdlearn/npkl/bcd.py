@@ -274,6 +274,7 @@ def solve_bcd(
     stall_tol=None,
     dtype=np.float64,
     extrapolate=0,
+    copy=True,
 ):
     """Minimize the NPKL objective (10) over ``E`` by block coordinate descent (Alg. 1).
 
@@ -283,7 +284,7 @@ def solve_bcd(
         Laplacian (CSR, positive diagonal), constraints, a loss of :data:`BCD_LOSSES`
         (``"hinge"``, ``"squared_hinge"``, ``"square"``, ``"linear"``), ``gamma`` and ``b``.
     E0 : array-like of shape (n_samples, rank)
-        Starting point (not modified). For the linear loss its rows are first projected onto
+        Starting point (not modified, unless ``copy=False``). For the linear loss its rows are first projected onto
         the feasible ball ``||e_i|| <= b``.
     max_iter : int, default=1000
         Maximum number of sweeps.
@@ -348,6 +349,10 @@ def solve_bcd(
         (:mod:`psdlearn.npkl._extrapolation`; not with the linear loss). The objective
         stays non-increasing; the optimum is unchanged. Keeps two more arrays of the
         shape of ``E``.
+    copy : bool, default=True
+        Whether ``E0`` is copied. ``False`` lets the sweeps run in ``E0`` itself when it
+        is C-ordered of ``dtype`` (a start the caller no longer needs: one array of the
+        embedding's size less, 4 GB at 10^7 points and rank 50).
 
     Returns
     -------
@@ -376,7 +381,8 @@ def solve_bcd(
     gamma = float(problem.gamma)
     L = problem.laplacian.tocsr()
     n = L.shape[0]
-    E = np.array(E0, dtype=dtype, order="C", copy=True)
+    E = (np.array(E0, dtype=dtype, order="C", copy=True) if copy
+         else np.asarray(E0, dtype=dtype, order="C"))
     if E.ndim != 2 or E.shape[0] != n:
         raise ValueError(f"E0 must have shape ({n}, rank), got {E.shape}.")
     if not np.all(np.isfinite(E)):
@@ -709,6 +715,10 @@ def fit_bcd(problem, E0, options):
     window = WINDOW if (use_multilevel(params.get("extrapolation", False), problem.n_samples)
                         and options.state != PARTIAL) else 0
     E, history, times, stages, multipliers = E0, [], [], [], []
+    # the caller's start is copied once; the prolonged start and each stage's result are
+    # this function's own, and the next stage sweeps in them (one array of the embedding's
+    # size less: 4 GB at 10^7 points and rank 50)
+    own = bool(levels)
     for mu in schedule:
         res = solve_bcd(problem, E, max_iter=options.max_iter,
                         tol=options.tol * SMOOTHING_TOL_FACTOR if mu > 0 else exact_tol,
@@ -716,7 +726,9 @@ def fit_bcd(problem, E0, options):
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback,
                         plateau_tol=None if mu > 0 else plateau, stall_tol=stall,
-                        dtype=params.get("dtype", np.float64), extrapolate=window)
+                        dtype=params.get("dtype", np.float64), extrapolate=window,
+                        copy=not own)
+        own = True
         offset = times[-1] if times else start_time  # the coarse levels' seconds first
         history += res.objective_history[1 if history else 0:]
         times += [offset + t for t in res.time_history[1 if times else 0:]]
