@@ -284,8 +284,8 @@ def solve_bcd(
         Laplacian (CSR, positive diagonal), constraints, a loss of :data:`BCD_LOSSES`
         (``"hinge"``, ``"squared_hinge"``, ``"square"``, ``"linear"``), ``gamma`` and ``b``.
     E0 : array-like of shape (n_samples, rank)
-        Starting point (not modified, unless ``copy=False``). For the linear loss its rows are first projected onto
-        the feasible ball ``||e_i|| <= b``.
+        Starting point (not modified, unless ``copy=False``). For the linear loss its rows
+        are first projected onto the feasible ball ``||e_i|| <= b``.
     max_iter : int, default=1000
         Maximum number of sweeps.
     tol : float, default=1e-5
