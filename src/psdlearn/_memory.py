@@ -323,9 +323,8 @@ def check_memory(estimate, *, name, verbose=0, available=None, float32=False):
     raise MemoryError(
         f"{name}.fit: {estimate.summary()}; with the model's margin of "
         f"{MEMORY_MARGIN:.0%} on its arrays that is {_gb(estimate.required_bytes)}, more "
-        f"than the "
-        f"{_gb(available)} this process may still use; nothing was allocated. Changes "
-        f"that would fit: {'; '.join(fixes)}.")
+        f"than the {_gb(available)} this process may still use; nothing was allocated. "
+        f"Changes that would fit: {'; '.join(fixes)}.")
 
 
 def _knn_method(method, n, d, sparse):
