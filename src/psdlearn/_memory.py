@@ -404,12 +404,12 @@ def guard_npkl_fit(est, X, y):
         return
     from psdlearn.npkl.solvers import NPKL_SOLVERS
 
+    available = available_memory()  # read once: the decision below and the check agree
     options = getattr(est, "solver_options_", None)
     if estimate.config.get("extrapolation") and options is not None \
             and options.get("extrapolation") == "auto":
         # "auto" extrapolates where it pays; its two arrays the size of the embedding do
         # not pay for a fit they would stop: without them the optimum is the same
-        available = available_memory()
         plain = npkl_memory_estimate(**{**estimate.config, "extrapolation": False})
         if available is not None and not estimate.fits(available) and plain.fits(available):
             options["extrapolation"] = False
@@ -421,5 +421,5 @@ def guard_npkl_fit(est, X, y):
                       f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
                       "available", file=sys.stderr)
             estimate = plain
-    check_memory(estimate, name="NPKL", verbose=est.verbose,
+    check_memory(estimate, name="NPKL", verbose=est.verbose, available=available,
                  float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))
