@@ -155,6 +155,57 @@ def test_approximate_recall_on_fixed_problem():
 
 
 
+
+def test_approximate_in_spatial_order_answers_in_row_indices(monkeypatch):
+    """From ``HNSW_SPATIAL_MIN_SAMPLES`` points the graph's nodes are the rows in Z-order;
+    every answer must still name rows of ``X``: the distances recomputed from the rows,
+    each point's own row excluded, the recall of the input-order graph, queries of new
+    points, the recall estimate and a pickled index."""
+    pytest.importorskip("faiss")
+    import pickle
+
+    X = np.random.default_rng(1).normal(size=(3000, 10))
+    _, ref = NearestNeighbors(n_neighbors=10).fit(X).kneighbors()
+
+    def recall(ind):
+        return np.mean([len(np.intersect1d(a, b)) / 10 for a, b in zip(ind, ref, strict=True)])
+
+    plain = NeighborIndex("approximate", random_state=0, n_jobs=1).fit(X)
+    monkeypatch.setattr(graph, "HNSW_SPATIAL_MIN_SAMPLES", 1000)
+    index = NeighborIndex("approximate", random_state=0, n_jobs=1).fit(X)
+    assert plain._hnsw.first is None
+    order = index._hnsw.first
+    assert np.array_equal(np.sort(order), np.arange(len(X)))
+    assert not np.array_equal(order, np.arange(len(X)))
+    dist, ind = index.kneighbors(n_neighbors=10)
+    assert np.all(ind != np.arange(len(X))[:, None])
+    assert np.allclose(dist, np.linalg.norm(X[ind] - X[:, None, :], axis=2), atol=1e-5)
+    assert np.all(np.diff(dist, axis=1) >= 0)
+    assert recall(ind) >= 0.95 and recall(ind) >= recall(plain.kneighbors(n_neighbors=10)[1]) - 0.03
+    assert abs(index.estimate_recall(10, random_state=0) - recall(ind)) < 0.05
+    Q = X[:40] + 0.01
+    d_q, i_q = index.kneighbors(Q, n_neighbors=5)
+    assert np.allclose(d_q, np.linalg.norm(X[i_q] - Q[:, None, :], axis=2), atol=1e-5)
+    assert np.mean(i_q[:, 0] == np.arange(40)) >= 0.95
+    copy = pickle.loads(pickle.dumps(index))
+    assert np.array_equal(copy.kneighbors(Q, n_neighbors=5)[1], i_q)
+
+
+def test_visited_array_sets_and_restores_faiss_threshold():
+    faiss = pytest.importorskip("faiss")
+    from psdlearn._compat import visited_array
+
+    if not hasattr(getattr(faiss, "cvar", None), "visited_table_hashset_threshold"):
+        pytest.skip("this faiss has no visited-table threshold")
+    saved = faiss.cvar.visited_table_hashset_threshold
+    with visited_array(faiss):
+        assert faiss.cvar.visited_table_hashset_threshold >= 2**62
+    assert faiss.cvar.visited_table_hashset_threshold == saved
+    with pytest.raises(RuntimeError), visited_array(faiss):
+        raise RuntimeError
+    assert faiss.cvar.visited_table_hashset_threshold == saved
+
+
 def test_approximate_keeps_lowest_indices_among_ties():
     # integer data: many points tie at the k-th distance. Where every point within that
     # distance fits among the search's 1.5 k candidates, the approximate search must keep

@@ -10,14 +10,16 @@ module imports them from here, so that a rename upstream is fixed once.
   of a renamed parameter) out of the error messages.
 
 Behaviour that differs between supported versions of an optional dependency is settled
-here too: :func:`hnsw_build_threads` (faiss-cpu).
+here too: :func:`hnsw_build_threads` and :func:`visited_array` (faiss-cpu).
 """
+
+from contextlib import contextmanager
 
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, Options, RealNotInt, StrOptions
 
 __all__ = ["Hidden", "Interval", "Options", "RealNotInt", "StrOptions", "_fit_context",
-           "hnsw_build_threads"]
+           "hnsw_build_threads", "visited_array"]
 
 #: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on
 #: nearly every run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion
@@ -42,3 +44,27 @@ def hnsw_build_threads(faiss, n_threads):
     """
     version = tuple(int(part) for part in faiss.__version__.split(".")[:3] if part.isdigit())
     return n_threads if version >= FAISS_REPRODUCIBLE_THREADED_ADD else 1
+
+
+@contextmanager
+def visited_array(faiss):
+    """Within the block, faiss's HNSW marks visited nodes in an array of one byte per
+    node, at every index size.
+
+    faiss switches to a hash set from ``faiss.cvar.visited_table_hashset_threshold``
+    nodes (10^7 in faiss-cpu 1.15.1, 500,000 in some earlier releases): it saves the
+    ``n`` bytes per thread but hashes every visit, which makes the build and the
+    all-points search of a graph at that size several times slower per point. The bytes
+    are small beside the index. The global setting is restored on exit; a faiss without
+    it is left as it is.
+    """
+    cvar = getattr(faiss, "cvar", None)
+    if cvar is None or not hasattr(cvar, "visited_table_hashset_threshold"):
+        yield
+        return
+    saved = cvar.visited_table_hashset_threshold
+    cvar.visited_table_hashset_threshold = 2**62
+    try:
+        yield
+    finally:
+        cvar.visited_table_hashset_threshold = saved

@@ -22,6 +22,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from psdlearn._order import spatial_order
+
 __all__ = ["HNSW", "integral"]
 
 
@@ -86,9 +88,15 @@ class HNSW:
         ``eps (n - 1)`` on integer data (< 1); 0 searches by distance alone.
     add : callable
         ``add(index, block)`` adds rows; the caller owns threads and progress.
+    spatial : bool, default=False
+        On dense continuous data, insert the rows in spatial order
+        (:func:`psdlearn._order.spatial_order`): node ``v`` is row ``first[v]``. The
+        graph is another one, of a somewhat lower recall at equal search breadth; its
+        build and the searches of the indexed points touch less memory.
     """
 
-    def __init__(self, faiss, X, *, M, ef_construction, seed, index_bias, add):
+    def __init__(self, faiss, X, *, M, ef_construction, seed, index_bias, add,
+                 spatial=False):
         self._faiss = faiss
         n, d = X.shape
         self.integer = bool(index_bias) and integral(X)
@@ -99,6 +107,10 @@ class HNSW:
             self.starts = np.concatenate([[0], np.cumsum(self.counts)])
             self.first = self.members[self.starts[:-1]]
             self.eps = index_bias / n
+        elif spatial and not sp.issparse(X):
+            # node v is row first[v]: inserted (and stored) in spatial order, each
+            # insertion's search walks the nodes the last ones walked, in the cache
+            self.first = spatial_order(X)
         else:
             self.first = None
         self.n_nodes = len(self.first) if self.integer else n
@@ -120,10 +132,16 @@ class HNSW:
         state["index"] = faiss.deserialize_index(state["index"])
         self.__dict__.update(state, _faiss=faiss)
 
+    @property
+    def ordered(self):
+        """Whether graph nodes are rows in another order (:attr:`first`) than the input's."""
+        return self.first is not None
+
     def node_rows(self, start, stop):
-        """Indexed rows ``start:stop`` (distinct rows on integer data) as float32 for faiss."""
+        """Indexed rows of nodes ``start:stop`` (distinct rows on integer data) as float32
+        for faiss."""
         if not self.integer:
-            return dense32(self._X[start:stop])
+            return dense32(self.query_rows(start, stop))
         block = dense32(self._X[self.first[start:stop]])
         extra = np.sqrt(self.eps * self.first[start:stop].astype(np.float64))
         return np.hstack([block, extra.astype(np.float32)[:, None]])
@@ -131,11 +149,17 @@ class HNSW:
     def query_rows(self, start, stop):
         """The points that stand for graph nodes ``start:stop`` (the first copy of each
         distinct row on integer data), as queries."""
-        return self._X[self.first[start:stop]] if self.integer else self._X[start:stop]
+        return self._X[start:stop] if self.first is None else self._X[self.first[start:stop]]
 
     def node_of(self, points):
         """Graph node of each indexed point."""
-        return self.inverse[points] if self.integer else np.asarray(points)
+        if self.integer:
+            return self.inverse[points]
+        if self.first is None:
+            return np.asarray(points)
+        node = np.empty_like(self.first)
+        node[self.first] = np.arange(len(self.first))
+        return node[points]
 
     def search(self, Q, k, entry, *, ef, tie_factor):
         """The ``k`` nearest indexed points of each query row, nearest first.
@@ -166,7 +190,9 @@ class HNSW:
             Q32 = np.hstack([Q32, np.zeros((len(Q32), 1), np.float32)])
         d2, nodes = self._search(Q32, k_search, entry)
         if not self.integer:
-            return _lowest_index_ties(np.sqrt(np.maximum(d2, 0.0)), nodes, k)
+            rows = nodes if self.first is None else np.where(
+                nodes >= 0, self.first[np.maximum(nodes, 0)], -1)
+            return _lowest_index_ties(np.sqrt(np.maximum(d2, 0.0)), rows, k)
         d2 = np.rint(d2 - self.eps * self.first[np.maximum(nodes, 0)])
         return self._expand(np.where(d2 > 0, d2, 0.0), nodes, k)
 

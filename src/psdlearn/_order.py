@@ -46,10 +46,26 @@ def leading_axes(scatter):
     return np.linalg.eigh(scatter)[1][:, ::-1][:, :ZORDER_AXES]
 
 
-def spatial_order(X):
+def spatial_order(X, block=262_144):
     """Z-order of the dense rows ``X`` (n, d) on their ``ZORDER_AXES`` leading principal
-    axes (on the coordinates themselves when ``d <= ZORDER_AXES``)."""
-    if X.shape[1] > ZORDER_AXES:
-        Xc = X - X.mean(axis=0)
-        X = Xc @ leading_axes(Xc.T @ Xc)
-    return zorder(X)
+    axes (on the coordinates themselves when ``d <= ZORDER_AXES``).
+
+    The mean, the scatter and the projection are taken ``block`` rows at a time, so the
+    order needs ``O(n ZORDER_AXES)`` memory beside ``X``, not a centred copy of it.
+    """
+    n, d = X.shape
+    if d <= ZORDER_AXES:
+        return zorder(X)
+    mean = np.zeros(d)
+    for start in range(0, n, block):
+        mean += X[start:start + block].sum(axis=0)
+    mean /= n
+    scatter = np.zeros((d, d))
+    for start in range(0, n, block):
+        part = X[start:start + block] - mean
+        scatter += part.T @ part
+    axes = leading_axes(scatter)
+    P = np.empty((n, ZORDER_AXES))
+    for start in range(0, n, block):
+        P[start:start + block] = (X[start:start + block] - mean) @ axes
+    return zorder(P)
