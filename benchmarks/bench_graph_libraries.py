@@ -88,13 +88,13 @@ def _drop_self(ind):
     return ind[keep].reshape(n, -1)[:, :K]
 
 
-def recall(X, ind, rng):
-    """Tie-aware recall@K on N_RECALL sampled rows.
+def recall(X, ind, rng, k=K):
+    """Tie-aware recall@k on N_RECALL sampled rows (``ind``: n x k).
 
-    The exact neighbours of the sampled rows are K + 10 candidates from a float32
+    The exact neighbours of the sampled rows are k + 10 candidates from a float32
     brute-force scan (faiss ``IndexFlatL2``, which also serves 10^7 points), ranked again
     by float64 distances: a true neighbour is missed only when more than 10 points lie
-    within float32 rounding of the K-th distance.
+    within float32 rounding of the k-th distance.
     """
     import faiss
 
@@ -102,13 +102,13 @@ def recall(X, ind, rng):
     flat = faiss.IndexFlatL2(X.shape[1])
     for start in range(0, len(X), 1 << 20):
         flat.add(np.ascontiguousarray(X[start:start + (1 << 20)], dtype=np.float32))
-    _, cand = flat.search(np.ascontiguousarray(X[rows], dtype=np.float32), K + 11)
+    _, cand = flat.search(np.ascontiguousarray(X[rows], dtype=np.float32), k + 11)
     hits = 0
     for r, c in zip(rows, cand, strict=True):
         c = c[c != r]
-        kth = np.sort(((X[c] - X[r]) ** 2).sum(axis=1))[K - 1]
+        kth = np.sort(((X[c] - X[r]) ** 2).sum(axis=1))[k - 1]
         hits += int((((X[ind[r]] - X[r]) ** 2).sum(axis=1) <= kth * (1 + 1e-12)).sum())
-    return hits / (N_RECALL * K)
+    return hits / (N_RECALL * k)
 
 
 def worker(name, n):
