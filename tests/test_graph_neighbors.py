@@ -83,6 +83,19 @@ def test_zorder_halves_the_box_recursively_and_keeps_neighbours_close():
     assert gap < 0.05 * len(P)          # in the input (random) order it is about n / 3
 
 
+
+def test_spatial_order_in_blocks_is_the_order_of_the_principal_axes():
+    """The blocked mean, scatter and projection give the Z-order of the projection on the
+    three leading principal axes, computed here in one piece."""
+    from psdlearn._order import ZORDER_AXES
+
+    X = np.random.default_rng(2).normal(size=(5000, 8)) * np.arange(1, 9)
+    Xc = X - X.mean(axis=0)
+    axes = np.linalg.eigh(Xc.T @ Xc)[1][:, ::-1][:, :ZORDER_AXES]
+    expected = zorder(Xc @ axes)
+    assert np.array_equal(spatial_order(X, block=777), expected)
+    assert np.array_equal(spatial_order(X), expected)
+
 def _by_distance_then_index(X, Q, k, own):
     """Reference lists: the ``k`` first points in (distance, index) order, by a full sort
     of the distances (exact on integer coordinates)."""
