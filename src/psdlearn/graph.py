@@ -114,9 +114,9 @@ HNSW_EF_CONSTRUCTION = 40
 #: (Z-order on the leading principal axes): consecutive insertions then search the same
 #: region of the graph, whose nodes are stored in that order, so the build and the
 #: searches of the indexed points read memory that is already in the cache. Below it the
-#: index fits the cache anyway (measured: no gain at 5·10^5 points in 10-d, 1.2-1.5 times
-#: faster at 10^6). A graph built in that order finds fewer true neighbours at the same
-#: search breadth, which it searches ``HNSW_SPATIAL_BREADTH`` times wider.
+#: index fits the cache anyway (the measurements are in the notes on the neighbour
+#: search). A graph built in that order finds fewer true neighbours at the same search
+#: breadth, which it searches ``HNSW_SPATIAL_BREADTH`` times wider.
 HNSW_SPATIAL_MIN_SAMPLES = 500_000
 HNSW_SPATIAL_BREADTH = 1.5
 HNSW_EF_FACTOR = 1.5
