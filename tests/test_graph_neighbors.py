@@ -93,8 +93,12 @@ def test_spatial_order_in_blocks_is_the_order_of_the_principal_axes():
     Xc = X - X.mean(axis=0)
     axes = np.linalg.eigh(Xc.T @ Xc)[1][:, ::-1][:, :ZORDER_AXES]
     expected = zorder(Xc @ axes)
-    assert np.array_equal(spatial_order(X, block=777), expected)
+    assert np.array_equal(spatial_order(X, block_entries=777 * 8), expected)
     assert np.array_equal(spatial_order(X), expected)
+    # the same values in a CSR container: the same order, bit for bit
+    X[np.abs(X) < 1.0] = 0.0
+    assert np.array_equal(spatial_order(sp.csr_matrix(X), block_entries=777 * 8),
+                          spatial_order(X, block_entries=777 * 8))
 
 def _by_distance_then_index(X, Q, k, own):
     """Reference lists: the ``k`` first points in (distance, index) order, by a full sort
@@ -202,6 +206,10 @@ def test_approximate_in_spatial_order_answers_in_row_indices(monkeypatch):
     assert np.mean(i_q[:, 0] == np.arange(40)) >= 0.95
     copy = pickle.loads(pickle.dumps(index))
     assert np.array_equal(copy.kneighbors(Q, n_neighbors=5)[1], i_q)
+    # the same values in a CSR container: the same insertion order, the same lists
+    sparse = NeighborIndex("approximate", random_state=0, n_jobs=1).fit(sp.csr_matrix(X))
+    assert np.array_equal(sparse._hnsw.first, order)
+    assert np.array_equal(sparse.kneighbors(n_neighbors=10)[1], ind)
 
 
 def test_visited_array_sets_and_restores_faiss_threshold():

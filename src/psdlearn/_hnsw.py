@@ -89,8 +89,9 @@ class HNSW:
     add : callable
         ``add(index, block)`` adds rows; the caller owns threads and progress.
     spatial : bool, default=False
-        On dense continuous data, insert the rows in spatial order
-        (:func:`psdlearn._order.spatial_order`): node ``v`` is row ``first[v]``. The
+        On continuous data, insert the rows in spatial order
+        (:func:`psdlearn._order.spatial_order`, the same for a dense and a CSR ``X`` of
+        the same values): node ``v`` is row ``first[v]``. The
         graph is another one, of a somewhat lower recall at equal search breadth; its
         build and the searches of the indexed points touch less memory.
     """
@@ -107,7 +108,7 @@ class HNSW:
             self.starts = np.concatenate([[0], np.cumsum(self.counts)])
             self.first = self.members[self.starts[:-1]]
             self.eps = index_bias / n
-        elif spatial and not sp.issparse(X):
+        elif spatial:
             # node v is row first[v]: inserted (and stored) in spatial order, each
             # insertion's search walks the nodes the last ones walked, in the cache
             self.first = spatial_order(X)

@@ -5,9 +5,10 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
 
 - **graph**: ``X`` (``8 n d``), the neighbour index (exact: a kd-tree's copy of ``X``;
   approximate: the HNSW index, float32 vectors and ``2 M`` level-0 links per point,
-  ``n (4 d + 8 M)``, and from :data:`psdlearn.graph.HNSW_SPATIAL_MIN_SAMPLES` points its
-  int64 insertion order, ``8 n``; faiss's visited marks, a byte per point and thread, are
-  left to the margin), the neighbour lists (``16 n (k + 1)``: int64 indices and float64
+  ``n (4 d + 8 M)``, and from :data:`psdlearn.graph.HNSW_SPATIAL_MIN_SAMPLES` points in
+  at most ``HNSW_SPATIAL_MAX_FEATURES`` features its int64 insertion order, ``8 n``;
+  faiss's visited marks, a byte per point and thread, are left to the margin), the
+  neighbour lists (``16 n (k + 1)``: int64 indices and float64
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
   assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
 - **solve**: ``X``, the index (kept for ``transform``), ``L``, for a kNN graph its copy
@@ -165,8 +166,9 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     if graph != "knn":
         index = 0
     elif knn_method == "approximate":
-        from psdlearn.graph import HNSW_SPATIAL_MIN_SAMPLES
-        index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS + (8 if n >= HNSW_SPATIAL_MIN_SAMPLES else 0))
+        from psdlearn.graph import HNSW_SPATIAL_MAX_FEATURES, HNSW_SPATIAL_MIN_SAMPLES
+        ordered = n >= HNSW_SPATIAL_MIN_SAMPLES and d <= HNSW_SPATIAL_MAX_FEATURES
+        index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS + (8 if ordered else 0))
     else:
         index = x_bytes + 8 * n  # the kd-tree's (or brute force's) copy and its order
     lists = 16 * n * (max(k, SIGMA_NEIGHBORS) + 1)

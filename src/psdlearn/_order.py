@@ -8,6 +8,7 @@ of the distributed problem (:mod:`psdlearn.npkl.distributed`).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 #: Bits per axis of the Z-order cells (10 bits on 3 axes: 2^30 cells).
 ZORDER_BITS = 10
@@ -46,26 +47,35 @@ def leading_axes(scatter):
     return np.linalg.eigh(scatter)[1][:, ::-1][:, :ZORDER_AXES]
 
 
-def spatial_order(X, block=262_144):
-    """Z-order of the dense rows ``X`` (n, d) on their ``ZORDER_AXES`` leading principal
-    axes (on the coordinates themselves when ``d <= ZORDER_AXES``).
+def spatial_order(X, block_entries=2**22):
+    """Z-order of the rows ``X`` (n, d), dense or CSR, on their ``ZORDER_AXES`` leading
+    principal axes (on the coordinates themselves when ``d <= ZORDER_AXES``).
 
-    The mean, the scatter and the projection are taken ``block`` rows at a time, so the
-    order needs ``O(n ZORDER_AXES)`` memory beside ``X``, not a centred copy of it.
+    The mean, the scatter and the projection are taken a block of rows at a time (about
+    ``block_entries`` entries), each block as a dense array, so the order needs
+    ``O(n ZORDER_AXES + d^2)`` memory beside ``X``, and the same values give the same
+    order in either container.
     """
     n, d = X.shape
+    step = max(1, block_entries // max(d, 1))
+
+    def blocks():
+        for start in range(0, n, step):
+            part = X[start:start + step]
+            yield start, part.toarray() if sp.issparse(part) else np.asarray(part)
+
     if d <= ZORDER_AXES:
-        return zorder(X)
+        return zorder(np.vstack([part for _, part in blocks()]))
     mean = np.zeros(d)
-    for start in range(0, n, block):
-        mean += X[start:start + block].sum(axis=0)
+    for _, part in blocks():
+        mean += part.sum(axis=0)
     mean /= n
     scatter = np.zeros((d, d))
-    for start in range(0, n, block):
-        part = X[start:start + block] - mean
+    for _, part in blocks():
+        part = part - mean
         scatter += part.T @ part
     axes = leading_axes(scatter)
     P = np.empty((n, ZORDER_AXES))
-    for start in range(0, n, block):
-        P[start:start + block] = (X[start:start + block] - mean) @ axes
+    for start, part in blocks():
+        P[start:start + len(part)] = (part - mean) @ axes
     return zorder(P)

@@ -110,7 +110,8 @@ AUTO_TREE_MAX_FEATURES = 3
 #: margin of recall for large n, where the recall of a fixed setting falls.
 HNSW_M = 12
 HNSW_EF_CONSTRUCTION = 40
-#: From this many dense, continuous points the HNSW graph takes them in spatial order
+#: From this many continuous points, in at most ``HNSW_SPATIAL_MAX_FEATURES`` features
+#: (the order's scatter matrix is ``d x d``), the HNSW graph takes them in spatial order
 #: (Z-order on the leading principal axes): consecutive insertions then search the same
 #: region of the graph, whose nodes are stored in that order, so the build and the
 #: searches of the indexed points read memory that is already in the cache. Below it the
@@ -118,6 +119,7 @@ HNSW_EF_CONSTRUCTION = 40
 #: search). A graph built in that order finds fewer true neighbours at the same search
 #: breadth, which it searches ``HNSW_SPATIAL_BREADTH`` times wider.
 HNSW_SPATIAL_MIN_SAMPLES = 500_000
+HNSW_SPATIAL_MAX_FEATURES = 4096
 HNSW_SPATIAL_BREADTH = 1.5
 HNSW_EF_FACTOR = 1.5
 HNSW_EF_MIN = 16
@@ -300,7 +302,8 @@ class NeighborIndex:
 
         self._hnsw = HNSW(faiss, X, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
                           seed=seed, index_bias=HNSW_INDEX_BIAS, add=add,
-                          spatial=X.shape[0] >= HNSW_SPATIAL_MIN_SAMPLES)
+                          spatial=(X.shape[0] >= HNSW_SPATIAL_MIN_SAMPLES
+                                   and X.shape[1] <= HNSW_SPATIAL_MAX_FEATURES))
 
     def kneighbors(self, X=None, n_neighbors=5):
         """The ``n_neighbors`` nearest indexed points of each query, nearest first.
