@@ -91,9 +91,9 @@ class HNSW:
     spatial : bool, default=False
         On continuous data, insert the rows in spatial order
         (:func:`psdlearn._order.spatial_order`, the same for a dense and a CSR ``X`` of
-        the same values): node ``v`` is row ``first[v]``. The
-        graph is another one, of a somewhat lower recall at equal search breadth; its
-        build and the searches of the indexed points touch less memory.
+        the same values): node ``v`` is row ``first[v]``. The graph is another one, of
+        a somewhat lower recall at equal search breadth; its build and the searches of
+        the indexed points touch less memory.
     """
 
     def __init__(self, faiss, X, *, M, ef_construction, seed, index_bias, add,
@@ -141,9 +141,9 @@ class HNSW:
     def node_rows(self, start, stop):
         """Indexed rows of nodes ``start:stop`` (distinct rows on integer data) as float32
         for faiss."""
+        block = dense32(self.query_rows(start, stop))
         if not self.integer:
-            return dense32(self.query_rows(start, stop))
-        block = dense32(self._X[self.first[start:stop]])
+            return block
         extra = np.sqrt(self.eps * self.first[start:stop].astype(np.float64))
         return np.hstack([block, extra.astype(np.float32)[:, None]])
 

@@ -166,9 +166,8 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     if graph != "knn":
         index = 0
     elif knn_method == "approximate":
-        from psdlearn.graph import HNSW_SPATIAL_MAX_FEATURES, HNSW_SPATIAL_MIN_SAMPLES
-        ordered = n >= HNSW_SPATIAL_MIN_SAMPLES and d <= HNSW_SPATIAL_MAX_FEATURES
-        index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS + (8 if ordered else 0))
+        from psdlearn.graph import _spatial_insertion
+        index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS + (8 if _spatial_insertion(n, d) else 0))
     else:
         index = x_bytes + 8 * n  # the kd-tree's (or brute force's) copy and its order
     lists = 16 * n * (max(k, SIGMA_NEIGHBORS) + 1)

@@ -65,7 +65,7 @@ def spatial_order(X, block_entries=2**22):
             yield start, part.toarray() if sp.issparse(part) else np.asarray(part)
 
     if d <= ZORDER_AXES:
-        return zorder(np.vstack([part for _, part in blocks()]))
+        return zorder(X.toarray() if sp.issparse(X) else X)
     mean = np.zeros(d)
     for _, part in blocks():
         mean += part.sum(axis=0)

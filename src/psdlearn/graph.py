@@ -302,8 +302,7 @@ class NeighborIndex:
 
         self._hnsw = HNSW(faiss, X, M=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
                           seed=seed, index_bias=HNSW_INDEX_BIAS, add=add,
-                          spatial=(X.shape[0] >= HNSW_SPATIAL_MIN_SAMPLES
-                                   and X.shape[1] <= HNSW_SPATIAL_MAX_FEATURES))
+                          spatial=_spatial_insertion(*X.shape))
 
     def kneighbors(self, X=None, n_neighbors=5):
         """The ``n_neighbors`` nearest indexed points of each query, nearest first.
@@ -497,6 +496,12 @@ def sigma_rule(distances):
                          f"values, got shape {distances.shape}.")
     sigma = 0.5 * float(np.mean(distances[:, :SIGMA_NEIGHBORS]))
     return sigma if sigma > 0 else 1.0
+
+
+def _spatial_insertion(n_samples, n_features):
+    """Whether the HNSW graph of ``n_samples`` continuous points in ``n_features``
+    takes them in spatial order (:data:`HNSW_SPATIAL_MIN_SAMPLES`)."""
+    return n_samples >= HNSW_SPATIAL_MIN_SAMPLES and n_features <= HNSW_SPATIAL_MAX_FEATURES
 
 
 def _check_n_neighbors(n_neighbors, n_samples):
