@@ -233,7 +233,7 @@ def test_critical_gamma_from_the_vectors_of_fewer_pairs_matches_the_dense_pencil
     monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
     old, vectors = critical_gamma(L, C.pairs[keep], C.signs[keep], "square",
                                   return_vectors=True)
-    assert vectors.shape == (400, 2) and old != pytest.approx(dense, rel=1e-3)
+    assert vectors.shape == (400, 1) and old != pytest.approx(dense, rel=1e-3)
     runs = []
     lobpcg = gamma_module.lobpcg
     monkeypatch.setattr(gamma_module, "lobpcg", lambda *a, **k: runs.append(k) or lobpcg(*a, **k))
@@ -241,7 +241,7 @@ def test_critical_gamma_from_the_vectors_of_fewer_pairs_matches_the_dense_pencil
     assert warm == pytest.approx(dense, rel=1e-5)
     assert len(runs) == 1  # no scale run
     # a degenerate block (a zero vector: no Ritz value) is replaced by a random one
-    cold = critical_gamma(L, C.pairs, C.signs, "square", start=np.zeros((400, 2)))
+    cold = critical_gamma(L, C.pairs, C.signs, "square", start=np.zeros((400, 1)))
     assert cold == pytest.approx(dense, rel=1e-5) and len(runs) == 3
 
 

@@ -364,3 +364,32 @@ def test_uncertified_fit_warns_what_to_change():
         warnings.simplefilter("error", ConvergenceWarning)
         assert pl.NPKL(rank=1, certificate_tol=None, random_state=0).fit(
             Xb, Cb).certificate_ is None
+
+
+def test_screened_candidates_keep_the_best_bound(monkeypatch):
+    """A hinge candidate is skipped only when a Rayleigh quotient shows that its
+    single-eigenvalue bound cannot beat the best so far: the bound over all of BCD's
+    stage multipliers equals the best of the candidates bounded one by one (the
+    eigenvector block, which refines only the winner, is off in both)."""
+    from psdlearn.npkl import certificate
+    from psdlearn.npkl.bcd import initial_embedding, smoothing_schedule, solve_bcd
+
+    monkeypatch.setattr(certificate, "N_BOUND_EIG", 1)
+    problem = make_problem("hinge", n=300, seed=3)
+    # the smoothing continuation at rank 3, each stage's multipliers a candidate: a low
+    # rank leaves every candidate a gap
+    E, candidates = initial_embedding(problem.n_samples, 3, 0), []
+    for mu in smoothing_schedule("hinge"):
+        res = solve_bcd(problem, E, smoothing=mu, random_state=0, max_iter=300)
+        E = res.embedding
+        candidates.append(res.multipliers)
+    singles = [certify(problem, E, [a], laplacian_min_eig=DELTA) for a in candidates]
+    best = max(c.lower_bound for c in singles)
+    assert min(c.lower_bound for c in singles) < best - 1e-3 * abs(best)
+    # equal up to the Lanczos accuracy, which certify keeps to 0.05 tol |f| (its starts
+    # differ: each candidate's run starts from the last one's vector)
+    slack = 0.05 * 1e-4 * abs(singles[0].objective)
+    for order in (candidates, candidates[::-1]):  # the best first, then last
+        together = certify(problem, E, order, laplacian_min_eig=DELTA)
+        assert not together.certified
+        assert best - slack <= together.lower_bound <= best + slack

@@ -170,7 +170,7 @@ def test_partial_fit_above_400_points_starts_gamma_0_from_the_last_vectors(gauss
     X, C, A, B = gaussians
     kw = dict(loss="square", tol=1e-8, max_iter=20000, random_state=0)
     model = pl.NPKL(**kw).fit(X, A)
-    assert model._gamma_vectors.shape == (len(X), 2)
+    assert model._gamma_vectors.shape == (len(X), 1)
     runs = []
     lobpcg = gamma_module.lobpcg
     monkeypatch.setattr(gamma_module, "lobpcg", lambda *a, **k: runs.append(k) or lobpcg(*a, **k))

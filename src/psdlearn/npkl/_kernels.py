@@ -188,17 +188,24 @@ def _loss_value(z, loss, mu):
 
 @njit(cache=True, fastmath=FASTMATH)
 def _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
-    """The part of the objective (10) that depends on row ``e_i = v``.
+    """The part of the objective (10) that depends on row ``e_i = v``, and that of the hinge.
 
     ``L_ii ||v||^2 + 2 v^T s_i + gamma sum_{j in T(i)} l(T_ij v^T e_j)``; with ``s_i`` and
-    the partners fixed, the objective changes by exactly the change of this value.
+    the partners fixed, the objective changes by exactly the change of this value. The
+    second value is the same with the hinge for ``l`` when ``loss`` is the smoothed hinge
+    (the objective the smoothed stages report), the first otherwise: both from one pass
+    over the partners.
     """
     total = 0.0
     for c in range(v.shape[0]):
         total += v[c] * (lii * v[c] + 2.0 * s[c])
+    hinge = total
     for t in range(d):
-        total += gamma * _loss_value(Ts[start + t] * _dot_rows(E, Ti[start + t], v), loss, mu)
-    return total
+        z = Ts[start + t] * _dot_rows(E, Ti[start + t], v)
+        total += gamma * _loss_value(z, loss, mu)
+        if loss == SMOOTH_HINGE:
+            hinge += gamma * _loss_value(z, HINGE, mu)
+    return total, hinge if loss == SMOOTH_HINGE else total
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -215,27 +222,24 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
     without another pass over ``E``).
     """
     old = E[i]
-    # the minimized row objective at the old row and at the exact minimizer
-    f_old = _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
-    f_new = _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+    # the minimized row objective at the old row and at the exact minimizer (and the
+    # objective (10) at both)
+    f_old, h_old = _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+    f_new, h_new = _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
     if omega != 1.0:
         for c in range(v.shape[0]):
             w[c] = old[c] + omega * (v[c] - old[c])
         if loss == LINEAR:
             _project_ball(w, param)
-        f_w = _row_value(w, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+        f_w, h_w = _row_value(w, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
         if f_w <= f_old:
             for c in range(v.shape[0]):
                 v[c] = w[c]
-            f_new = f_w
+            f_new, h_new = f_w, h_w
     acc[1] += f_new - f_old
     for c in range(v.shape[0]):
         acc[2] += v[c] * v[c]
-    if loss == SMOOTH_HINGE:  # the reported objective (10) uses the hinge itself
-        acc[0] += (_row_value(v, lii, s, E, start, d, Ti, Ts, HINGE, gamma, param)
-                   - _row_value(old, lii, s, E, start, d, Ti, Ts, HINGE, gamma, param))
-    else:
-        acc[0] += f_new - f_old
+    acc[0] += h_new - h_old
     return _write_row(E, i, v)
 
 

@@ -73,6 +73,12 @@ _DENSE_MAX = 400
 _LOBPCG_RTOL = 1e-3
 #: Iterations of the first LOBPCG run, which finds the scale of ``lambda_max``.
 _LOBPCG_SCALE_ITERS = 20
+#: Columns of LOBPCG's block. Its cost is the dense algebra on ``n x 3 b`` blocks, not the
+#: products with ``L`` and ``G``: on 10-d Gaussians with 2,000 labelled points one vector
+#: took 16 + 30 iterations in 7.9 s against two vectors' 23 + 22 in 12.9 s at 10^6 points
+#: (0.34 against 0.96 s at 10^5), ``gamma_0`` within 6e-6 of a run to a residual of 1e-6
+#: either way (the block of 4 took ten times as long as 2 at 5e4).
+_LOBPCG_BLOCK = 1
 
 
 @functools.cache
@@ -124,7 +130,7 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0, *, start=None,
         See :func:`loss_gradient_matrix`.
     random_state : int
         Seeds the start block of LOBPCG (``n`` above 400; about 1 s at ``n = 5e4``).
-    start : ndarray of shape (n, 2), optional
+    start : ndarray of shape (n, 1), optional
         LOBPCG's start block: the vectors returned for a nearby problem (the same ``L``
         with fewer pairs, ``NPKL.partial_fit``). The run then skips the scale run (see
         :func:`_lobpcg_largest`) and stops at the same relative residual. Ignored at
@@ -137,7 +143,7 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0, *, start=None,
     gamma0 : float
         ``inf`` when ``lambda_max(G, L) <= 0`` (no constraint can be met by a nonzero
         ``K``: then ``K = 0`` is optimal for every ``gamma``).
-    vectors : ndarray of shape (n, 2) or None
+    vectors : ndarray of shape (n, 1) or None
         With ``return_vectors``.
     """
     L = sp.csr_matrix(laplacian, dtype=np.float64)
@@ -164,14 +170,14 @@ def _lobpcg_largest(G, L, rng, start=None):
     with 2,000 labelled points), so a fixed ``tol`` asks ever more digits: the iterations
     grew from 38 to 131 while ``lambda`` had settled to 1e-7 by the 20th. A first run of
     :data:`_LOBPCG_SCALE_ITERS` iterations gives the scale; the second, started from its
-    vectors, stops at ``_LOBPCG_RTOL * lambda``. A block of 2 vectors: a block of 4 took
-    ten times as long at n = 5e4. scipy returns the iterate of smallest absolute
+    vectors, stops at ``_LOBPCG_RTOL * lambda``. The block has :data:`_LOBPCG_BLOCK`
+    columns. scipy returns the iterate of smallest absolute
     residual, and a random start over all rows has so little G-energy when few rows are
     constrained that its own residual is that smallest one: at 10^6 points with 2,400
     pairs the scale run handed back its start (scale 1e-4 instead of 4.5) and the second
     run took 103 iterations to a residual of 1e-7. The start's constrained rows are
-    therefore scaled up (:func:`_start_block`): 23 + 22 iterations there (11 against 32
-    CPU s), and the same 23 + 22 as before at 10^5.
+    therefore scaled up (:func:`_start_block`): 23 + 22 iterations there with a block of
+    two (11 against 32 CPU s), and the same 23 + 22 as before at 10^5.
 
     From a ``start`` block (the vectors of a nearby pencil) the scale is its Rayleigh-Ritz
     value and the scale run is skipped: at 10^5 points, 100 pairs added to 1,000 took 18
@@ -181,13 +187,14 @@ def _lobpcg_largest(G, L, rng, start=None):
     Returns
     -------
     lam : float
-    vectors : ndarray of shape (n, 2)
+    vectors : ndarray of shape (n, 1)
     """
     n = G.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         scale = None
-        if start is not None and start.shape == (n, 2) and np.all(np.isfinite(start)):
+        if (start is not None and start.shape == (n, _LOBPCG_BLOCK)
+                and np.all(np.isfinite(start))):
             X = np.asarray(start, dtype=np.float64)
             # a Ritz value is at most lambda_max: the tolerance below is never looser
             with contextlib.suppress(np.linalg.LinAlgError):  # a degenerate block
@@ -205,11 +212,11 @@ def _lobpcg_largest(G, L, rng, start=None):
 
 
 def _start_block(G, rng):
-    """LOBPCG's random start block of 2 columns, its rows where ``G`` has entries scaled
-    by ``max(1, sqrt(n / n_G) / 2)`` (``n_G`` such rows), so that they carry a fifth of
-    its norm or more (:func:`_lobpcg_largest`)."""
+    """LOBPCG's random start block (:data:`_LOBPCG_BLOCK` columns), its rows where ``G``
+    has entries scaled by ``max(1, sqrt(n / n_G) / 2)`` (``n_G`` such rows), so that they
+    carry a fifth of its norm or more (:func:`_lobpcg_largest`)."""
     n = G.shape[0]
-    X = rng.standard_normal((n, 2))
+    X = rng.standard_normal((n, _LOBPCG_BLOCK))
     rows = np.flatnonzero(np.diff(sp.csr_matrix(G).indptr) > 0)
     if len(rows):
         X[rows] *= max(1.0, 0.5 * np.sqrt(n / len(rows)))
