@@ -80,7 +80,9 @@ def test_coarse_objective_is_the_fine_objective_at_the_prolonged_point():
 def test_hierarchy_stops_at_the_coarsest_size():
     _, y, L = _graph(3000, seed=3)
     C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
-    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1.0)
+    # a gamma far above every level's critical gamma_0: no level is left out for a zero
+    # optimum (test_hierarchy_ends_before_a_level_whose_optimum_is_zero)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1e6)
     levels = ML.hierarchy(problem, rank=4, coarsest=100)
     sizes = [3000] + [lv.problem.n_samples for lv in levels]
     assert len(levels) >= 2
@@ -90,6 +92,34 @@ def test_hierarchy_stops_at_the_coarsest_size():
     assert ML.use_multilevel("auto", ML.MULTILEVEL_MIN_SAMPLES)
     assert not ML.use_multilevel("auto", ML.MULTILEVEL_MIN_SAMPLES - 1)
     assert ML.use_multilevel(True, 10) and not ML.use_multilevel(False, 10**9)
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge"])
+def test_hierarchy_ends_before_a_level_whose_optimum_is_zero(loss):
+    """Restricted to coarser piecewise-constant embeddings, the pairs buy less against the
+    graph: the critical gamma_0 grows level by level. With gamma between two levels'
+    gamma_0 the coarser level's solution is K = 0 (BCD empties it), a stationary start for
+    the level above; the hierarchy ends before it."""
+    from psdlearn.npkl.gamma import critical_gamma
+
+    _, y, L = _graph(3000, seed=3)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    full = ML.hierarchy(NPKLProblem(L, C.pairs, C.signs.astype(float), loss, 1e6), 4,
+                        coarsest=100)
+    assert len(full) >= 2
+    g0 = [critical_gamma(lv.problem.laplacian, lv.problem.pairs, lv.problem.signs, loss)
+          for lv in full]
+    assert g0[0] < g0[1]
+    gamma = float(np.sqrt(g0[0] * g0[1]))
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), loss, gamma)
+    levels = ML.hierarchy(problem, 4, coarsest=100)
+    assert [lv.problem.n_samples for lv in levels] == [full[0].problem.n_samples]
+    # the level left out: its solution at this gamma is zero
+    coarse = full[1].problem
+    coarse = NPKLProblem(coarse.laplacian, coarse.pairs, coarse.signs, loss, gamma)
+    res = solve_bcd(coarse, initial_embedding(coarse.n_samples, 4, 0), max_iter=2000,
+                    tol=1e-8, smoothing=0.01 if loss == "hinge" else 0.0)
+    assert np.mean(np.sum(res.embedding ** 2, axis=1)) < 1e-10
 
 
 @pytest.fixture(scope="module")
@@ -172,11 +202,14 @@ def test_stall_rule_stops_a_stalled_run():
 def test_an_interrupted_level_ends_the_start_with_its_iterate_prolonged():
     _, y, L = _graph(3000, seed=5)
     C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
-    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1.0)
+    # a gamma far above every level's critical gamma_0: no level is left out for a zero
+    # optimum (test_hierarchy_ends_before_a_level_whose_optimum_is_zero)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1e6)
     calls = []
 
-    def solve(coarse, E):
+    def solve(coarse, E, level):
         calls.append(coarse.n_samples)
+        assert level == (1, len(ML.hierarchy(problem, 4, coarsest=100)))
         return E + 1.0, 7, True  # the first (coarsest) level is interrupted
 
     E0 = initial_embedding(3000, 4, 0)
@@ -202,3 +235,18 @@ def test_adaptive_rank_with_the_multilevel_start_is_certified(two_gaussians, mon
     assert len(multi.multilevel_levels_) >= 1 and multi.certificate_.certified
     assert abs(multi.objective() - plain.objective()) <= (
         plain.certificate_.gap_bound + multi.certificate_.gap_bound)
+
+
+def test_a_verbose_fit_shows_each_coarse_level(capsys):
+    """The coarse levels' sweeps come before the fine solve's first sweep (minutes at 10^7
+    points): each has a bar of its own, named by its place and size."""
+    X, y = make_two_gaussians(6000, n_features=3, random_state=0)
+    C = PairwiseConstraints.from_labels(y, n_must=50, n_cannot=50, random_state=0)
+    model = NPKL(loss="square", rank=4, verbose=1, random_state=0, certificate_tol=None,
+                 solver_options={"multilevel": True}).fit(X, C)
+    err = capsys.readouterr().err
+    assert len(model.multilevel_levels_) >= 1
+    for i, (n_c, sweeps) in enumerate(model.multilevel_levels_, start=1):
+        head = f"NPKL bcd, coarse level {i}/{len(model.multilevel_levels_)} ({n_c:,} samples)"
+        assert head in err
+        assert f"{sweeps}/1000" in err.split(head)[-1]

@@ -23,8 +23,8 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   (``12 nnz``), the part of the basis it annihilates with its product by the dual matrix
   (``16 n r``) and the Lanczos vectors (``8 n (ncv + 4)``, ``ncv = 32``).
 
-The solve and the certificate also hold the two ``gamma_0`` vectors kept for
-``partial_fit`` (``8 n``, float32; ``gamma="auto"`` with a margin loss). The peak is
+The solve and the certificate also hold the ``gamma_0`` vector kept for
+``partial_fit`` (``4 n``, float32; ``gamma="auto"`` with a margin loss). The peak is
 the largest phase plus the interpreter and the imported libraries (:data:`BASELINE_BYTES`).
 The coefficients are those sizes, not fitted; the benchmark of the estimate compares them
 with the peak resident memory of fits in fresh processes.
@@ -148,8 +148,8 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         Whether BCD's sweeps are extrapolated (``solver_options["extrapolation"]``: two
         more arrays of the size of the embedding).
     gamma_vectors : bool, default=False
-        Whether the fit keeps the two vectors of its ``gamma_0`` eigen-solve (float32,
-        ``8 n`` bytes: ``gamma="auto"`` with a margin loss above 400 samples), from which
+        Whether the fit keeps the vector of its ``gamma_0`` eigen-solve (float32,
+        ``4 n`` bytes: ``gamma="auto"`` with a margin loss above 400 samples), from which
         ``partial_fit`` starts.
 
     Returns
@@ -176,7 +176,7 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     base = {"baseline": BASELINE_BYTES, "X": x_bytes, "index": index, "pairs": pairs}
     # after the graph phase: the kept gamma_0 vectors, and the Laplacian in the points'
     # value order (a kNN graph's; fit keeps the one in the input's order too)
-    kept = {"gamma_0 vectors": 8 * n if gamma_vectors else 0,
+    kept = {"gamma_0 vectors": 4 * n if gamma_vectors else 0,
             "value-ordered Laplacian": laplacian if graph == "knn" else 0}
     phases = {
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},

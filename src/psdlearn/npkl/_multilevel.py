@@ -34,7 +34,15 @@ simply pull against each other as they do in the fine problem. Up to the dropped
 ``Phi_c(E_c) = Phi(P E_c)``: the coarse minimum is the best piecewise-constant point.
 
 **Levels.** Aggregation repeats until the graph has at most :data:`COARSEST` samples
-(or stops shrinking). The coarsest problem is solved from the random start; each level's
+(or stops shrinking), or until a level whose optimum is ``K = 0``: restricted to
+piecewise-constant embeddings, the graph term weighs more against the pairs, and the
+critical loss weight ``gamma_0`` of the coarse problem
+(:func:`psdlearn.npkl.gamma.critical_gamma`) grows with every level. Where it reaches
+the problem's ``gamma`` the coarse solution is zero, and a zero start is a stationary
+point of every row update: the next finer level would start at the rounding level, where
+its first sweeps may even find it vanished (method notes, "Multilevel start"). Such a
+level, and every coarser one, is not used; the coarsest level kept starts from the
+random start. The coarsest problem is solved from the random start; each level's
 solution, prolonged by ``P``, starts the next finer one, which is solved at the loose
 tolerance ``SMOOTHING_TOL_FACTOR * tol`` of the BCD continuation stages; the finest
 level is then solved by :func:`psdlearn.npkl.bcd.fit_bcd` to ``tol`` and certified as
@@ -53,6 +61,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from psdlearn.npkl.gamma import critical_gamma
+from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.problem import NPKLProblem
 
 __all__ = ["COARSEST", "MULTILEVEL_MIN_SAMPLES", "Level", "aggregate", "coarse_problem",
@@ -188,9 +198,12 @@ def hierarchy(problem, rank, coarsest=None):
 
     Aggregation repeats while the problem has more than ``coarsest`` samples and each
     step keeps at most :data:`MIN_REDUCTION` of them; a level is kept only when it has at
-    least ``rank`` samples, at least ``MIN_COARSEST_FRACTION * coarsest``, and some pair.
+    least ``rank`` samples, at least ``MIN_COARSEST_FRACTION * coarsest``, some pair, and
+    (margin losses) a nonzero optimum: ``gamma`` above the level's critical ``gamma_0``
+    (module docstring).
     """
     coarsest = COARSEST if coarsest is None else coarsest
+    margin = get_loss(problem.loss).margin
     levels = []
     current = problem
     while current.n_samples > coarsest:
@@ -199,7 +212,8 @@ def hierarchy(problem, rank, coarsest=None):
                 or n_c < MIN_COARSEST_FRACTION * coarsest):
             break
         coarse = coarse_problem(current, labels, n_c)
-        if coarse.n_constraints == 0:
+        if coarse.n_constraints == 0 or (margin and coarse.gamma <= critical_gamma(
+                coarse.laplacian, coarse.pairs, coarse.signs, coarse.loss)):
             break
         levels.append(Level(labels, coarse))
         current = coarse
@@ -223,7 +237,8 @@ def multilevel_start(problem, E0, solve, coarsest=None):
     E0 : ndarray of shape (n_samples, rank)
         The random start; its first ``n_c`` rows start the coarsest level.
     solve : callable
-        ``solve(coarse_problem, E) -> (E, n_iter, interrupted)`` at one coarse level.
+        ``solve(coarse_problem, E, (i, count)) -> (E, n_iter, interrupted)`` at the
+        ``i``-th of ``count`` coarse levels (coarsest first, from 1).
 
     Returns
     -------
@@ -243,7 +258,8 @@ def multilevel_start(problem, E0, solve, coarsest=None):
     interrupted = False
     for k in range(len(levels) - 1, -1, -1):
         if not interrupted:  # after a Ctrl-C the iterate is only prolonged to the fine level
-            E, n_iter, interrupted = solve(levels[k].problem, E)
+            E, n_iter, interrupted = solve(levels[k].problem, E,
+                                           (len(levels) - k, len(levels)))
             done.append((levels[k].problem.n_samples, int(n_iter)))
         E = prolong(levels[k].labels, E)
     return E, done, interrupted

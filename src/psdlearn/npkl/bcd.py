@@ -32,6 +32,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from psdlearn._linalg import PARALLEL_MIN_WORK
+from psdlearn._progress import progress_bar
 from psdlearn._solver import SolverResult
 
 from . import _kernels as K
@@ -754,16 +755,29 @@ def fit_bcd(problem, E0, options):
                               "multilevel_levels": levels})
 
 
-def _coarse_solve(problem, E, *, options, schedule, stall):
+def _coarse_solve(problem, E, level, *, options, schedule, stall):
     """One coarse level of the multilevel start (:mod:`psdlearn.npkl._multilevel`): BCD to
     ``SMOOTHING_TOL_FACTOR * tol``, on the hinge smoothed at :data:`COARSE_SMOOTHING`
-    when ``schedule`` smooths it."""
-    res = solve_bcd(problem, E, max_iter=options.max_iter,
-                    tol=options.tol * SMOOTHING_TOL_FACTOR, random_state=options.random_state,
-                    unconstrained=options.params["unconstrained"],
-                    smoothing=COARSE_SMOOTHING if schedule[0] > 0 else 0.0,
-                    omega=relaxation_factor(problem.laplacian, options.params["omega"]),
-                    stall_tol=stall, dtype=options.params.get("dtype", np.float64))
+    when ``schedule`` smooths it. ``level``: ``(i, count)``, the ``i``-th of ``count``
+    coarse levels, coarsest first; the level's sweeps have a progress bar of their own
+    (with ``verbose``), and a Ctrl-C names the level."""
+    bar = progress_bar(options.verbose, total=options.max_iter,
+                       desc=f"NPKL bcd, coarse level {level[0]}/{level[1]} "
+                            f"({problem.n_samples:,} samples)", unit="sweeps")
+
+    def callback(it, E, objective):
+        bar.update(1)
+        bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+
+    with bar:
+        res = solve_bcd(problem, E, max_iter=options.max_iter,
+                        tol=options.tol * SMOOTHING_TOL_FACTOR,
+                        random_state=options.random_state,
+                        unconstrained=options.params["unconstrained"],
+                        smoothing=COARSE_SMOOTHING if schedule[0] > 0 else 0.0,
+                        omega=relaxation_factor(problem.laplacian, options.params["omega"]),
+                        callback=callback, stall_tol=stall,
+                        dtype=options.params.get("dtype", np.float64))
     return res.embedding, res.n_iter, res.interrupted
 
 

@@ -554,8 +554,7 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
     # hinge: every alpha in [0, gamma]^m gives a valid bound; keep the best of the given
     # ones (the fitted one only without them: its least squares costs more than a fit),
     # in the given order: BCD's stages, the most smoothed first (the better candidates,
-    # module docstring; on a1a the first stage's gave the best bound of five for 5 of 5
-    # seeds, the exact stage's the worst)
+    # module docstring), each skipped when it cannot beat the best so far (cannot_win)
     candidates = [None]
     if _kinked(terms) and multipliers is not None:
         given = [multipliers] if np.ndim(multipliers) == 1 else list(multipliers)

@@ -73,11 +73,9 @@ _DENSE_MAX = 400
 _LOBPCG_RTOL = 1e-3
 #: Iterations of the first LOBPCG run, which finds the scale of ``lambda_max``.
 _LOBPCG_SCALE_ITERS = 20
-#: Columns of LOBPCG's block. Its cost is the dense algebra on ``n x 3 b`` blocks, not the
-#: products with ``L`` and ``G``: on 10-d Gaussians with 2,000 labelled points one vector
-#: took 16 + 30 iterations in 7.9 s against two vectors' 23 + 22 in 12.9 s at 10^6 points
-#: (0.34 against 0.96 s at 10^5), ``gamma_0`` within 6e-6 of a run to a residual of 1e-6
-#: either way (the block of 4 took ten times as long as 2 at 5e4).
+#: Columns of LOBPCG's block: its cost is the dense algebra on ``n x 3 b`` blocks, more than
+#: the products with ``L`` and ``G``, and one vector needs about the iterations of two
+#: (measured in the method notes, "The block's width").
 _LOBPCG_BLOCK = 1
 
 
