@@ -37,13 +37,13 @@ simply pull against each other as they do in the fine problem. Up to the dropped
 (or stops shrinking), or until a level whose optimum is ``K = 0``: restricted to
 piecewise-constant embeddings, the graph term weighs more against the pairs, and the
 critical loss weight ``gamma_0`` of the coarse problem
-(:func:`psdlearn.npkl.gamma.critical_gamma`) grows with every level. Where it reaches
-the problem's ``gamma`` the coarse solution is zero, and a zero start is a stationary
-point of every row update: the next finer level would start at the rounding level, where
-its first sweeps may even find it vanished (method notes, "Multilevel start"). Such a
-level, and every coarser one, is not used; the coarsest level kept starts from the
-random start. The coarsest problem is solved from the random start; each level's
-solution, prolonged by ``P``, starts the next finer one, which is solved at the loose
+(:func:`psdlearn.npkl.gamma.critical_gamma`) grows as the levels coarsen. Where it
+reaches the problem's ``gamma`` the coarse solution is zero, and a zero start is a
+stationary point of every row update: the next finer level would start at the rounding
+level, where its first sweeps may even find it vanished (method notes, "Multilevel
+start"). The coarsening stops before such a level. The coarsest level kept is solved
+from the random start; each level's solution, prolonged by ``P``, starts the next finer
+one, which is solved at the loose
 tolerance ``SMOOTHING_TOL_FACTOR * tol`` of the BCD continuation stages; the finest
 level is then solved by :func:`psdlearn.npkl.bcd.fit_bcd` to ``tol`` and certified as
 from any other start. The fine problem is convex in ``K`` and only its start changes,
