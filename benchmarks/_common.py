@@ -30,6 +30,8 @@ __all__ = [
     "RESULTS",
     "load_note",
     "defaults_verdict",
+    "gamma0_problem",
+    "median_cpu",
     "median_time",
     "median_wall_cpu",
     "peak_memory",
@@ -63,6 +65,35 @@ def defaults_verdict(diff, target, oracle=None):
     if oracle >= target:
         return "default misses (oracle meets)"
     return "method loses (oracle also misses)"
+
+
+def gamma0_problem(n):
+    """The pairs and the Laplacian of the ``gamma_0`` benchmarks: 10-d two Gaussians
+    (``make_two_gaussians``), the pairs of 2,000 labelled points (``from_labels``), the
+    kNN Laplacian with k = 10 (the approximate search beyond 2e4 points), CSR."""
+    import scipy.sparse as sp
+
+    import psdlearn as pl
+    from psdlearn.graph import knn_laplacian
+
+    X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
+    labels = np.full(n, -1)
+    chosen = np.random.default_rng(0).choice(n, 2000, replace=False)
+    labels[chosen] = y[chosen]
+    C = pl.PairwiseConstraints.from_labels(labels, random_state=0)
+    L = knn_laplacian(X, n_neighbors=10, random_state=0,
+                      knn_method="exact" if n <= 20_000 else "approximate")
+    return C, sp.csr_matrix(L)
+
+
+def median_cpu(repeats, fn, *args):
+    """``(median process-CPU seconds of fn(*args) over repeats calls, its last result)``."""
+    times, out = [], None
+    for _ in range(repeats):
+        c0 = time.process_time()
+        out = fn(*args)
+        times.append(time.process_time() - c0)
+    return statistics.median(times), out
 
 
 def median_time(fn, repeats=5):

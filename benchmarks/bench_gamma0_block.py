@@ -25,18 +25,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from _common import load_note, write_results
+from _common import gamma0_problem, load_note, median_cpu, write_results
 from scipy.sparse.linalg import lobpcg
 from threadpoolctl import threadpool_limits
 
-import psdlearn as pl
-from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.gamma import critical_gamma, loss_gradient_matrix
 
 SCALE_ITERS = 20
@@ -65,15 +61,6 @@ def _two_runs(G, L, block, rtol):
     return float(np.max(vals)), f"{len(h1)} + {len(h2)}"
 
 
-def _cpu(repeats, fn, *args):
-    times, out = [], None
-    for _ in range(repeats):
-        c0 = time.process_time()
-        out = fn(*args)
-        times.append(time.process_time() - c0)
-    return statistics.median(times), out
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ns", nargs="+", type=float, default=[1e4, 1e5, 1e6])
@@ -83,23 +70,17 @@ def main():
     start_load = os.getloadavg()[0]
     rows = []
     for n in (int(v) for v in args.ns):
-        X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
-        labels = np.full(n, -1)
-        chosen = np.random.default_rng(0).choice(n, 2000, replace=False)
-        labels[chosen] = y[chosen]
-        C = pl.PairwiseConstraints.from_labels(labels, random_state=0)
-        L = sp.csr_matrix(knn_laplacian(X, n_neighbors=10, random_state=0,
-                                        knn_method="exact" if n <= 20_000 else "approximate"))
+        C, L = gamma0_problem(n)
         G = loss_gradient_matrix(n, C.pairs, C.signs, "square")
         with threadpool_limits(1, "blas"):
             lam_ref, it_ref = _two_runs(G, L, 2, REFERENCE_RTOL)
             row = {"n": n, "pairs": C.n_pairs, "reference_iterations": it_ref}
             for block in (2, 1):
-                t, (lam, its) = _cpu(args.repeats, _two_runs, G, L, block, RTOL)
+                t, (lam, its) = median_cpu(args.repeats, _two_runs, G, L, block, RTOL)
                 row[f"cpu_s_block{block}"] = round(t, 3)
                 row[f"iterations_block{block}"] = its
                 row[f"gamma0_error_block{block}"] = float(lam_ref / lam - 1.0)
-            t, g0 = _cpu(args.repeats, critical_gamma, L, C.pairs, C.signs, "square")
+            t, g0 = median_cpu(args.repeats, critical_gamma, L, C.pairs, C.signs, "square")
             row["cpu_s_critical_gamma"] = round(t, 3)
             row["gamma0_error_critical_gamma"] = float(lam_ref * g0 - 1.0)
             row["speedup_block1"] = round(row["cpu_s_block2"] / row["cpu_s_block1"], 2)

@@ -3,7 +3,8 @@
 ``gamma_0 = 1 / lambda_max(G, L)`` is computed by LOBPCG (:func:`psdlearn.npkl.gamma.
 critical_gamma`). Its stopping rule is a residual relative to ``lambda_max``; the baseline
 is a single LOBPCG run with the absolute residual tolerance 1e-2 (scipy's ``tol``), the
-rule before. Both start from the same random block of 2 vectors.
+rule before, from a random block of 2 vectors; ``critical_gamma`` starts from its own
+block (one vector since 2026-11-29, ``bench_gamma0_block.py``).
 
 Data: 10-d two Gaussians (``psdlearn.datasets.make_two_gaussians``), the kNN Laplacian with
 k = 10 (approximate search beyond 2e4 points), the pairs of 2,000 labelled points
@@ -20,29 +21,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 import warnings
 
 import numpy as np
-from _common import load_note, scaling_exponent, write_results
+from _common import gamma0_problem, load_note, median_cpu, scaling_exponent, write_results
 from scipy.sparse.linalg import lobpcg
 from threadpoolctl import threadpool_limits
 
-import psdlearn as pl
-from psdlearn.graph import knn_laplacian
 from psdlearn.npkl.gamma import critical_gamma, loss_gradient_matrix
 
 REPEATS = 3
-
-
-def _cpu(fn, *args):
-    times, out = [], None
-    for _ in range(REPEATS):
-        c0 = time.process_time()
-        out = fn(*args)
-        times.append(time.process_time() - c0)
-    return statistics.median(times), out
 
 
 def _baseline(L, pairs, signs):
@@ -64,16 +52,10 @@ def main():
     start_load = os.getloadavg()[0]
     rows = []
     for n in (int(v) for v in args.ns):
-        X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
-        labels = np.full(n, -1)
-        chosen = np.random.default_rng(0).choice(n, 2000, replace=False)
-        labels[chosen] = y[chosen]
-        C = pl.PairwiseConstraints.from_labels(labels, random_state=0)
-        L = knn_laplacian(X, n_neighbors=10, knn_method="exact" if n <= 20_000 else
-                          "approximate", random_state=0)
+        C, L = gamma0_problem(n)
         with threadpool_limits(1, "blas"):
-            t_new, g0 = _cpu(critical_gamma, L, C.pairs, C.signs, "square")
-            t_old, (lam_old, iters) = _cpu(_baseline, L, C.pairs, C.signs)
+            t_new, g0 = median_cpu(REPEATS, critical_gamma, L, C.pairs, C.signs, "square")
+            t_old, (lam_old, iters) = median_cpu(REPEATS, _baseline, L, C.pairs, C.signs)
         lam_new = 1.0 / g0
         rows.append({"n": n, "pairs": C.n_pairs, "cpu_s_absolute_tol": round(t_old, 3),
                      "iterations_absolute_tol": iters, "cpu_s_relative_tol": round(t_new, 3),
