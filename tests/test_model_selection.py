@@ -1,6 +1,7 @@
 """Choosing gamma from constraints: NPKL.score, gamma="auto", ConstraintKFold, NPKLCV,
 and GridSearchCV over the supervised transformers."""
 
+import re
 import warnings
 
 import numpy as np
@@ -220,6 +221,23 @@ def test_critical_gamma_by_lobpcg_matches_the_dense_pencil(monkeypatch, n_pairs)
     dense = critical_gamma(L, C.pairs, C.signs, "square")
     monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
     assert critical_gamma(L, C.pairs, C.signs, "square") == pytest.approx(dense, rel=1e-5)
+
+
+def test_verbose_gamma_0_shows_its_products_and_changes_nothing(capsys):
+    # minutes at 10^7 points between the graph and the solver's first bar: the eigen-solve
+    # has a bar of its own; it counts the products with G and leaves them as they were
+    X, y = _blobs(600, d=2)
+    C = pl.PairwiseConstraints.from_labels(y, 0.6, 0.6, random_state=0)
+    quiet = pl.NPKL(loss="square", rank=3, random_state=0, max_iter=2,
+                    certificate_tol=None).fit(X, C)
+    assert capsys.readouterr().err == ""
+    loud = pl.NPKL(loss="square", rank=3, random_state=0, max_iter=2, certificate_tol=None,
+                   verbose=1).fit(X, C)
+    err = capsys.readouterr().err
+    counts = [int(c) for c in re.findall(r"NPKL gamma_0 \(LOBPCG\): (\d+)products", err)]
+    assert counts and max(counts) > 10
+    assert loud.gamma_ == quiet.gamma_
+    np.testing.assert_array_equal(loud.embedding_, quiet.embedding_)
 
 
 def test_critical_gamma_from_the_vectors_of_fewer_pairs_matches_the_dense_pencil(monkeypatch):

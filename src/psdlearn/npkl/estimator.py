@@ -701,7 +701,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         gamma0 = None
         if get_loss(self.loss).margin:
             gamma0, vectors = critical_gamma(L, pairs, signs, self.loss, start=start,
-                                             return_vectors=True)
+                                             return_vectors=True, verbose=self.verbose)
             if vectors is not None:
                 self._gamma_vectors = vectors.astype(np.float32)
         gamma, _ = auto_gamma(L, pairs, signs, self.loss, gamma0=gamma0)
