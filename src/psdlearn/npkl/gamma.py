@@ -167,7 +167,7 @@ def critical_gamma(laplacian, pairs, signs, loss, random_state=0, *, start=None,
     return (gamma0, vectors) if return_vectors else gamma0
 
 
-def _lobpcg_largest(G, L, rng, start=None, bar=None):
+def _lobpcg_largest(G, L, rng, start, bar):
     """``lambda_max(G, L)`` by LOBPCG to the relative residual :data:`_LOBPCG_RTOL`.
 
     scipy's ``tol`` bounds the residual ``||G x - lambda L x||`` absolutely, and
@@ -189,8 +189,8 @@ def _lobpcg_largest(G, L, rng, start=None, bar=None):
     iterations instead of 20 + 33 (0.21 against 0.95 CPU s), both within 2e-6 of the
     value.
 
-    ``bar``: a progress bar that counts LOBPCG's products with ``G`` (None: ``G`` itself
-    is passed; the products are the same either way).
+    ``bar``: a progress bar that counts LOBPCG's products with ``G`` (scipy's LOBPCG has no
+    callback; the products are those of ``G`` itself).
 
     Returns
     -------
@@ -198,12 +198,12 @@ def _lobpcg_largest(G, L, rng, start=None, bar=None):
     vectors : ndarray of shape (n, 1)
     """
     n = G.shape[0]
+
     def product(X):
         bar.update(1)
         return G @ X
 
-    A = G if bar is None else LinearOperator(G.shape, matvec=product, matmat=product,
-                                             dtype=G.dtype)
+    A = LinearOperator(G.shape, matvec=product, matmat=product, dtype=G.dtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         scale = None
