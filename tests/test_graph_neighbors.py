@@ -412,3 +412,18 @@ def test_arrays_handed_to_faiss_outlive_its_search(integer):
     dist, ind = index.kneighbors(n_neighbors=5)
     assert calls and all(len(alive) == 5 and all(alive) for alive in calls)
     assert np.array_equal(ind, expected[1]) and np.array_equal(dist, expected[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_permute_rows_in_place_is_fancy_indexing(dtype):
+    from psdlearn._order import permute_rows
+
+    rng = np.random.default_rng(0)
+    for perm in (np.arange(7), np.roll(np.arange(7), 1), rng.permutation(1000),
+                 np.array([0]), np.array([1, 0, 3, 2])):
+        A = rng.standard_normal((len(perm), 3)).astype(dtype)
+        expected = A[perm]
+        assert permute_rows(A, perm) is A
+        np.testing.assert_array_equal(A, expected)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        permute_rows(np.zeros((4, 3)).T, np.arange(3))

@@ -250,3 +250,66 @@ def test_a_verbose_fit_shows_each_coarse_level(capsys):
         head = f"NPKL bcd, coarse level {i}/{len(model.multilevel_levels_)} ({n_c:,} samples)"
         assert head in err
         assert f"{sweeps}/1000" in err.split(head)[-1]
+
+
+def test_coarse_laplacian_is_the_galerkin_product():
+    _, _, L = _graph(700, seed=3)
+    labels, n_c = ML.aggregate(L)
+    P = ML.prolongation(labels, n_c)
+    Lc = ML.galerkin(L, labels, n_c)
+    expected = (P.T @ L @ P).tocsr()
+    expected.sort_indices()
+    assert Lc.has_sorted_indices and Lc.shape == (n_c, n_c)
+    assert np.all(np.diff(Lc.indices[Lc.indptr[0]:Lc.indptr[1]]) > 0)  # no duplicates
+    np.testing.assert_array_equal(Lc.indptr, expected.indptr)
+    np.testing.assert_array_equal(Lc.indices, expected.indices)
+    np.testing.assert_allclose(Lc.data, expected.data, rtol=1e-13, atol=1e-15)
+    # a single aggregate sums every entry; singletons keep L itself
+    one = ML.galerkin(L, np.zeros(700, dtype=np.int64), 1)
+    np.testing.assert_allclose(one.toarray(), [[L.sum()]], rtol=1e-12)
+    same = ML.galerkin(L, np.arange(700), 700)
+    np.testing.assert_allclose(same.toarray(), L.toarray(), rtol=0, atol=0)
+
+
+def test_owned_start_is_swept_in_place_and_a_given_one_is_not(two_gaussians, monkeypatch):
+    from dataclasses import replace
+
+    from psdlearn._solver import SolveOptions
+    from psdlearn.npkl.bcd import fit_bcd
+
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    X, C = two_gaussians
+    L = knn_laplacian(X, n_neighbors=8).tocsr()
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), "square", 5.0)
+    from psdlearn.npkl.solvers import BCD_OPTIONS
+
+    params = {**{key: default for key, (default, _) in BCD_OPTIONS.items()},
+              "certificate_tol": None}
+    for multilevel in (False, True):
+        base = SolveOptions(max_iter=30, tol=1e-4, random_state=np.random.RandomState(0),
+                            params={**params, "multilevel": multilevel,
+                                    "extrapolation": False})
+        E0 = initial_embedding(2000, 6, 0)
+        given = fit_bcd(problem, E0.copy(), base)
+        start = E0.copy()
+        owned = fit_bcd(problem, start, replace(base, owns_start=True,
+                                                random_state=np.random.RandomState(0)))
+        # the same iterates, in the caller's array when it gave the start away
+        assert owned.embedding is start
+        np.testing.assert_array_equal(owned.embedding, given.embedding)
+        assert bool(owned.info["multilevel_levels"]) == multilevel
+        kept = E0.copy()
+        fit_bcd(problem, kept, replace(base, random_state=np.random.RandomState(0)))
+        np.testing.assert_array_equal(kept, E0)  # a start not given away is not written
+
+
+def test_same_seed_gives_the_same_fit_with_the_multilevel_start(monkeypatch):
+    # the coarse levels' relaxation factor comes from a Lanczos run (their Laplacian has
+    # no constant diagonal): with ARPACK's own random start it changed from call to call
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    X, y = make_two_gaussians(1500, n_features=4, random_state=1)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    fits = [NPKL(loss="square", rank=5, random_state=0, certificate_tol=None,
+                 solver_options={"multilevel": True}).fit(X, C) for _ in range(2)]
+    assert len(fits[0].multilevel_levels_) >= 1
+    np.testing.assert_array_equal(fits[0].embedding_, fits[1].embedding_)

@@ -12,10 +12,15 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
   assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
 - **solve**: ``X``, the index (kept for ``transform``), ``L``, for a kNN graph its copy
-  in the points' value order, and BCD's reordered copy (``12 nnz`` each), BCD's int64
-  copy of the graph's indices (``8 nnz``), the embedding and its reordered copy
-  (``2 f n r``), with BCD's extrapolation its two saved arrays (``2 f n r``), and with
-  float32 the sweeps' float32 copy of the Laplacian's values (``4 nnz``);
+  in the points' value order, and BCD's reordered copy (``12 nnz`` each), the embedding
+  (``f n r``: BCD renumbers and
+  prolongs its start in place, sweeps in it and returns it to the points' order in
+  place; the other solvers also hold a reordered copy, ``2 f n r``), with BCD's
+  extrapolation its two saved arrays (``2 f n r``), with float32 the sweeps' float32
+  copy of the Laplacian's values (``4 nnz``), and while BCD's multilevel start solves
+  its first coarse level, the aggregates (``8 n``), the coarse Laplacian
+  (``12 nnz_c``) and the coarse embedding (``f n_c r``), with ``n_c``, ``nnz_c`` the
+  fractions :data:`COARSE_SAMPLES`, :data:`COARSE_ENTRIES` of ``n``, ``nnz``;
 - **certificate**: ``X``, the index, ``L`` (and its value-ordered copy), the
   embedding, with float32 its float64 copy
   (``8 n r``: the certificate computes in float64), and its orthonormal basis
@@ -51,6 +56,11 @@ LANCZOS_VECTORS = 32
 SIGMA_NEIGHBORS = 10
 #: Bytes per stored entry of a CSR matrix (float64 value, int32 column index).
 CSR_ENTRY = 12
+#: The first coarse level of BCD's multilevel start, as fractions of the fine graph's
+#: samples and stored entries (measured on kNN graphs of 10^6 and 10^7 points: 0.08-0.09
+#: and 0.35-0.45).
+COARSE_SAMPLES = 0.1
+COARSE_ENTRIES = 0.5
 #: Bytes per graph entry during assembly: the directed triplets (int64 row and column,
 #: float64 value), their symmetrised copy and the CSR result.
 ASSEMBLY_ENTRY = 40
@@ -120,7 +130,8 @@ def _gb(b):
 
 def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np.float64,
                          knn_method="exact", solver="bcd", n_pairs=0, certificate=True,
-                         nnz=None, graph="knn", extrapolation=False, gamma_vectors=False):
+                         nnz=None, graph="knn", extrapolation=False, gamma_vectors=False,
+                         multilevel=False):
     """Predicted peak memory of ``NPKL.fit`` (module docstring for the model).
 
     Parameters
@@ -136,7 +147,8 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     knn_method : {"exact", "approximate"}, default="exact"
         The neighbour search (``"auto"`` resolved by the caller).
     solver : str, default="bcd"
-        ``"bcd"`` keeps a reordered copy of ``L`` and ``E``; the others are modelled alike.
+        ``"bcd"`` keeps a reordered copy of ``L`` and reorders ``E`` in place; the
+        others are modelled with a reordered copy of both.
     n_pairs : int, default=0
         Constrained pairs (``40`` bytes each: indices, signs, terms).
     certificate : bool, default=True
@@ -151,6 +163,9 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         Whether the fit keeps the vector of its ``gamma_0`` eigen-solve (float32,
         ``4 n`` bytes: ``gamma="auto"`` with a margin loss above 400 samples), from which
         ``partial_fit`` starts.
+    multilevel : bool, default=False
+        Whether BCD starts coarse to fine (``solver_options["multilevel"]``), holding a
+        coarse level beside the fine problem.
 
     Returns
     -------
@@ -182,10 +197,11 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
         "solve": {**base, **kept, "Laplacian": laplacian,
                   "reordered Laplacian": laplacian if solver == "bcd" else 0,
-                  # BCD's kernels read the graph's indices as int64
-                  "int64 graph indices": 8 * (entries + n + 1) if solver == "bcd" else 0,
-                  "embedding": 2 * f * n * r,
+                  "embedding": (1 if solver == "bcd" else 2) * f * n * r,
                   "extrapolation arrays": 2 * f * n * r if extrapolation else 0,
+                  "coarse level": (8 * n + int(CSR_ENTRY * COARSE_ENTRIES * entries)
+                                   + int(f * COARSE_SAMPLES * n) * r
+                                   if multilevel and solver == "bcd" else 0),
                   "float32 Laplacian values": 4 * entries if f == 4 else 0,
                   # ADMM writes each half step into spare arrays, swapped in when complete
                   "spare half-step arrays": 3 * f * n * r if solver == "admm" else 0},
@@ -207,7 +223,7 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
               "dtype": np.dtype(dtype).name, "knn_method": knn_method, "solver": solver,
               "n_pairs": int(n_pairs), "certificate": bool(certificate), "nnz": nnz,
               "graph": graph, "extrapolation": bool(extrapolation),
-              "gamma_vectors": bool(gamma_vectors)}
+              "gamma_vectors": bool(gamma_vectors), "multilevel": bool(multilevel)}
     return MemoryEstimate(int(sum(breakdown.values())), phase, breakdown, config)
 
 
@@ -368,7 +384,7 @@ def npkl_estimate(est, n_samples, n_features, *, n_pairs=0, nnz=None, rank=None)
         knn_method=_knn_method(est.knn_method, n, n_features, nnz is not None),
         solver=est.solver, n_pairs=n_pairs, nnz=nnz, graph=est.graph,
         certificate=bool(spec.certificate and est.certificate_tol is not None),
-        extrapolation=_extrapolated(est, n),
+        extrapolation=_extrapolated(est, n), multilevel=_multilevel(est, n),
         gamma_vectors=(est.gamma == "auto" and get_loss(est.loss).margin and n > _DENSE_MAX))
 
 
@@ -381,6 +397,14 @@ def _extrapolated(est, n):
         return False
     setting = (getattr(est, "solver_options", None) or {}).get("extrapolation", "auto")
     return use_multilevel(setting, n)
+
+
+def _multilevel(est, n):
+    """Whether a BCD fit of ``est`` on ``n`` samples starts coarse to fine."""
+    from psdlearn.npkl._multilevel import use_multilevel
+
+    setting = (getattr(est, "solver_options", None) or {}).get("multilevel", "auto")
+    return est.solver == "bcd" and use_multilevel(setting, n)
 
 
 def guard_npkl_fit(est, X, y):

@@ -1,14 +1,16 @@
-"""Spatial orders of points: rows close in space get close positions.
+"""Orders of rows: spatial orders, where rows close in space get close positions, and
+the reordering of an array's rows in place.
 
-Used where the order of rows decides the memory traffic, not the result: the queries of
-the exact kd-tree search (:class:`psdlearn.graph.NeighborIndex`) and the rows of a slab
-of the distributed problem (:mod:`psdlearn.npkl.distributed`).
+The spatial orders are used where the order of rows decides the memory traffic, not the
+result: the queries of the exact kd-tree search (:class:`psdlearn.graph.NeighborIndex`)
+and the rows of a slab of the distributed problem (:mod:`psdlearn.npkl.distributed`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 #: Bits per axis of the Z-order cells (10 bits on 3 axes: 2^30 cells).
 ZORDER_BITS = 10
@@ -79,3 +81,50 @@ def spatial_order(X, block_entries=2**22):
     for start, part in blocks():
         P[start:start + len(part)] = (part - mean) @ axes
     return zorder(P)
+
+
+@njit(cache=True)
+def _permute_rows(A, perm):  # pragma: no cover - compiled
+    n = A.shape[0]
+    done = np.zeros(n, dtype=np.bool_)
+    row = np.empty(A.shape[1], dtype=A.dtype)
+    for start in range(n):
+        if done[start]:
+            continue
+        # the cycle start -> perm[start] -> ...: each row takes the next one's values
+        row[:] = A[start]
+        i = start
+        while True:
+            done[i] = True
+            j = perm[i]
+            if j == start:
+                A[i] = row
+                break
+            A[i] = A[j]
+            i = j
+
+
+def permute_rows(A, perm):
+    """Reorder the rows of ``A`` in place: afterwards row ``i`` holds what row ``perm[i]``
+    held, as ``A[perm]`` would return.
+
+    It follows the cycles of ``perm`` with one row of buffer, so it needs ``n`` bytes
+    beside ``A`` instead of a second array of its size (4 GB for an embedding of 10^7
+    points at rank 50).
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, m)
+        C-contiguous; overwritten.
+    perm : ndarray of shape (n,), int
+        A permutation of ``0 .. n - 1`` (not checked).
+
+    Returns
+    -------
+    A : ndarray of shape (n, m)
+        The same array.
+    """
+    if A.ndim != 2 or not A.flags.c_contiguous or not A.flags.writeable:
+        raise ValueError("permute_rows needs a writeable C-contiguous 2-d array.")
+    _permute_rows(A, np.asarray(perm, dtype=np.int64))
+    return A

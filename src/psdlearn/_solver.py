@@ -92,6 +92,10 @@ class SolveOptions:
         one solver reads.
     state : object or None
         What a solver kept from the previous fit for a warm start (``None`` otherwise).
+    owns_start : bool
+        Whether the solver may overwrite the start: the caller does not read it after the
+        call. A solver that iterates in place can then do so in the start itself, and a
+        large fit holds one array of the embedding's size instead of two.
     """
 
     max_iter: int
@@ -101,6 +105,7 @@ class SolveOptions:
     verbose: int = 0
     params: Mapping[str, Any] = field(default_factory=dict)
     state: Any = None
+    owns_start: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import replace
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from psdlearn._order import permute_rows
 from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._solver import SolveOptions
 from psdlearn.npkl.losses import get_loss
@@ -50,6 +51,9 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
     from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
     E0, state, inverse = None, None, None
+    # the random or warm_start start is this function's own array (partial_fit's is not):
+    # it is renumbered in place and handed to the solver (SolveOptions.owns_start)
+    owned = start is None
     if start is not None:  # NPKL.partial_fit: ``(E0, state)``, a point near the optimum
         E0, state = start
     elif spec.warm_start:
@@ -62,7 +66,8 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
             E0, state = E0[order], map_rows(state, order)
     if getattr(spec, "renumber", False):
         perm, _, problem = problem.renumbered()
-        E0 = None if E0 is None else E0[perm]
+        if E0 is not None:
+            E0 = permute_rows(E0, perm) if owned else E0[perm]
         state = map_rows(state, perm)
         order = perm if order is None else order[perm]
     if order is not None:
@@ -79,7 +84,7 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
                            callback=callback, verbose=est.verbose,
                            params={**est.get_params(deep=False), **est.solver_options_,
                                    "rank": rank, "gamma": est.gamma_},
-                           state=state)
+                           state=state, owns_start=owned and E0 is not None)
     adaptive = est.rank == "adaptive" and spec.certificate
     if adaptive:
         levels = escalation_levels(problem)
@@ -97,6 +102,8 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
                 cpu = time.process_time()
                 res = spec.solve(problem, E0, options)
                 cpu = time.process_time() - cpu
+                # a later round starts from an array the rounds still read
+                options = replace(options, owns_start=False)
             except KeyboardInterrupt:
                 if res is None:  # nothing complete to keep
                     raise
@@ -139,14 +146,20 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
                 E0, carried = res.embedding, res.multipliers
             options = replace(options, state=following)
     E = res.embedding
-    est.embedding_ = E if inverse is None else E[inverse]
+    kept_state = res.info.get("state")
+    if inverse is not None:
+        # the solver's own array, unless a warm state shares it: reordered in place
+        shared = any(isinstance(a, np.ndarray) and np.may_share_memory(a, E)
+                     for a in (kept_state if isinstance(kept_state, tuple) else ()))
+        E = permute_rows(E, inverse) if owned and not shared and E.flags.writeable \
+            and E.flags.c_contiguous else E[inverse]
+    est.embedding_ = E
     est.objective_history_ = history
     est.time_history_ = times
     est.n_iter_ = n_iter
     est.rank_ = E.shape[1]
     for key, value in kept.items():
         setattr(est, key + "_", value)
-    kept_state = res.info.get("state")
     est._warm_state = ((spec.name, map_rows(kept_state, inverse))
                         if est.warm_start and kept_state is not None else None)
     est.converged_ = bool(res.converged) and not est._stopped_in_certificate

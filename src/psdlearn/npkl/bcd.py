@@ -135,7 +135,8 @@ def initial_embedding(n_samples, rank, random_state=None, *, scale=1.0, max_norm
     E0 : ndarray of shape (n_samples, rank)
     """
     rng = _as_generator(random_state)
-    E = rng.standard_normal((int(n_samples), int(rank))) * (float(scale) / np.sqrt(rank))
+    E = rng.standard_normal((int(n_samples), int(rank)))
+    E *= float(scale) / np.sqrt(rank)  # in place: no second array of the start's size
     if max_norm is not None:
         _project_rows(E, float(max_norm))
     return E
@@ -388,8 +389,10 @@ def solve_bcd(
         raise ValueError(f"E0 must have shape ({n}, rank), got {E.shape}.")
     if not np.all(np.isfinite(E)):
         raise ValueError("E0 contains NaN or inf.")
-    Lp = np.ascontiguousarray(L.indptr, dtype=np.int64)
-    Li = np.ascontiguousarray(L.indices, dtype=np.int64)
+    # the graph's own index arrays (int32 below 2^31 entries): no int64 copies, which
+    # held 0.96 GB at 10^7 points and k = 5
+    Lp = np.ascontiguousarray(L.indptr)
+    Li = np.ascontiguousarray(L.indices)
     Lx = np.ascontiguousarray(L.data, dtype=dtype)
     diag = np.ascontiguousarray(L.diagonal(), dtype=dtype)
     if not np.all(diag > 0):
@@ -589,7 +592,10 @@ def relaxation_factor(laplacian, omega="auto"):
         inv_sqrt = 1.0 / np.sqrt(diag)
         A = sp.diags(inv_sqrt) @ (sp.diags(diag) - laplacian) @ sp.diags(inv_sqrt)
         try:
-            rho = float(abs(eigsh(A, k=1, which="LM", tol=1e-3,
+            # a fixed start: ARPACK's own is drawn anew at every call, and a fit would
+            # then differ from run to run (in omega's last digits) on the same seed
+            v0 = np.random.default_rng(0).uniform(-1.0, 1.0, A.shape[0])
+            rho = float(abs(eigsh(A, k=1, which="LM", tol=1e-3, v0=v0,
                                   return_eigenvectors=False)[0]))
         except ArpackNoConvergence:
             rho = 0.99
@@ -690,7 +696,7 @@ def fit_bcd(problem, E0, options):
         start_time = time.perf_counter()
         E0, levels, interrupted = multilevel_start(
             problem, E0, partial(_coarse_solve, options=options, schedule=schedule,
-                                 stall=stall))
+                                 stall=stall), overwrite=options.owns_start)
         start_time = time.perf_counter() - start_time
         if interrupted:
             return _interrupted_start(problem, E0, levels, omega, start_time)
@@ -716,10 +722,11 @@ def fit_bcd(problem, E0, options):
     window = WINDOW if (use_multilevel(params.get("extrapolation", False), problem.n_samples)
                         and options.state != PARTIAL) else 0
     E, history, times, stages, multipliers = E0, [], [], [], []
-    # the caller's start is copied once; the prolonged start and each stage's result are
-    # this function's own, and the next stage sweeps in them (one array of the embedding's
-    # size less: 4 GB at 10^7 points and rank 50)
-    own = bool(levels)
+    # the caller's start is copied once, unless the caller gave it away (owns_start); the
+    # prolonged start and each stage's result are this function's own, and the next stage
+    # sweeps in them (one array of the embedding's size less: 4 GB at 10^7 points and
+    # rank 50)
+    own = bool(levels) or options.owns_start
     for mu in schedule:
         res = solve_bcd(problem, E, max_iter=options.max_iter,
                         tol=options.tol * SMOOTHING_TOL_FACTOR if mu > 0 else exact_tol,
