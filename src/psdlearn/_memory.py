@@ -11,8 +11,9 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   neighbour lists (``16 n (k + 1)``: int64 indices and float64
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
   assembly of the graph (its triplets and the CSR matrix, about ``40 nnz``);
-- **solve**: ``X``, the index (kept for ``transform``), ``L``, for a kNN graph its copy
-  in the points' value order, and BCD's reordered copy (``12 nnz`` each), the embedding
+- **solve**: ``X``, the index (kept for ``transform``), ``L`` and, for a kNN graph, its
+  copy in the points' value order, or for the solvers that renumber the samples (BCD,
+  ADMM) their reordered copy instead (``12 nnz`` each), the embedding
   (``f n r``: BCD renumbers and
   prolongs its start in place, sweeps in it and returns it to the points' order in
   place; the other solvers also hold a reordered copy, ``2 f n r``), with BCD's
@@ -193,10 +194,13 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     # value order (a kNN graph's; fit keeps the one in the input's order too)
     kept = {"gamma_0 vectors": 4 * n if gamma_vectors else 0,
             "value-ordered Laplacian": laplacian if graph == "knn" else 0}
+    renumber = solver in ("bcd", "admm")  # their spec.renumber
     phases = {
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
+        # a renumbering solver holds L's renumbered copy instead of the value-ordered one
         "solve": {**base, **kept, "Laplacian": laplacian,
-                  "reordered Laplacian": laplacian if solver == "bcd" else 0,
+                  **({"value-ordered Laplacian": 0, "reordered Laplacian": laplacian}
+                     if renumber else {}),
                   "embedding": (1 if solver == "bcd" else 2) * f * n * r,
                   "extrapolation arrays": 2 * f * n * r if extrapolation else 0,
                   "coarse level": (8 * n + int(CSR_ENTRY * COARSE_ENTRIES * entries)

@@ -150,8 +150,9 @@ def evaluate(est):
     tol, loss, b, delta = pending.settings
     start = time.perf_counter()
     C = est.side_info_
-    L, pairs = in_order(est.laplacian_, C.pairs, pending.order)
-    problem = NPKLProblem(L, pairs, C.signs.astype(np.float64), loss, est.gamma_, b)
+    # no name for the value-ordered Laplacian: renumbered, the copy is freed
+    problem = NPKLProblem(*in_order(est.laplacian_, C.pairs, pending.order),
+                          C.signs.astype(np.float64), loss, est.gamma_, b)
     rows = pending.order  # solver sample k is sample rows[k]: one copy of the embedding
     if pending.renumber:
         perm, _, problem = problem.renumbered()

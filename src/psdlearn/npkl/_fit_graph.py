@@ -24,6 +24,7 @@ from psdlearn.graph import (
     neighbors_from_distance_graph,
     normalized_laplacian,
 )
+from psdlearn.npkl.problem import permuted
 
 
 def check_square(X, what, graph):
@@ -112,15 +113,8 @@ def in_order(L, pairs, order):
     order."""
     if order is None:
         return L, pairs
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    # the rows in their new order, then the columns renamed (a fancy column index of
-    # scipy multiplies by a selection matrix: several times the cost at small n)
-    L = sp.csr_matrix(L)[order]
-    L.indices = inverse[L.indices].astype(L.indices.dtype, copy=False)
-    L.has_sorted_indices = False
-    L.sort_indices()
-    return L, (np.sort(inverse[pairs], axis=1) if len(pairs) else pairs)
+    L, pairs, _ = permuted(L, pairs, order)
+    return L, pairs
 
 
 def joint_laplacian(X_fit, X, *, n_neighbors, sigma, delta, knn_method, n_jobs,

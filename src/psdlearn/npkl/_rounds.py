@@ -22,7 +22,7 @@ from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.solvers import RESTART, WARM, map_rows
 
 
-def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
+def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumbered=None):
     """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
 
     The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
@@ -47,6 +47,12 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
     (:func:`psdlearn.npkl._fit_graph.in_order`). The random start is drawn in the order of
     ``problem``, a warm start is mapped into it, and ``embedding_`` comes back in the
     caller's order.
+
+    ``renumbered``, when given (with ``spec.renumber``): ``problem`` is already
+    renumbered, its sample ``k`` sample ``renumbered[k]`` of the problem before (the
+    ``perm`` of :meth:`NPKLProblem.renumbered <psdlearn.npkl.problem.NPKLProblem.
+    renumbered>`), so that the caller need not hold that problem's Laplacian through the
+    solve; ``order`` is then the order of the problem before.
     """
     from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
@@ -65,7 +71,9 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None):
         if warm and order is not None:
             E0, state = E0[order], map_rows(state, order)
     if getattr(spec, "renumber", False):
-        perm, _, problem = problem.renumbered()
+        if renumbered is None:
+            renumbered, _, problem = problem.renumbered()
+        perm = renumbered
         if E0 is not None:
             E0 = permute_rows(E0, perm) if owned else E0[perm]
         state = map_rows(state, perm)

@@ -44,7 +44,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 from psdlearn.npkl.losses import LOSSES, get_loss
 
 __all__ = ["LOSSES", "NPKLProblem", "auto_rank", "label_pairs", "loss_values",
-           "npkl_objective", "rank_rule_count"]
+           "npkl_objective", "permuted", "rank_rule_count"]
 
 
 def loss_values(z, loss):
@@ -206,6 +206,32 @@ def pair_terms(table, pairs, signs, gamma):
             len(table.terms(pairs[:0], signs[:0], 1, gamma)))
 
 
+def permuted(L, pairs, order):
+    """``L`` and the constraint ``pairs`` with the samples renumbered: new sample ``k`` is
+    sample ``order[k]``; pairs stay ``i < j``, in their order.
+
+    The rows are taken in their new order and the column indices renamed in place, so the
+    renumbering holds one copy of ``L`` beside it (``L[order][:, order]`` holds two, and
+    its fancy column index multiplies by a selection matrix).
+
+    Returns
+    -------
+    L : scipy.sparse.csr_matrix
+        Sorted indices.
+    pairs : ndarray of shape (m, 2)
+    inverse : ndarray of shape (n_samples,), int64
+        Sample ``i`` is new sample ``inverse[i]``.
+    """
+    order = np.asarray(order, dtype=np.int64)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    L = sp.csr_matrix(L)[order]
+    L.indices = inverse[L.indices].astype(L.indices.dtype, copy=False)
+    L.has_sorted_indices = False
+    L.sort_indices()
+    return L, (np.sort(inverse[pairs], axis=1) if len(pairs) else pairs), inverse
+
+
 @dataclass(frozen=True)
 class NPKLProblem:
     """An instance of the NPKL problem: Laplacian, constraints, loss and trade-off.
@@ -278,11 +304,7 @@ class NPKLProblem:
         """
         L = sp.csr_matrix(self.laplacian)
         perm = reverse_cuthill_mckee(L, symmetric_mode=True).astype(np.int64)
-        inverse = np.empty_like(perm)
-        inverse[perm] = np.arange(len(perm))
-        L = L[perm][:, perm].tocsr()
-        L.sort_indices()
-        pairs = np.sort(inverse[self.pairs], axis=1) if len(self.pairs) else self.pairs
+        L, pairs, inverse = permuted(L, self.pairs, perm)
         return perm, inverse, NPKLProblem(L, pairs, self.signs, self.loss, self.gamma, self.b)
 
     def neighbors(self):
