@@ -389,8 +389,7 @@ def solve_bcd(
         raise ValueError(f"E0 must have shape ({n}, rank), got {E.shape}.")
     if not np.all(np.isfinite(E)):
         raise ValueError("E0 contains NaN or inf.")
-    # the graph's own index arrays (int32 below 2^31 entries): no int64 copies, which
-    # held 0.96 GB at 10^7 points and k = 5
+    # the graph's own index arrays (int32 below 2^31 entries), not int64 copies of them
     Lp = np.ascontiguousarray(L.indptr)
     Li = np.ascontiguousarray(L.indices)
     Lx = np.ascontiguousarray(L.data, dtype=dtype)

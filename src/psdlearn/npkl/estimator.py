@@ -579,8 +579,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             with phase("the set-up of the problem"):
                 problem = NPKLProblem(L_o, pairs_o, C.signs.astype(np.float64), self.loss,
                                       self.gamma_, float(self.b))
-            del L_o  # the solve holds L and its renumbered copy, not this one (1.4 GB
-            # at 10^7 points, k = 5)
+            del L_o  # the solve holds L and its renumbered copy, not this one
             start = time.perf_counter()
             with phase(f"the {spec.name} solver"):  # its set-up (renumbering) included
                 perm = None
