@@ -65,15 +65,17 @@ def _cpu_s():
     return time.process_time()
 
 
-def end_to_end(ns, rows, precomputed=True, verbose=0):
+def end_to_end(ns, rows, precomputed=True, verbose=0, dtype="float64"):
+    dtype = np.dtype(dtype).type
     # compile the numba kernels outside the timings
     X, y = pl.datasets.make_two_gaussians(2000, n_features=10, random_state=1)
-    _fit(X, pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=50, random_state=0))
+    _fit(X, pl.PairwiseConstraints.from_labels(y, n_must=50, n_cannot=50, random_state=0),
+         dtype=dtype)
     for n in ns:
         X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
         C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
         cpu0 = _cpu_s()
-        model, total = _fit(X, C, verbose=verbose)
+        model, total = _fit(X, C, verbose=verbose, dtype=dtype)
         cpu = _cpu_s() - cpu0
         info = model.graph_info_
         rows.append({"case": "gauss10 end-to-end", "n": n, "d": 10, "k": 5,
@@ -82,7 +84,8 @@ def end_to_end(ns, rows, precomputed=True, verbose=0):
                      "solve_s": model.fit_time_, "total_s": total,
                      "total/solve": total / model.fit_time_, "cpu_s": cpu,
                      "sweeps": model.n_iter_, "peak_MiB": _rss_mib(),
-                     "converged": model.converged_,
+                     "objective": model.objective(),
+                     "converged": model.converged_, "dtype": np.dtype(dtype).name,
                      "extrapolation": model.solver_options_.get("extrapolation")})
         if precomputed:
             L = model.laplacian_  # the graph of the end-to-end fit
@@ -187,7 +190,8 @@ def quality_rows(rows, sets=("gauss10", "a9a"), tie_factors=()):
 COLUMNS = ["case", "n", "d", "k", "method", "gamma", "recall", "graph_s", "repeats",
            "graph_s_min", "graph_s_max", "solve_s", "total_s",
            "total/solve", "precomputed_s", "total/precomputed", "cpu_s", "sweeps", "converged",
-           "objective", "rand", "objective_vs_exact_%", "rand_vs_exact", "peak_MiB"]
+           "objective", "rand", "objective_vs_exact_%", "rand_vs_exact", "peak_MiB",
+           "dtype"]
 
 
 def main():
@@ -204,6 +208,8 @@ def main():
     ap.add_argument("--only-quality", action="store_true",
                     help="the quality rows alone, to results/knn_graph_quality")
     ap.add_argument("--name", default="knn_graph", help="results file name")
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"],
+                    help="--only-1e7: NPKL's dtype")
     ap.add_argument("--quality-sets", default="gauss10,a9a",
                     help="--only-quality: which of gauss10, a9a")
     ap.add_argument("--tie-factors", default="",
@@ -215,7 +221,8 @@ def main():
     notes = [f"{os.cpu_count()} cores; the searches use all of them, the BCD solve its own "
              "threads above 2e7 multiply-adds per pass."]
     if args.only_1e7:
-        end_to_end([10_000_000], rows, precomputed=False, verbose=args.verbose)
+        end_to_end([10_000_000], rows, precomputed=False, verbose=args.verbose,
+                   dtype=args.dtype)
         notes.append(load_note(start_load))
         write_results("knn_graph_1e7" if args.name == "knn_graph" else args.name, COLUMNS,
                       rows, notes)
