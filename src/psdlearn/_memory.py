@@ -195,7 +195,9 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     # value order (a kNN graph's; fit keeps the one in the input's order too)
     kept = {"gamma_0 vectors": 4 * n if gamma_vectors else 0,
             "value-ordered Laplacian": laplacian if graph == "knn" else 0}
-    renumber = solver in ("bcd", "admm")  # their spec.renumber
+    from psdlearn.npkl.solvers import NPKL_SOLVERS
+
+    renumber = solver in NPKL_SOLVERS and getattr(NPKL_SOLVERS[solver], "renumber", False)
     phases = {
         "graph": {**base, "neighbour lists": lists, "graph assembly": ASSEMBLY_ENTRY * entries},
         # a renumbering solver holds L's renumbered copy instead of the value-ordered one
