@@ -26,9 +26,9 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   embedding, with float32 its float64 copy
   (``8 n r``: the certificate computes in float64), and its orthonormal basis
   (``8 n r``), then either the SVD's copy of the embedding (``8 n r``) or the dual matrix
-  (``12 nnz``), the part of the basis it annihilates (``8 n r``) and either its product
-  by the dual matrix (``8 n r``) or, after it, the Lanczos vectors (``8 n (ncv + 4)``,
-  ``ncv = 32``).
+  (``12 nnz``) and either the basis's product by it (``8 n r``) or, after it, the
+  Lanczos vectors (``8 n (ncv + 4)``, ``ncv = 32``); the directions of the basis that the
+  dual matrix annihilates are a mask of its columns, not a copy.
 
 The solve and the certificate also hold the ``gamma_0`` vector kept for
 ``partial_fit`` (``4 n``, float32; ``gamma="auto"`` with a margin loss). The peak is
@@ -222,7 +222,7 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
             ({**cert, "SVD copy of the embedding": 8 * n * r},
              # the basis's product with S is freed before the Lanczos run, which keeps
              # the basis (its deflation set)
-             {**cert, "dual matrix": laplacian, "null basis": 8 * n * r,
+             {**cert, "dual matrix": laplacian,
               "Lanczos vectors or the basis's product":
                   max(8 * n * (LANCZOS_VECTORS + 4), 8 * n * r)}),
             key=lambda p: sum(p.values()))

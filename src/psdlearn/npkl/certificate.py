@@ -116,6 +116,8 @@ CERTIFICATE_SHARE = 0.2
 CERTIFICATE_MIN_SECONDS = 10.0
 #: The tightest Lanczos tolerance of the full bound (``certify`` ties it to ``tol``).
 FINE_EIG_TOL = 1e-9
+#: Rows per block of the deflation split's residual (:func:`_deflation_split`).
+_ROW_BLOCK = 16384
 
 
 class _OverBudget(Exception):
@@ -309,8 +311,8 @@ def dual_matrix(problem, E, multipliers=None):
     return S, conj
 
 
-def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=None,
-                        maxiter=100, fallback=True, deadline=None):
+def smallest_eigenpairs(S, k=1, *, deflate=None, deflate_mask=None, tol=1e-9, random_state=0,
+                        v0=None, maxiter=100, fallback=True, deadline=None):
     """``k`` smallest eigenpairs of sparse symmetric ``S`` by Lanczos, lowered by residuals.
 
     Parameters
@@ -322,6 +324,9 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
         ``S + c Q Q^T`` (``c`` a Gershgorin bound of ``lambda_max(S)``). ``range(E)`` is
         (nearly) in the null space of ``S`` at a solution; left there, its ``r`` nearly
         equal eigenvalues stall Lanczos.
+    deflate_mask : ndarray of shape (r,), bool, optional
+        Deflate only these columns of ``deflate`` (the others are ignored), without
+        copying them out: ``Q`` is then ``deflate[:, deflate_mask]``.
     tol : float
         ARPACK tolerance, relative to the shift ``c`` (not to the eigenvalues near 0).
     v0 : ndarray of shape (n,), optional
@@ -349,12 +354,17 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, tol=1e-9, random_state=0, v0=No
     k = int(min(k, n - 1))
     c = float(np.max(abs(S) @ np.ones(n)))
     Q = np.zeros((n, 0)) if deflate is None else np.asarray(deflate)
+    # the deflated columns as 0/1 weights on all of Q's: Q D Q^T, no copy of the columns
+    weights = (np.ones(Q.shape[1]) if deflate_mask is None
+               else np.asarray(deflate_mask, dtype=np.float64))
 
     def apply(x):
         _check(deadline)
-        return S @ x + c * (Q @ (Q.T @ x))
+        coef = Q.T @ x
+        coef *= weights if coef.ndim == 1 else weights[:, None]
+        return S @ x + c * (Q @ coef)
 
-    if n <= 2 * k + 2 + Q.shape[1]:  # too small for ARPACK
+    if n <= 2 * k + 2 + int(np.count_nonzero(weights)):  # too small for ARPACK
         lam, U = np.linalg.eigh(apply(np.eye(n)))
         return lam[:k], U[:, :k]
     if v0 is None or not np.any(v0):
@@ -399,20 +409,47 @@ def _range_basis(E):
     # one thread (1605 x 61, 2 busy cores) and was never faster (up to 1e6 x 50)
     with threadpool_limits(1, "blas"):
         U, sv, _ = np.linalg.svd(E, full_matrices=False)
-    return U[:, sv > 1e-12 * max(sv[0], np.finfo(float).tiny)]
+    # sv is descending: the kept columns are the first ones, all of them unless E is
+    # rank deficient (only then a copy of U's columns)
+    m = int(np.count_nonzero(sv > 1e-12 * max(sv[0], np.finfo(float).tiny)))
+    return U if m == U.shape[1] else np.ascontiguousarray(U[:, :m])
 
 
-def _null_basis(S, U):
-    """Orthonormal directions of ``range(E)`` that ``S`` (nearly) annihilates.
+def _null_basis(S, U, SU=None):
+    """Which orthonormal directions of ``range(E)`` ``S`` (nearly) annihilates.
 
     The columns ``u`` of ``U`` (:func:`_range_basis`) with ``||S u|| <= 1e-7 c`` (``c`` the
     Gershgorin bound of ``S``): at a solution ``S E = 0``, but a direction with a tiny
     singular value is not held to it, and deflating it would only weaken the bound.
+
+    Returns
+    -------
+    ndarray of shape (U.shape[1],), bool
+        The mask of those columns (a mask, not their copy: ``8 n r`` bytes at large ``n``;
+        :func:`smallest_eigenpairs` deflates them through ``deflate_mask``).
     """
     if U.shape[1] == 0:
-        return U
+        return np.zeros(0, dtype=bool)
     c = float(np.max(abs(S) @ np.ones(S.shape[0])))
-    return U[:, np.linalg.norm(S @ U, axis=0) <= 1e-7 * c]
+    return np.linalg.norm(S @ U if SU is None else SU, axis=0) <= 1e-7 * c
+
+
+def _deflation_split(U, SU, mask):
+    """``omega = lambda_min(Q^T S Q)`` and ``eps = ||(I - Q Q^T) S Q||_2`` for
+    ``Q = U[:, mask]``, from ``SU = S U`` without forming ``Q``, ``S Q`` or the residual
+    (``eps^2`` is the largest eigenvalue of the residual's ``m x m`` Gram matrix,
+    accumulated over blocks of rows)."""
+    m = int(np.count_nonzero(mask))
+    if m == 0:
+        return 0.0, 0.0
+    G = (U.T @ SU)[np.ix_(mask, mask)]
+    gram = np.zeros((m, m))
+    for start in range(0, U.shape[0], _ROW_BLOCK):
+        rows = slice(start, start + _ROW_BLOCK)
+        R = SU[rows][:, mask] - U[rows][:, mask] @ G
+        gram += R.T @ R
+    eps = float(np.sqrt(max(np.linalg.eigvalsh(gram)[-1], 0.0)))
+    return float(np.linalg.eigvalsh(G)[0]), eps
 
 
 def _inverse_quadratic(L, u, lmin):
@@ -577,17 +614,15 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
 
     def prepare(alpha):
         S, conj = dual_matrix(problem, E, alpha)
-        Q = _null_basis(S, range_E)
-        # split R^n = range(Q) + its complement, Q a basis of (most of) range(E): with
-        # omega = lambda_min(Q^T S Q) and eps = ||(I - Q Q^T) S Q||, the cross terms are
-        # 2 x^T S y >= -eps (eta ||x||^2 + ||y||^2 / eta), so S >= omega - eps eta on
-        # range(Q) and S - eps / eta on the complement, where S agrees with S + c Q Q^T
-        # (whose eigenpairs are computed: range(E) deflated)
-        SQ = S @ Q
-        G = Q.T @ SQ
-        omega = float(np.linalg.eigvalsh(G)[0]) if Q.shape[1] else 0.0
-        eps = float(np.linalg.norm(SQ - Q @ G, 2)) if Q.shape[1] else 0.0
-        return S, conj, Q, omega, eps
+        SU = S @ range_E
+        mask = _null_basis(S, range_E, SU)
+        # split R^n = range(Q) + its complement, Q = range_E[:, mask] a basis of (most
+        # of) range(E): with omega = lambda_min(Q^T S Q) and eps = ||(I - Q Q^T) S Q||,
+        # the cross terms are 2 x^T S y >= -eps (eta ||x||^2 + ||y||^2 / eta), so
+        # S >= omega - eps eta on range(Q) and S - eps / eta on the complement, where S
+        # agrees with S + c Q Q^T (whose eigenpairs are computed: range(E) deflated)
+        omega, eps = _deflation_split(range_E, SU, mask)
+        return S, conj, mask, omega, eps
 
     def split_bound(prepared, values, w):
         # the split above holds with eps eta on range(Q) and eps / eta on its
@@ -599,9 +634,10 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
         return conj + part, min(float(values[0]) - eps / eta, omega - eps * eta)
 
     def bound(prepared, k, v0=None, **lanczos):
-        S, _, Q, _, _ = prepared
-        values, vectors = smallest_eigenpairs(S, k, deflate=Q, tol=lanczos_tol(S), v0=v0,
-                                              deadline=deadline, **lanczos)
+        S, _, mask, _, _ = prepared
+        values, vectors = smallest_eigenpairs(S, k, deflate=range_E, deflate_mask=mask,
+                                              tol=lanczos_tol(S), v0=v0, deadline=deadline,
+                                              **lanczos)
         if len(values) == 0:  # a block that did not converge (fallback=False)
             return -np.inf, None, values, vectors
         w = (_eigen_weights(problem, vectors[:, :-1], tau, f, lmin, deadline)
@@ -613,10 +649,10 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
         # and any Rayleigh quotient bounds lambda_min from above: at the last candidate's
         # smallest eigenvector (one product with S) it bounds this candidate's bound, and
         # when that is no better than the best, its Lanczos run cannot change the result
-        S, _, Q, _, _ = prepared
+        S, _, mask, _, _ = prepared
         c = float(np.max(abs(S) @ np.ones(n)))
         x = x / np.linalg.norm(x)
-        rayleigh = float(x @ (S @ x)) + c * float(np.sum((Q.T @ x) ** 2))
+        rayleigh = float(x @ (S @ x)) + c * float(np.sum((range_E.T @ x)[mask] ** 2))
         return split_bound(prepared, np.array([rayleigh]), np.zeros(0))[0] <= best_lower
 
     # every candidate's bound from its smallest eigenpair alone first (a k-block costs

@@ -314,7 +314,9 @@ def certify_and_escalate(problem, E, multipliers, *, tol, laplacian_min_eig, n_e
         if n_eig == 1:
             return cert, E_one
         S, _ = dual_matrix(problem, E, multipliers)
-        values, vectors = smallest_eigenpairs(S, n_eig, deflate=_null_basis(S, _range_basis(E)),
+        basis = _range_basis(E)
+        values, vectors = smallest_eigenpairs(S, n_eig, deflate=basis,
+                                              deflate_mask=_null_basis(S, basis),
                                               tol=CHEAP_EIG_TOL)
     E_new, step = escalate(problem, E, values[:n_eig], vectors[:, :n_eig], smoothing)
     if descends(E_new, step):

@@ -1,0 +1,113 @@
+"""Fine-level BCD sweeps against n, counted to a relative objective as well as to the stop.
+
+Run (from the repository root): ``PYTHONPATH=src:. python
+benchmarks/bench_sweeps_to_objective.py [--ns 1e5 1e6 1e7] [--cache DIR] [--name NAME]``.
+Writes ``benchmarks/results/NAME.{md,json}`` (default ``sweeps_to_objective``).
+
+Issue 40 asks for BCD sweeps at 10^7 within 1.5 times those at 10^5 "to the same relative
+objective". The fit's own count (``n_iter_``) is set by its stopping rule: the relative
+change of the embedding per sweep below ``tol``, or the stall rule, checked every 25
+sweeps from the 75th. This script counts both: ``sweeps`` (the fit's) and, from its
+``objective_history_`` (the objective after each fine sweep), the first sweep from which
+the objective stays within ``delta`` of the fit's final objective, relative, for
+``delta`` in 1e-5, 1e-6 and 1e-7, and the fit's own last-25-sweep decrease.
+
+Problem: the end-to-end configuration of ``bench_knn_graph.py``:
+``make_two_gaussians(n, 10, random_state=0)``, 500 must-links and 500 cannot-links from
+the labels (``PairwiseConstraints.from_labels``, seed 0), the kNN Laplacian of
+``NPKL``'s defaults, then ``NPKL(graph="precomputed", loss="square", rank=50,
+gamma=gamma_auto, random_state=0, certificate_tol=None)`` on it. ``--cache DIR`` reads
+``DIR/Le2e_{n}.npz`` (the Laplacian) and ``DIR/Le2e_{n}.npz.json`` (its ``gamma``) where
+they exist, else builds and writes them (the graph and ``gamma_0`` are not timed: only the
+sweeps are compared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from _common import load_note, write_results
+
+import psdlearn as pl
+
+DELTAS = (1e-5, 1e-6, 1e-7)
+COLUMNS = ["n", "levels", "sweeps", *[f"sweeps_to_{d:.0e}" for d in DELTAS],
+           "last_25_decrease", "objective", "solve_s"]
+
+
+def _problem(n, cache):
+    X, y = pl.datasets.make_two_gaussians(n, n_features=10, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=500, n_cannot=500, random_state=0)
+    path = None if cache is None else Path(cache) / f"Le2e_{n}.npz"
+    if path is not None and path.exists():
+        gamma = json.loads(Path(f"{path}.json").read_text())["gamma"]
+        return sp.load_npz(path).tocsr(), C, gamma
+    # a fit's own graph and gamma: the model's attributes (the fit is not timed here)
+    model = pl.NPKL(loss="square", rank=50, random_state=0, certificate_tol=None,
+                    max_iter=1).fit(X, C)
+    L = sp.csr_matrix(model.laplacian_)
+    if path is not None:
+        sp.save_npz(path, L, compressed=False)
+        Path(f"{path}.json").write_text(json.dumps({"gamma": model.gamma_}))
+    return L, C, float(model.gamma_)
+
+
+def sweeps_to(history, delta):
+    """First sweep from which ``(f_t - f_end) / |f_end| <= delta`` holds to the end."""
+    f = np.asarray(history, dtype=np.float64)
+    excess = (f - f[-1]) / abs(f[-1])
+    above = np.flatnonzero(excess > delta)
+    return int(above[-1] + 1) if len(above) else 0
+
+
+def run(n, cache):
+    L, C, gamma = _problem(n, cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = pl.NPKL(graph="precomputed", loss="square", rank=50, gamma=gamma,
+                        random_state=0, certificate_tol=None).fit(L, C)
+    h = np.asarray(model.objective_history_)
+    return {"n": n, "levels": str(model.multilevel_levels_), "sweeps": int(model.n_iter_),
+            **{f"sweeps_to_{d:.0e}": sweeps_to(h, d) for d in DELTAS},
+            "last_25_decrease": float((h[-26] - h[-1]) / abs(h[-1])) if len(h) > 25 else None,
+            "objective": float(h[-1]), "solve_s": round(float(model.fit_time_), 1)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--ns", nargs="+", type=float, default=[1e5, 1e6, 1e7])
+    ap.add_argument("--cache", default=None)
+    ap.add_argument("--name", default="sweeps_to_objective")
+    args = ap.parse_args()
+    start_load = os.getloadavg()[0]
+    rows = []
+    for n in (int(v) for v in args.ns):
+        t0 = time.perf_counter()
+        rows.append(run(n, args.cache))
+        print(rows[-1], f"{time.perf_counter() - t0:.0f} s", flush=True)
+        base = rows[0]
+        notes = [
+            "sweeps: the fit's fine-level sweeps (n_iter_, its stopping rule); sweeps_to_D: "
+            "the first fine sweep from which the objective stays within D of the fit's final "
+            "objective (relative); last_25_decrease: the relative decrease of the last 25 "
+            "sweeps; levels: (n_c, sweeps) of the coarse levels.",
+            "Ratios to the first row (n = {:,}): ".format(base["n"]) + "; ".join(
+                f"n = {r['n']:,}: sweeps {r['sweeps'] / max(base['sweeps'], 1):.2f}x, "
+                + ", ".join(f"to {d:.0e} "
+                            f"{r[f'sweeps_to_{d:.0e}'] / max(base[f'sweeps_to_{d:.0e}'], 1):.2f}x"
+                            for d in DELTAS) for r in rows[1:]),
+            "Problem: the end-to-end configuration of bench_knn_graph.py (square loss, rank "
+            "50, 500 + 500 pairs, certificate off), its Laplacian precomputed.",
+            load_note(start_load)]
+        write_results(args.name, COLUMNS, rows, notes)
+
+
+if __name__ == "__main__":
+    main()

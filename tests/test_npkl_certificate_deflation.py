@@ -1,0 +1,94 @@
+"""The certificate's deflation of ``range(E)`` without copies of the basis.
+
+At a solution ``S E = 0``: the directions of ``range(E)`` that the dual matrix ``S``
+annihilates are deflated from its eigen-solve, and the split of ``R^n`` into their span
+and its complement costs ``omega = lambda_min(Q^T S Q)`` and
+``eps = ||(I - Q Q^T) S Q||_2``. These are computed from ``S U`` and a column mask, never
+from a copy ``Q`` of the columns: the tests check the values against the direct formulas
+and the memory against the size of such a copy.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from psdlearn.graph import knn_laplacian
+from psdlearn.npkl.certificate import (
+    _deflation_split,
+    _null_basis,
+    _range_basis,
+    smallest_eigenpairs,
+)
+
+
+def _dual_like(n, r, seed=0):
+    """A graph Laplacian minus a rank-3 part (``S`` away from the optimum), and an
+    orthonormal ``U`` of ``r`` columns."""
+    rng = np.random.default_rng(seed)
+    L = knn_laplacian(rng.normal(size=(n, 2)), n_neighbors=5, delta=1e-2)
+    V = np.linalg.qr(rng.standard_normal((n, 3)))[0]
+    S = sp.csr_matrix(L.toarray() - V @ np.diag([0.4, 0.2, 0.1]) @ V.T)
+    U = np.linalg.qr(rng.standard_normal((n, r)))[0]
+    return S, U
+
+
+def test_deflation_split_equals_the_direct_formulas():
+    S, U = _dual_like(600, 6)
+    mask = np.array([True, False, True, True, False, True])
+    Q = U[:, mask]
+    SQ = S @ Q
+    G = Q.T @ SQ
+    omega, eps = _deflation_split(U, S @ U, mask)
+    assert omega == pytest.approx(np.linalg.eigvalsh(G)[0], rel=1e-12, abs=1e-14)
+    assert eps == pytest.approx(np.linalg.norm(SQ - Q @ G, 2), rel=1e-10)
+    assert _deflation_split(U, S @ U, np.zeros(6, dtype=bool)) == (0.0, 0.0)
+
+
+def test_masked_deflation_equals_deflating_the_copied_columns():
+    """``deflate_mask`` deflates ``U[:, mask]``: the same eigenvalues as the copy, and
+    those of ``S + c Q Q^T`` computed densely."""
+    S, U = _dual_like(500, 5, seed=1)
+    mask = np.array([True, True, False, True, False])
+    masked, _ = smallest_eigenpairs(S, 3, deflate=U, deflate_mask=mask, tol=1e-12)
+    copied, _ = smallest_eigenpairs(S, 3, deflate=U[:, mask], tol=1e-12)
+    c = float(np.max(abs(S) @ np.ones(S.shape[0])))
+    Q = U[:, mask]
+    dense = np.linalg.eigvalsh(S.toarray() + c * Q @ Q.T)[:3]
+    assert np.allclose(masked, copied, atol=1e-9)
+    assert np.all(masked <= dense + 1e-12) and np.allclose(masked, dense, atol=1e-8)
+
+
+def test_null_basis_is_a_mask_of_the_annihilated_directions():
+    """At ``S E = 0`` every direction of ``range(E)`` is annihilated; a direction that
+    ``S`` moves is not."""
+    S, _ = _dual_like(400, 1, seed=2)
+    lam, vecs = np.linalg.eigh(S.toarray())
+    # E in the span of eigenvectors shifted to eigenvalue 0: S' E = 0 exactly there
+    E = vecs[:, :3] @ np.diag([3.0, 2.0, 1.0])
+    S0 = sp.csr_matrix(S.toarray() - vecs[:, :3] @ np.diag(lam[:3]) @ vecs[:, :3].T)
+    U = _range_basis(E)
+    assert U.shape == (400, 3) and U.flags.c_contiguous
+    assert np.all(_null_basis(S0, U))
+    moved = np.column_stack([U, vecs[:, -1]])
+    assert _null_basis(S0, moved).tolist() == [True, True, True, False]
+
+
+def test_deflation_split_allocates_blocks_not_copies_of_the_basis():
+    """The split's extra memory is a few blocks of rows: below one ``n x r`` copy (the
+    former ``Q``, ``S Q``, ``Q G`` and the residual were four, and ``norm(., 2)`` a fifth)."""
+    n, r = 200_000, 8
+    rng = np.random.default_rng(3)
+    U = rng.standard_normal((n, r))
+    SU = rng.standard_normal((n, r))
+    mask = np.ones(r, dtype=bool)
+    tracemalloc.start()
+    try:
+        _deflation_split(U, SU, mask)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * n * r
