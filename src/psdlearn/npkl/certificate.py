@@ -354,17 +354,21 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, deflate_mask=None, tol=1e-9, ra
     k = int(min(k, n - 1))
     c = float(np.max(abs(S) @ np.ones(n)))
     Q = np.zeros((n, 0)) if deflate is None else np.asarray(deflate)
-    # the deflated columns as 0/1 weights on all of Q's: Q D Q^T, no copy of the columns
-    weights = (np.ones(Q.shape[1]) if deflate_mask is None
-               else np.asarray(deflate_mask, dtype=np.float64))
+    mask = None if deflate_mask is None else np.asarray(deflate_mask, dtype=bool)
+    if mask is not None and not mask.any():
+        Q, mask = np.zeros((n, 0)), None  # nothing to deflate: no products with Q
+    # a partial mask: 0/1 weights on all of Q's columns (Q D Q^T), no copy of them
+    weights = None if mask is None or mask.all() else mask.astype(np.float64)
 
     def apply(x):
         _check(deadline)
         coef = Q.T @ x
-        coef *= weights if coef.ndim == 1 else weights[:, None]
+        if weights is not None:
+            coef *= weights if coef.ndim == 1 else weights[:, None]
         return S @ x + c * (Q @ coef)
 
-    if n <= 2 * k + 2 + int(np.count_nonzero(weights)):  # too small for ARPACK
+    n_deflated = Q.shape[1] if weights is None else int(np.count_nonzero(weights))
+    if n <= 2 * k + 2 + n_deflated:  # too small for ARPACK
         lam, U = np.linalg.eigh(apply(np.eye(n)))
         return lam[:k], U[:, :k]
     if v0 is None or not np.any(v0):
