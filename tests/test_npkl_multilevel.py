@@ -13,7 +13,7 @@ from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_two_gaussians
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _multilevel as ML
-from psdlearn.npkl.bcd import REFRESH, initial_embedding, solve_bcd, stalled
+from psdlearn.npkl.bcd import STALL_WINDOW, initial_embedding, solve_bcd, stalled
 from psdlearn.npkl.estimator import NPKL
 from psdlearn.npkl.problem import NPKLProblem
 
@@ -190,13 +190,35 @@ def test_stall_rule_stops_a_stalled_run():
     assert flat.n_iter == 300 and not flat.converged
     stop = solve_bcd(problem, done.embedding, tol=0.0, max_iter=300, random_state=0,
                      stall_tol=1e-5)
-    assert stop.converged and stop.n_iter == 3 * REFRESH
+    assert stop.converged and stop.n_iter == 3 * STALL_WINDOW
     np.testing.assert_allclose(stop.objective_history[-1], flat.objective_history[-1],
                                rtol=1e-9)
     # a run still descending fast is not stopped by it
     run = solve_bcd(problem, E0, tol=1e-9, max_iter=3000, random_state=0, stall_tol=1e-12)
-    assert run.n_iter > 3 * REFRESH
+    assert run.n_iter > 3 * STALL_WINDOW
     assert run.objective_history[-1] <= done.objective_history[-1] * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("stall_tol", [1e-6, 1e-8])
+def test_stall_rule_stops_within_its_tolerance_of_the_optimum(stall_tol):
+    # the rule is checked after every sweep: it stops where the extrapolated remaining
+    # decrease reaches stall_tol, so the objective is within a small multiple of stall_tol
+    # of the optimum (relative), and no earlier than needed
+    _, y, L = _graph(1500, seed=6)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 5.0)
+    E0 = initial_embedding(1500, 4, 0)
+    ref = solve_bcd(problem, E0, tol=0.0, max_iter=2000, random_state=0)
+    f_star = min(ref.objective_history)
+    excess = (np.asarray(ref.objective_history) - f_star) / abs(f_star)
+    stop = solve_bcd(problem, E0, tol=0.0, max_iter=2000, random_state=0, stall_tol=stall_tol)
+    assert stop.converged and 3 * STALL_WINDOW <= stop.n_iter < 2000
+    assert stop.objective_history[-1] <= f_star * (1 + 10 * stall_tol)
+    # the same sweeps as the run without the rule, up to the stop
+    np.testing.assert_allclose(stop.objective_history, ref.objective_history[:stop.n_iter + 1],
+                               rtol=1e-12)
+    # it did not stop long before the excess reached its tolerance
+    assert stop.n_iter >= np.flatnonzero(excess > 100 * stall_tol)[-1]
 
 
 def test_an_interrupted_level_ends_the_start_with_its_iterate_prolonged():

@@ -82,6 +82,10 @@ FINAL_PLATEAU_FACTOR = 1e-2
 #: already left one of eight fits uncertified that ``tol`` alone certifies). A smaller
 #: ``tol`` asks proportionally more, as an uncertified fit's warning advises.
 STALL_FACTOR = 0.1
+#: Sweeps per window of the stall rule, which is checked after every sweep from the
+#: ``3 * STALL_WINDOW``-th (its windows end between the exact evaluations: the running
+#: objective there is the sum of exact row increments).
+STALL_WINDOW = 10
 DEFAULT_CERTIFICATE_TOL = 1e-4
 DEFAULT_TOL = 1e-5
 #: The coarse levels of the multilevel start solve the hinge smoothed at this ``mu``: a
@@ -337,8 +341,9 @@ def solve_bcd(
         by the final round of ``rank="adaptive"`` on the hinge (:func:`fit_bcd`).
     stall_tol : float, optional
         Also stop (``converged=True``) when the decrease still to come, extrapolated from
-        the last three windows of :data:`REFRESH` sweeps, is at most ``stall_tol * |Phi_t|``
-        (the stopping rule of a stalled run, :func:`stalled`).
+        the last three windows of :data:`STALL_WINDOW` sweeps, is at most
+        ``stall_tol * |Phi_t|`` (the stopping rule of a stalled run, :func:`stalled`),
+        checked after every sweep from the ``3 * STALL_WINDOW``-th.
     dtype : {np.float64, np.float32}, default=np.float64
         Type of the embedding and of the Laplacian's values in the sweeps
         (:mod:`psdlearn.npkl._kernels`, "Precision": the arithmetic is float64 either
@@ -502,10 +507,10 @@ def solve_bcd(
             # both ends of the window are exact evaluations (sweep 0 and every REFRESH-th)
             converged = converged or (plateau_tol is not None and n_iter % REFRESH == 0
                                       and surrogate[-REFRESH] - sur < plateau_tol * abs(sur))
-            converged = converged or (stall_tol is not None and n_iter % REFRESH == 0
-                                      and n_iter >= 3 * REFRESH
-                                      and stalled([*surrogate[-3 * REFRESH::REFRESH], sur],
-                                                  (max_iter - n_iter) / REFRESH, stall_tol))
+            converged = converged or (stall_tol is not None and n_iter >= 3 * STALL_WINDOW
+                                      and stalled([*surrogate[-3 * STALL_WINDOW::STALL_WINDOW],
+                                                   sur], (max_iter - n_iter) / STALL_WINDOW,
+                                                  stall_tol))
             if extrap is not None and not converged and n_iter < max_iter:
                 t0 = time.perf_counter()
                 d_obj, d_sur = extrap.after_sweep(n_iter, E, Lp, Li, Lx)
