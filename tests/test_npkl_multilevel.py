@@ -201,9 +201,9 @@ def test_stall_rule_stops_a_stalled_run():
 
 @pytest.mark.parametrize("stall_tol", [1e-6, 1e-8])
 def test_stall_rule_stops_within_its_tolerance_of_the_optimum(stall_tol):
-    # the rule is checked after every sweep: it stops where the extrapolated remaining
-    # decrease reaches stall_tol, so the objective is within a small multiple of stall_tol
-    # of the optimum (relative), and no earlier than needed
+    # the rule stops where the extrapolated remaining decrease reaches stall_tol, so the
+    # objective is within a small multiple of stall_tol of the optimum (relative), and no
+    # earlier than needed
     _, y, L = _graph(1500, seed=6)
     C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
     problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 5.0)

@@ -82,10 +82,10 @@ FINAL_PLATEAU_FACTOR = 1e-2
 #: already left one of eight fits uncertified that ``tol`` alone certifies). A smaller
 #: ``tol`` asks proportionally more, as an uncertified fit's warning advises.
 STALL_FACTOR = 0.1
-#: Sweeps per window of the stall rule, which is checked after every sweep from the
-#: ``3 * STALL_WINDOW``-th (its windows end between the exact evaluations: the running
-#: objective there is the sum of exact row increments).
-STALL_WINDOW = 10
+#: Sweeps per window of the stall rule, which is checked at every ``STALL_WINDOW``-th
+#: sweep from the ``3 * STALL_WINDOW``-th (its windows end between the exact evaluations:
+#: the running objective there is the sum of exact row increments).
+STALL_WINDOW = 5
 DEFAULT_CERTIFICATE_TOL = 1e-4
 DEFAULT_TOL = 1e-5
 #: The coarse levels of the multilevel start solve the hinge smoothed at this ``mu``: a
@@ -343,7 +343,7 @@ def solve_bcd(
         Also stop (``converged=True``) when the decrease still to come, extrapolated from
         the last three windows of :data:`STALL_WINDOW` sweeps, is at most
         ``stall_tol * |Phi_t|`` (the stopping rule of a stalled run, :func:`stalled`),
-        checked after every sweep from the ``3 * STALL_WINDOW``-th.
+        checked at every ``STALL_WINDOW``-th sweep from the ``3 * STALL_WINDOW``-th.
     dtype : {np.float64, np.float32}, default=np.float64
         Type of the embedding and of the Laplacian's values in the sweeps
         (:mod:`psdlearn.npkl._kernels`, "Precision": the arithmetic is float64 either
@@ -508,6 +508,7 @@ def solve_bcd(
             converged = converged or (plateau_tol is not None and n_iter % REFRESH == 0
                                       and surrogate[-REFRESH] - sur < plateau_tol * abs(sur))
             converged = converged or (stall_tol is not None and n_iter >= 3 * STALL_WINDOW
+                                      and n_iter % STALL_WINDOW == 0
                                       and stalled([*surrogate[-3 * STALL_WINDOW::STALL_WINDOW],
                                                    sur], (max_iter - n_iter) / STALL_WINDOW,
                                                   stall_tol))
