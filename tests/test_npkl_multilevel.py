@@ -335,3 +335,34 @@ def test_same_seed_gives_the_same_fit_with_the_multilevel_start(monkeypatch):
                  solver_options={"multilevel": True}).fit(X, C) for _ in range(2)]
     assert len(fits[0].multilevel_levels_) >= 1
     np.testing.assert_array_equal(fits[0].embedding_, fits[1].embedding_)
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge"])
+def test_coarse_levels_stop_at_their_tolerance(loss, monkeypatch):
+    # an unsmoothed coarse level is the restriction of the problem itself and is solved
+    # to COARSE_TOL_FACTOR * tol; the hinge's smoothed one is a start for the
+    # continuation, stopped like its smoothed stages; the fine level runs to tol
+    import psdlearn.npkl.bcd as B
+
+    X, y = make_two_gaussians(12_000, random_state=0)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    calls = []
+    solve = B.solve_bcd
+
+    def record(problem, E0, **kw):
+        res = solve(problem, E0, **kw)
+        calls.append((problem.n_samples, kw["tol"], kw["smoothing"], res.n_iter,
+                      res.converged))
+        return res
+
+    monkeypatch.setattr(B, "solve_bcd", record)
+    m = NPKL(loss=loss, rank=4, tol=1e-4, random_state=0, certificate_tol=None).fit(X, C)
+    coarse = [c for c in calls if c[0] < 12_000]
+    assert m.multilevel_levels_ and len(coarse) == len(m.multilevel_levels_)
+    factor = B.COARSE_TOL_FACTOR if loss == "square" else B.SMOOTHING_TOL_FACTOR
+    for _, tol, mu, n_iter, converged in coarse:
+        assert (mu > 0) == (loss == "hinge")
+        assert tol == pytest.approx(1e-4 * factor) and converged and n_iter < m.max_iter
+    assert B.COARSE_TOL_FACTOR < B.SMOOTHING_TOL_FACTOR
+    exact = [c for c in calls if c[0] == 12_000 and c[2] == 0.0]
+    assert exact and exact[-1][1] == pytest.approx(1e-4)

@@ -43,11 +43,11 @@ stationary point of every row update: the next finer level would start at the ro
 level, where its first sweeps may even find it vanished (method notes, "Multilevel
 start"). The coarsening stops before such a level. The coarsest level kept is solved
 from the random start; each level's solution, prolonged by ``P``, starts the next finer
-one, which is solved at the loose
-tolerance ``SMOOTHING_TOL_FACTOR * tol`` of the BCD continuation stages; the finest
-level is then solved by :func:`psdlearn.npkl.bcd.fit_bcd` to ``tol`` and certified as
-from any other start. The fine problem is convex in ``K`` and only its start changes,
-so the optimum is the same. The prolonged point is piecewise constant: its error is the
+one; every coarse level stops at ``COARSE_TOL_FACTOR * tol`` (a smoothed one at
+``SMOOTHING_TOL_FACTOR * tol``, :mod:`psdlearn.npkl.bcd`); the finest level is then
+solved by :func:`psdlearn.npkl.bcd.fit_bcd` to ``tol`` and certified as from any other
+start. The fine problem is convex in ``K`` and only its start changes, so the optimum is
+the same. The prolonged point is piecewise constant: its error is the
 jump between aggregates, which the first fine sweeps (a smoother) remove, while the
 smooth error, the slow part, was solved on the coarse graph.
 
