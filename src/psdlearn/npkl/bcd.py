@@ -93,12 +93,11 @@ DEFAULT_TOL = 1e-5
 COARSE_SMOOTHING = HINGE_SMOOTHING_AUTO[1]
 #: The coarse levels of the multilevel start on a loss they solve unsmoothed stop at
 #: ``COARSE_TOL_FACTOR * tol``. They carry the slow directions of the graph, which the
-#: fine sweeps converge slowest: a coarse level left loose hands them to the fine level
-#: (square loss at 10^7 points: a coarse level stopped at ``30 tol`` left 90 fine sweeps,
-#: at ``3 tol`` 55, for 238 coarse sweeps against 170, each about 0.4 of a fine one). A
-#: smoothed coarse level (the hinge's, at :data:`COARSE_SMOOTHING`) solves another problem,
-#: a start for the continuation like its smoothed stages, and stops at
-#: ``SMOOTHING_TOL_FACTOR * tol`` as they do.
+#: fine sweeps converge slowest: a coarse level left loose hands them to the fine level,
+#: where a sweep costs more (method notes, "The coarse levels' tolerance"). A smoothed
+#: coarse level (the hinge's, at :data:`COARSE_SMOOTHING`) solves another problem, a start
+#: for the continuation like its smoothed stages, and stops at ``SMOOTHING_TOL_FACTOR *
+#: tol`` as they do.
 COARSE_TOL_FACTOR = 3.0
 #: ``options.state`` of :func:`fit_bcd` in ``NPKL.partial_fit``: ``E0`` is the optimum of
 #: a subset of the pairs (:func:`partial_schedule`).
@@ -671,10 +670,8 @@ def fit_bcd(problem, E0, options):
     ``multilevel`` on, the start is first solved coarse to fine on aggregates of the graph
     (:func:`psdlearn.npkl._multilevel.multilevel_start`, each coarse level by BCD to
     ``COARSE_TOL_FACTOR * tol``, the hinge smoothed at :data:`COARSE_SMOOTHING` and to
-    ``SMOOTHING_TOL_FACTOR * tol``); the fine level then runs the whole schedule from the
-    prolonged start (starting the hinge's continuation at ``mu = 1e-3`` instead, as after
-    a rank escalation, left a fit at 10^5 points 3.7% above it, uncertified at a gap of
-    0.8).
+    ``SMOOTHING_TOL_FACTOR * tol``); the fine level then runs the whole smoothing
+    schedule from the prolonged start.
     The sweeps' plane search (``extrapolation``) is off after new pairs.
 
     Parameters
