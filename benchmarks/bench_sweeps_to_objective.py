@@ -67,17 +67,10 @@ def _problem(n, cache):
     return L, C, float(model.gamma_)
 
 
-def sweeps_to(history, delta):
-    """First sweep from which ``(f_t - f_end) / |f_end| <= delta`` holds to the end."""
-    f = np.asarray(history, dtype=np.float64)
-    excess = (f - f[-1]) / abs(f[-1])
-    above = np.flatnonzero(excess > delta)
-    return int(above[-1] + 1) if len(above) else 0
-
-
-def sweeps_to_reference(history, f_ref, delta):
+def sweeps_to(history, delta, f_ref=None):
     """First sweep from which ``(f_t - f_ref) / |f_ref| <= delta`` holds to the end of
-    ``history`` (None if it never does)."""
+    ``history`` (``f_ref``: the last objective by default; None if it never does)."""
+    f_ref = history[-1] if f_ref is None else f_ref
     excess = (np.asarray(history, dtype=np.float64) - f_ref) / abs(f_ref)
     if excess[-1] > delta:
         return None
@@ -107,7 +100,7 @@ def run(n, cache, reference_sweeps=0):
         full = np.concatenate([h, np.asarray(model.objective_history_)[1:]])
         f_ref = float(full.min())
         row["excess_at_stop"] = float((h[-1] - f_ref) / abs(f_ref))
-        row.update({f"ref_sweeps_to_{d:.0e}": sweeps_to_reference(full, f_ref, d)
+        row.update({f"ref_sweeps_to_{d:.0e}": sweeps_to(full, d, f_ref)
                     for d in REF_DELTAS})
     return row
 
