@@ -93,6 +93,9 @@ from .losses import LOSS_TABLE, ROW_BALL, ROW_HINGE, ROW_SQUARE, ROW_SQUARED_HIN
 #: LLVM flags of every kernel: reassociation lets the r-long dot products and accumulations
 #: vectorize (they are latency-bound chains otherwise); no flag assumes finite values.
 FASTMATH = {"reassoc", "contract"}
+#: Rows of ``L`` with at least this many entries take two neighbours per pass in
+#: :func:`_offdiag_product` (measured in the method notes, "The sweep kernel").
+PAIRED_ROW_MIN = 16
 
 __all__ = [
     "LOSS_CODES",
@@ -118,17 +121,31 @@ SMOOTH_HINGE = max(LOSS_CODES.values()) + 1
 SQUARE_AUTO, SQUARE_SMW, SQUARE_DIRECT = 0, 1, 2
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, inline="always")
 def _offdiag_product(i, E, Lp, Li, Lx, out):
-    """``out = s_i = sum_{k != i} L_ik e_k`` from the CSR row ``i`` of ``L``."""
+    """``out = s_i = sum_{k != i} L_ik e_k`` from the CSR row ``i`` of ``L``.
+
+    A long row takes two neighbours per pass over ``out``: the compiler cannot keep ``out``
+    in registers (it might alias ``E``), so every pass loads and stores it, and pairing the
+    neighbours halves that traffic; on short rows the single pass is as fast.
+    """
     r = E.shape[1]
     for c in range(r):
         out[c] = 0.0
-    for t in range(Lp[i], Lp[i + 1]):
-        k = Li[t]
+    t, end = Lp[i], Lp[i + 1]
+    if end - t >= PAIRED_ROW_MIN:
+        while t + 1 < end:
+            k0, k1 = Li[t], Li[t + 1]
+            w0 = 0.0 if k0 == i else np.float64(Lx[t])
+            w1 = 0.0 if k1 == i else np.float64(Lx[t + 1])
+            for c in range(r):
+                out[c] += w0 * E[k0, c] + w1 * E[k1, c]
+            t += 2
+    for u in range(t, end):
+        k = Li[u]
         if k == i:
             continue
-        w = np.float64(Lx[t])
+        w = np.float64(Lx[u])
         for c in range(r):
             out[c] += w * E[k, c]
 
@@ -187,25 +204,52 @@ def _loss_value(z, loss, mu):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
-    """The part of the objective (10) that depends on row ``e_i = v``, and that of the hinge.
+def _row_changes(old, u, t2, lii, s, E, start, d, Ti, Ts, loss, gamma, mu):
+    """Changes of the row objective from ``e_i = old`` to ``old + t (u - old)``, ``t = 1``
+    and ``t = t2``: ``(df_1, dh_1, df_2, dh_2)``.
 
-    ``L_ii ||v||^2 + 2 v^T s_i + gamma sum_{j in T(i)} l(T_ij v^T e_j)``; with ``s_i`` and
-    the partners fixed, the objective changes by exactly the change of this value. The
-    second value is the same with the hinge for ``l`` when ``loss`` is the smoothed hinge
-    (the objective the smoothed stages report), the first otherwise: both from one pass
-    over the partners.
+    The row objective is the part of (10) that depends on ``e_i``,
+    ``L_ii ||e_i||^2 + 2 e_i^T s_i + gamma sum_{j in T(i)} l(T_ij e_i^T e_j)``; with ``s_i``
+    and the partners fixed, the objective changes by exactly its change. ``h`` is the same
+    with the hinge for ``l`` when ``loss`` is the smoothed hinge (the objective the
+    smoothed stages report), ``f`` otherwise. With ``delta = u - old`` the quadratic part
+    changes by ``t (2 L_ii old^T delta + 2 s_i^T delta) + t^2 L_ii ||delta||^2`` and each
+    partner's argument by ``t T_ij e_j^T delta``: one pass over the row and one over each
+    partner give both points, and each change is formed from the step, not as the
+    difference of two row values.
     """
-    total = 0.0
-    for c in range(v.shape[0]):
-        total += v[c] * (lii * v[c] + 2.0 * s[c])
-    hinge = total
+    od = 0.0
+    dd = 0.0
+    sd = 0.0
+    for c in range(u.shape[0]):
+        dl = u[c] - old[c]
+        od += old[c] * dl
+        dd += dl * dl
+        sd += s[c] * dl
+    lin = 2.0 * (lii * od + sd)
+    f1 = lin + lii * dd
+    f2 = t2 * lin + t2 * t2 * lii * dd
+    h1, h2 = f1, f2
     for t in range(d):
-        z = Ts[start + t] * _dot_rows(E, Ti[start + t], v)
-        total += gamma * _loss_value(z, loss, mu)
+        j = Ti[start + t]
+        zo = 0.0
+        zd = 0.0
+        for c in range(u.shape[0]):
+            e = np.float64(E[j, c])
+            zo += e * old[c]
+            zd += e * (u[c] - old[c])
+        zo *= Ts[start + t]
+        zd *= Ts[start + t]
+        base = _loss_value(zo, loss, mu)
+        f1 += gamma * (_loss_value(zo + zd, loss, mu) - base)
+        f2 += gamma * (_loss_value(zo + t2 * zd, loss, mu) - base)
         if loss == SMOOTH_HINGE:
-            hinge += gamma * _loss_value(z, HINGE, mu)
-    return total, hinge if loss == SMOOTH_HINGE else total
+            base = _loss_value(zo, HINGE, mu)
+            h1 += gamma * (_loss_value(zo + zd, HINGE, mu) - base)
+            h2 += gamma * (_loss_value(zo + t2 * zd, HINGE, mu) - base)
+    if loss != SMOOTH_HINGE:
+        h1, h2 = f1, f2
+    return f1, h1, f2, h2
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -222,24 +266,27 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
     without another pass over ``E``).
     """
     old = E[i]
-    # the minimized row objective at the old row and at the exact minimizer (and the
-    # objective (10) at both)
-    f_old, h_old = _row_value(old, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
-    f_new, h_new = _row_value(v, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
+    # the changes at the exact minimizer and, on the same line, at the over-relaxed point
+    # (one evaluation of :func:`_row_changes`; the linear loss's projected point is off
+    # the line and is evaluated apart)
+    along = omega != 1.0 and loss != LINEAR
+    df, dh, df_w, dh_w = _row_changes(old, v, omega if along else 1.0, lii, s, E, start, d,
+                                      Ti, Ts, loss, gamma, param)
     if omega != 1.0:
         for c in range(v.shape[0]):
             w[c] = old[c] + omega * (v[c] - old[c])
         if loss == LINEAR:
             _project_ball(w, param)
-        f_w, h_w = _row_value(w, lii, s, E, start, d, Ti, Ts, loss, gamma, param)
-        if f_w <= f_old:
+            df_w, dh_w, _, _ = _row_changes(old, w, 1.0, lii, s, E, start, d, Ti, Ts, loss,
+                                            gamma, param)
+        if df_w <= 0.0:
             for c in range(v.shape[0]):
                 v[c] = w[c]
-            f_new, h_new = f_w, h_w
-    acc[1] += f_new - f_old
+            df, dh = df_w, dh_w
+    acc[1] += df
     for c in range(v.shape[0]):
         acc[2] += v[c] * v[c]
-    acc[0] += h_new - h_old
+    acc[0] += dh
     return _write_row(E, i, v)
 
 
@@ -266,7 +313,7 @@ def workspaces(r, dmax, square):
             np.empty((2, dmax), dtype=np.int64), np.empty((2, rm, rm)))
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, inline="always")
 def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, square_path, rvec,
                   dvec, dmat, ivec, rmat, acc, omega):
     """Replace ``e_i`` by the exact minimizer of the per-sample problem (18).

@@ -43,6 +43,10 @@ from psdlearn._linalg import cholesky_inplace, cholesky_solve
 
 __all__ = ["box_qp", "kkt_residual"]
 
+# The helpers of :func:`box_qp` are inlined (``inline="always"``): a call of a compiled
+# function pays a reference-count round trip per array argument, which at the usual
+# ``d`` of two or three cost as much as the arithmetic.
+
 #: Pivots (Cholesky) or eigenvalues (eigh) below this fraction of the largest diagonal
 #: entry / eigenvalue are treated as zero: the subproblem is then singular.
 PIVOT_RTOL = 1e-12
@@ -58,7 +62,7 @@ KKT_RTOL = 1e-10
 MAX_POLISH_PASSES = 100_000
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _gradient(H, q, d, x, g):
     """``g = H x - q`` on the leading ``d`` entries."""
     for a in range(d):
@@ -68,7 +72,7 @@ def _gradient(H, q, d, x, g):
         g[a] = t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _scale(H, q, d, x):
     """Magnitude ``max|q| + max|H_kk| max|x|`` against which tolerances are relative."""
     qmax = 0.0
@@ -81,7 +85,7 @@ def _scale(H, q, d, x):
     return qmax + hmax * xmax + 1e-300
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def kkt_residual(H, q, d, lo, hi, x, g):
     """KKT residual of the box QP at ``x`` and the scale it is measured against.
 
@@ -116,7 +120,7 @@ def kkt_residual(H, q, d, lo, hi, x, g):
     return res, _scale(H, q, d, x)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _eqp_step(H, g, idx, nf, p, nul, Hs, Fs, null_tol):
     """Newton step of the subproblem on the free set, or a descent ray if it is unbounded.
 
@@ -161,7 +165,7 @@ def _eqp_step(H, g, idx, nf, p, nul, Hs, Fs, null_tol):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _active_set(H, q, d, lo, hi, x, g, p, nul, state, idx, Hs, Fs, max_iter):
     """Primal active-set iterations; returns the iteration count, ``-1`` at the cap."""
     for a in range(d):
