@@ -94,7 +94,7 @@ from .losses import LOSS_TABLE, ROW_BALL, ROW_HINGE, ROW_SQUARE, ROW_SQUARED_HIN
 #: vectorize (they are latency-bound chains otherwise); no flag assumes finite values.
 FASTMATH = {"reassoc", "contract"}
 #: Rows of ``L`` with at least this many entries take two neighbours per pass in
-#: :func:`_offdiag_product` (measured in the method notes, "The sweep kernel").
+#: :func:`_row_product` (measured in the method notes, "The sweep kernel").
 PAIRED_ROW_MIN = 16
 
 __all__ = [
@@ -123,7 +123,14 @@ SQUARE_AUTO, SQUARE_SMW, SQUARE_DIRECT = 0, 1, 2
 
 @njit(cache=True, fastmath=FASTMATH, inline="always")
 def _offdiag_product(i, E, Lp, Li, Lx, out):
-    """``out = s_i = sum_{k != i} L_ik e_k`` from the CSR row ``i`` of ``L``.
+    """``out = s_i = sum_{k != i} L_ik e_k`` from the CSR row ``i`` of ``L``."""
+    _row_product(i, E, Lp, Li, Lx, out, i)
+
+
+@njit(cache=True, fastmath=FASTMATH, inline="always")
+def _row_product(i, E, Lp, Li, Lx, out, skip):
+    """``out = sum_k L_ik e_k`` over the CSR row ``i`` of ``L``, the column ``skip`` left out
+    (``-1``: none).
 
     A long row takes two neighbours per pass over ``out``: the compiler cannot keep ``out``
     in registers (it might alias ``E``), so every pass loads and stores it, and pairing the
@@ -136,14 +143,14 @@ def _offdiag_product(i, E, Lp, Li, Lx, out):
     if end - t >= PAIRED_ROW_MIN:
         while t + 1 < end:
             k0, k1 = Li[t], Li[t + 1]
-            w0 = 0.0 if k0 == i else np.float64(Lx[t])
-            w1 = 0.0 if k1 == i else np.float64(Lx[t + 1])
+            w0 = 0.0 if k0 == skip else np.float64(Lx[t])
+            w1 = 0.0 if k1 == skip else np.float64(Lx[t + 1])
             for c in range(r):
                 out[c] += w0 * E[k0, c] + w1 * E[k1, c]
             t += 2
     for u in range(t, end):
         k = Li[u]
-        if k == i:
+        if k == skip:
             continue
         w = np.float64(Lx[u])
         for c in range(r):
@@ -638,14 +645,8 @@ def _laplacian_rows(E, Lp, Li, Lx, lo, hi):
     for i in range(lo, hi):
         if i + PREFETCH_DISTANCE < hi:
             prefetch_neighbour_rows(i + PREFETCH_DISTANCE, E, Lp, Li)
-        # (L E)_i as an axpy loop, then one reduction per row
-        for c in range(row.shape[0]):
-            row[c] = 0.0
-        for t in range(Lp[i], Lp[i + 1]):
-            k = Li[t]
-            w = np.float64(Lx[t])
-            for c in range(row.shape[0]):
-                row[c] += w * E[k, c]
+        # (L E)_i as axpy passes, then one reduction per row
+        _row_product(i, E, Lp, Li, Lx, row, -1)
         smooth += _dot_rows(E, i, row)
     return smooth
 
