@@ -258,12 +258,53 @@ def _coordinate_descent(H, q, d, lo, hi, x, g, max_passes):
     return max_passes
 
 
+@njit(cache=True, inline="always")
+def _two_variables(H, q, lo, hi, x):
+    """``d = 2`` in closed form: the stationary point when it is inside the box and ``H`` is
+    definite (pivot test of :data:`PIVOT_RTOL`), else the best of the minimizers along the
+    box's edges (``x_a`` at a bound, ``x_b`` clipped), where a convex quadratic that is
+    singular or whose stationary point is outside has its minimum. Writes ``x``; returns
+    ``False`` when no edge gives a finite point (never for the NPKL duals)."""
+    h00, h01, h11, q0, q1 = H[0, 0], H[0, 1], H[1, 1], q[0], q[1]
+    thr = PIVOT_RTOL * max(h00, h11)
+    if h00 > thr:
+        pivot = h11 - h01 * (h01 / h00)
+        if pivot > thr and pivot > 0.0:
+            x1 = (q1 - (h01 / h00) * q0) / pivot
+            x0 = (q0 - h01 * x1) / h00
+            if lo <= x0 <= hi and lo <= x1 <= hi:
+                x[0], x[1] = x0, x1
+                return True
+    best = np.inf
+    for a in range(2):
+        b = 1 - a
+        haa, hbb, hab, qa, qb = (h00, h11, h01, q0, q1) if a == 0 else (h11, h00, h01, q1, q0)
+        for side in range(2):
+            xa = lo if side == 0 else hi
+            if not np.isfinite(xa):
+                continue
+            slope = hab * xa - qb  # d/dx_b of the objective at x_b = 0
+            if hbb > 0.0:
+                xb = min(max(-slope / hbb, lo), hi)
+            else:
+                xb = lo if slope >= 0.0 else hi
+            if not np.isfinite(xb):
+                continue
+            f = 0.5 * (haa * xa * xa + hbb * xb * xb) + hab * xa * xb - qa * xa - qb * xb
+            if f < best:
+                best = f
+                x[a], x[b] = xa, xb
+    return best < np.inf
+
+
 @njit(cache=True)
 def box_qp(H, q, d, lo, hi, x, g, p, nul, state, idx, Hs, Fs):
     """Exact minimizer of ``1/2 x^T H x - q^T x`` over ``lo <= x <= hi`` (``H`` PSD).
 
     Primal active set (see the module docstring), warm-started from ``x``; falls back to
     projected coordinate descent if the KKT residual at exit exceeds ``KKT_RTOL`` relative.
+    Two variables are solved in closed form (:func:`_two_variables`), checked by the same
+    KKT residual (the active set runs when it fails).
 
     Parameters
     ----------
@@ -288,6 +329,10 @@ def box_qp(H, q, d, lo, hi, x, g, p, nul, state, idx, Hs, Fs):
     int
         Active-set iterations used (``> 0``), or ``-1`` when the fallback was needed.
     """
+    if d == 2 and _two_variables(H, q, lo, hi, x):
+        res, scale = kkt_residual(H, q, d, lo, hi, x, g)
+        if res <= KKT_RTOL * scale:
+            return 1
     it = _active_set(H, q, d, lo, hi, x, g, p, nul, state, idx, Hs, Fs, 10 * d + 20)
     if it > 0:
         res, scale = kkt_residual(H, q, d, lo, hi, x, g)
