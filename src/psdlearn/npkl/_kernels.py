@@ -104,6 +104,7 @@ __all__ = [
     "SQUARE_SMW",
     "jacobi_unconstrained",
     "objective",
+    "objectives",
     "sweep_constrained",
     "sweep_unconstrained",
     "sweep_unconstrained_split",
@@ -685,11 +686,29 @@ def objective(E, Lp, Li, Lx, pairs, signs, loss, gamma, mu=0.0):
     -------
     float
     """
-    if Li.shape[0] * E.shape[1] >= PARALLEL_MIN_WORK:
-        smooth = _laplacian_term_parallel(E, Lp, Li, Lx)
-    else:
-        smooth = _laplacian_rows(E, Lp, Li, Lx, 0, E.shape[0])
     total = 0.0
     for t in range(pairs.shape[0]):
         total += _loss_value(signs[t] * _dot_rows(E, pairs[t, 0], E[pairs[t, 1]]), loss, mu)
-    return smooth + gamma * total
+    return _laplacian_term(E, Lp, Li, Lx) + gamma * total
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def objectives(E, Lp, Li, Lx, pairs, signs, loss, inner, gamma, mu):
+    """:func:`objective` with the loss ``loss`` and with ``inner`` (smoothing ``mu``), from
+    one pass over ``L`` and one over the pairs: ``(f, f_inner)``."""
+    f = 0.0
+    g = 0.0
+    for t in range(pairs.shape[0]):
+        z = signs[t] * _dot_rows(E, pairs[t, 0], E[pairs[t, 1]])
+        f += _loss_value(z, loss, 0.0)
+        g += _loss_value(z, inner, mu)
+    smooth = _laplacian_term(E, Lp, Li, Lx)
+    return smooth + gamma * f, smooth + gamma * g
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _laplacian_term(E, Lp, Li, Lx):
+    """``tr(E^T L E)``, on all threads when the work is large."""
+    if Li.shape[0] * E.shape[1] >= PARALLEL_MIN_WORK:
+        return _laplacian_term_parallel(E, Lp, Li, Lx)
+    return _laplacian_rows(E, Lp, Li, Lx, 0, E.shape[0])

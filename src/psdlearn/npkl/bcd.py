@@ -455,10 +455,10 @@ def solve_bcd(
               if extrapolate and radius == np.inf and len(pairs) else None)
 
     def exact_objectives():
-        f = K.objective(E, Lp, Li, Lx, pairs, signs, loss, gamma)
-        g = f if inner_loss == loss else K.objective(E, Lp, Li, Lx, pairs, signs, inner_loss,
-                                                     gamma, param)
-        return f, g
+        if inner_loss == loss:
+            f = K.objective(E, Lp, Li, Lx, pairs, signs, loss, gamma)
+            return f, f
+        return K.objectives(E, Lp, Li, Lx, pairs, signs, loss, inner_loss, gamma, param)
 
     obj, sur = exact_objectives()
     history, surrogate = [obj], [sur]
