@@ -14,7 +14,7 @@ from sklearn.datasets import make_blobs
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.graph import knn_laplacian
 from psdlearn.npkl import _kernels as K
-from psdlearn.npkl._qp import box_qp, kkt_residual
+from psdlearn.npkl._qp import _two_variables, box_qp, kkt_residual
 from psdlearn.npkl.bcd import (
     initial_embedding,
     level_split,
@@ -68,13 +68,16 @@ def _csr_arrays(L):
     )
 
 
-def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUTO, acc=None):
-    """Call the compiled per-sample update with freshly allocated workspaces."""
+def _kernel_update(i, E, L, Tp, Ti, Ts, loss, gamma, b, alpha, path=K.SQUARE_AUTO, acc=None,
+                   omega=1.0, code=None):
+    """Call the compiled per-sample update with freshly allocated workspaces (``code``:
+    a kernel loss code instead of ``loss``'s, e.g. ``K.SMOOTH_HINGE`` with ``b = mu``)."""
     dmax = max(1, int(Tp[i + 1] - Tp[i]))
     Lp, Li, Lx, diag = _csr_arrays(L)
     work = K.workspaces(E.shape[1], dmax, True)
-    return K.update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, K.LOSS_CODES[loss], gamma, b,
-                           alpha, path, *work, np.zeros(3) if acc is None else acc, 1.0)
+    code = K.LOSS_CODES[loss] if code is None else code
+    return K.update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, code, gamma, b, alpha, path,
+                           *work, np.zeros(3) if acc is None else acc, omega)
 
 
 def _instance(d, r, seed, gamma=None):
@@ -208,6 +211,34 @@ def test_box_qp_kkt_and_reference(d, rank, hi):
             np.testing.assert_allclose(A @ x, A @ xr, atol=1e-8 * (1 + np.abs(A @ x).max()))
 
 
+@pytest.mark.parametrize("hi", [0.7, np.inf])
+def test_two_variable_box_qp_closed_form_is_exact(hi):
+    """The closed form of ``d = 2`` (interior point, else the best edge minimizer) meets
+    the KKT conditions on its own, on definite and singular ``H`` (parallel or zero
+    partners) and with the minimizer inside, on an edge or at a corner."""
+    rng = np.random.default_rng(11)
+    shapes = {"inside": 0, "edge": 0, "corner": 0}
+    for trial in range(300):
+        A = rng.normal(size=(3, 2))
+        if trial % 4 == 1:
+            A[:, 1] = A[:, 0] * rng.choice([-1.0, 1.0])  # parallel partners: singular
+        if trial % 4 == 2:
+            A[:, 1] = 0.0  # a zero partner
+        H = A.T @ A + (0.0 if hi < np.inf else 0.05) * np.eye(2)
+        q = rng.normal(size=2) * 2.0
+        x = np.full(2, np.nan)
+        assert _two_variables(H, q, 0.0, hi, x)
+        assert np.all(x >= 0) and np.all(x <= hi)
+        res, scale = kkt_residual(H, q, 2, 0.0, hi, x, np.empty(2))
+        assert res <= 1e-10 * scale
+        xr = box_qp_reference(H, q, 0.0, hi, np.zeros(2))
+        f, fr = 0.5 * x @ H @ x - q @ x, 0.5 * xr @ H @ xr - q @ xr
+        assert f <= fr + 1e-12 * (1 + abs(fr))
+        at_bound = int(np.sum((x == 0.0) | (x == hi)))
+        shapes[("inside", "edge", "corner")[at_bound]] += 1
+    assert all(count > 0 for count in shapes.values())
+
+
 # ------------------------------------------------------------------ per-sample updates
 
 
@@ -327,6 +358,48 @@ def test_single_updates_never_increase_objective(loss):
             # and the squared norm of the new row (summed into ||E||^2 for the stop test)
             assert acc[2] == pytest.approx(E[i] @ E[i], rel=1e-12, abs=1e-300)
             f = f_new
+
+
+@pytest.mark.parametrize("loss", [*LOSSES, "smoothed_hinge"])
+@pytest.mark.parametrize("frac", [0.6, 0.1])
+def test_over_relaxed_updates_report_their_exact_objective_changes(loss, frac):
+    """With ``omega = 1.75`` each row update reports the exact changes of the objective
+    (10) (``acc[0]``; the hinge's for the smoothed stage) and of the objective the rows
+    minimize (``acc[1]``), whether it kept the over-relaxed point or the minimizer: the
+    changes are formed from the step along the line of the old row and the minimizer (the
+    linear loss's projected point apart), and must equal differences of exact
+    objectives. ``frac = 0.1`` leaves most rows without partners."""
+    smoothed = loss == "smoothed_hinge"
+    mu = 0.05
+    prob = _blob_problem(60, 3, 7, "hinge" if smoothed else loss, gamma=2.0, b=1.0, frac=frac)
+    L = prob.laplacian
+    Lp, Li, Lx, _ = _csr_arrays(L)
+    Tp, Ti, Ts = prob.neighbors()
+    code = K.SMOOTH_HINGE if smoothed else K.LOSS_CODES[loss]
+    outer = K.HINGE if smoothed else code
+    b = mu if smoothed else prob.b
+
+    def objectives(E):
+        return (K.objective(E, Lp, Li, Lx, prob.pairs, prob.signs, outer, prob.gamma),
+                K.objective(E, Lp, Li, Lx, prob.pairs, prob.signs, code, prob.gamma, b))
+
+    E = initial_embedding(prob.n_samples, 4, 3, max_norm=1.0)
+    alpha = np.zeros(len(Ti))
+    rng = np.random.default_rng(1)
+    f, g = objectives(E)
+    kept = 0
+    for _ in range(3):
+        for i in rng.permutation(prob.n_samples):
+            acc = np.zeros(3)
+            _kernel_update(i, E, L, Tp, Ti, Ts, "hinge", prob.gamma, b, alpha, acc=acc,
+                           omega=1.75, code=code)
+            f_new, g_new = objectives(E)
+            assert acc[0] == pytest.approx(f_new - f, rel=1e-8, abs=1e-10 * abs(f))
+            assert acc[1] == pytest.approx(g_new - g, rel=1e-8, abs=1e-10 * abs(g))
+            assert acc[1] <= 1e-10 * abs(g)  # the minimized objective never increases
+            kept += acc[1] < 0
+            f, g = f_new, g_new
+    assert kept > 0
 
 
 # ------------------------------------------------------------------ full solver
