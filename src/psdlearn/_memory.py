@@ -422,6 +422,12 @@ def guard_npkl_fit(est, X, y):
 
     Inputs that do not read as a matrix and side information (the fit's validation
     reports those) skip the check.
+
+    Returns
+    -------
+    PairwiseConstraints or None
+        ``y`` read as pairs over the rows of ``X`` (conflicts not checked), for the fit to
+        reuse; None where it was not read.
     """
     import scipy.sparse as sp
 
@@ -429,7 +435,7 @@ def guard_npkl_fit(est, X, y):
 
     shape = getattr(X, "shape", None)
     if shape is None or len(shape) != 2:
-        return
+        return None
     n, d = int(shape[0]), int(shape[1])
     try:
         C = as_constraints(y, n, check_conflicts=False)  # fit warns of conflicts, once
@@ -438,7 +444,7 @@ def guard_npkl_fit(est, X, y):
                                  n_pairs=C.n_pairs, nnz=X.nnz if sp.issparse(X) else None,
                                  rank=rank)
     except (ValueError, TypeError):
-        return
+        return None
     from psdlearn.npkl.solvers import NPKL_SOLVERS
 
     available = available_memory()  # read once: the decision below and the check agree
@@ -460,3 +466,4 @@ def guard_npkl_fit(est, X, y):
             estimate = plain
     check_memory(estimate, name="NPKL", verbose=est.verbose, available=available,
                  float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))
+    return C

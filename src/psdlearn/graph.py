@@ -61,6 +61,7 @@ from psdlearn._compat import hnsw_build_threads, visited_array
 from psdlearn._hnsw import HNSW
 from psdlearn._order import spatial_order
 from psdlearn._progress import progress_bar
+from psdlearn._sparse_graph import laplacian_arrays, symmetric_maximum
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -559,6 +560,9 @@ def graph_from_neighbors(distances, indices, sigma):
     # a point is never its own neighbour (S_ii = 0): mask it here rather than by setdiag,
     # which rebuilds the sparse structure
     weights[indices == np.arange(n)[:, None]] = 0.0
+    arrays = symmetric_maximum(indices, weights)
+    if arrays is not None:
+        return sp.csr_matrix(arrays[::-1], shape=(n, n))
     W = sp.csr_matrix((weights.ravel(), indices.ravel(),
                        np.arange(0, n * k + 1, k)), shape=(n, n))
     S = W.maximum(W.T).tocsr()
@@ -740,6 +744,10 @@ def normalized_laplacian(S, delta=DEFAULT_DELTA):
     inv_sqrt = np.zeros(n)
     pos = deg > 0
     inv_sqrt[pos] = 1.0 / np.sqrt(deg[pos])
+    if S.has_canonical_format:
+        arrays = laplacian_arrays(S, inv_sqrt, 1.0 + delta)
+        if arrays is not None:
+            return sp.csr_matrix(arrays[::-1], shape=(n, n))
     # A_ij = S_ij (d_i^-1/2 d_j^-1/2): the product of the two scales commutes, so A is
     # exactly symmetric when S is, without the two sparse products and a transpose
     rows = np.repeat(np.arange(n), np.diff(S.indptr))

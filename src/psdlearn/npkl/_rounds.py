@@ -11,6 +11,7 @@ import sys
 import time
 import warnings
 from dataclasses import replace
+from functools import cache
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -20,6 +21,13 @@ from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._solver import SolveOptions
 from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.solvers import RESTART, WARM, map_rows
+
+
+@cache
+def _param_names(cls):
+    """The constructor parameters of an estimator class (scikit-learn reads the signature
+    on every ``get_params``: a tenth of a millisecond, per fit of a small problem)."""
+    return tuple(cls._get_param_names())
 
 
 def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumbered=None):
@@ -86,11 +94,13 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumber
 
     def callback(it, E, objective):
         bar.update(1)
-        bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
+        if est.verbose:  # silent: the count alone (a Ctrl-C message reads it)
+            bar.set_postfix(objective=f"{objective:.6g}", refresh=False)
 
     options = SolveOptions(max_iter=est.max_iter, tol=est.tol, random_state=rng,
                            callback=callback, verbose=est.verbose,
-                           params={**est.get_params(deep=False), **est.solver_options_,
+                           params={**{k: getattr(est, k) for k in _param_names(type(est))},
+                                   **est.solver_options_,
                                    "rank": rank, "gamma": est.gamma_},
                            state=state, owns_start=owned and E0 is not None)
     adaptive = est.rank == "adaptive" and spec.certificate

@@ -59,7 +59,12 @@ def constraint_scores(E, L, pairs, signs):
     local = local.reshape(pairs.shape)
     E = np.asarray(E, dtype=np.float64)
     L_rows = sp.csr_matrix(L)[rows]
-    diagonal = np.asarray(L_rows[np.arange(len(rows)), rows]).ravel()
+    # L_ii of those rows from their stored entries (scipy's fancy indexing of the
+    # diagonal cost more than the rest of the scores on small fits)
+    owner = np.repeat(np.arange(len(rows)), np.diff(L_rows.indptr))
+    on_diagonal = L_rows.indices == rows[owner]
+    diagonal = np.zeros(len(rows))
+    np.add.at(diagonal, owner[on_diagonal], L_rows.data[on_diagonal])
     neighbours = diagonal[:, None] * E[rows] - L_rows @ E
     return -0.5 * np.asarray(signs, dtype=np.float64) * (
         _cosines(E[rows], local) + _cosines(neighbours, local))

@@ -104,14 +104,10 @@ COARSE_TOL_FACTOR = 3.0
 PARTIAL = "partial"
 
 
-def _pair_multipliers(problem, Tp, Ti, alpha):
+def _pair_multipliers(problem, alpha):
     """``alpha_k = alpha_slot(i, j) + alpha_slot(j, i)`` per pair (see :func:`solve_bcd`)."""
-    n = problem.n_samples
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(Tp))
-    keys = rows * n + Ti  # sorted: neighbors() orders the slots by (row, column)
-    p = problem.pairs
-    return alpha[np.searchsorted(keys, p[:, 0] * n + p[:, 1])] + alpha[
-        np.searchsorted(keys, p[:, 1] * n + p[:, 0])]
+    forward, backward = problem.pair_slots
+    return alpha[forward] + alpha[backward]
 
 
 def _as_generator(random_state):
@@ -551,7 +547,7 @@ def solve_bcd(
         n_iter=n_iter,
         converged=bool(converged),
         interrupted=interrupted,
-        multipliers=(_pair_multipliers(problem, Tp, Ti, alpha)
+        multipliers=(_pair_multipliers(problem, alpha)
                      if loss == ROW_HINGE and len(pairs) else None),
         info={"surrogate_history": surrogate,
               "extrapolations": 0 if extrap is None else extrap.steps},

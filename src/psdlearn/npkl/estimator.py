@@ -33,10 +33,11 @@ from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from psdlearn._compat import Hidden, Interval, Options, StrOptions, _fit_context
+from psdlearn._constraint_checks import warn_conflicts
 from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._memory import guard_npkl_fit, npkl_estimate
-from psdlearn.constraints import as_constraints, check_side_info
+from psdlearn.constraints import PairwiseConstraints, as_constraints, check_side_info
 from psdlearn.graph import DEFAULT_DELTA, KNN_METHODS
 from psdlearn.npkl._deferred_certificate import DeferredAttribute, run_rounds
 from psdlearn.npkl._fit_graph import (
@@ -542,13 +543,16 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             return fit_dask(self, X, y)
         with fitting(self):
             self.solver_options_ = resolve_solver_options(self)
-            guard_npkl_fit(self, X, y)  # MemoryError before any allocation, estimate if verbose
+            # MemoryError before any allocation, estimate if verbose
+            C = guard_npkl_fit(self, X, y)
             start_graph = time.perf_counter()
             with phase("the graph build" if self.graph != "knn" else "the kNN graph build"):
                 L = self._build_laplacian(X)
             self.graph_time_ = time.perf_counter() - start_graph
             n = L.shape[0]
-            C = as_constraints(y, n)
+            if C is None or C.n_samples != n:  # the guard could not read y: say why here
+                C = as_constraints(y, n, check_conflicts=False)
+            warn_conflicts(C, stacklevel=1)
             if C.n_pairs == 0:
                 raise ValueError("y holds no constraint: NPKL needs at least one pair (or two "
                                  "labelled points).")
@@ -687,9 +691,11 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         (:func:`rank_rule_count`) of the pairs ``C``, or, when ``y`` is a label vector,
         of the smallest pair set that implies its labels (:func:`label_pairs`); at most
         ``n``. The count is kept as ``_rank_count`` (``partial_fit`` adds to it)."""
-        side = check_side_info(y, n, accept=("labels", "pairs"), check_conflicts=False)
-        pairs, signs = ((C.pairs, C.signs) if side.kind == "pairs"
-                        else label_pairs(side.codes))
+        pairs, signs = C.pairs, C.signs
+        shape = () if isinstance(y, PairwiseConstraints) else np.shape(np.asarray(y))
+        if len(shape) == 1 or len(shape) == 2 and shape[1] == 1:  # a label vector
+            side = check_side_info(y, n, accept=("labels",), check_conflicts=False)
+            pairs, signs = label_pairs(side.codes)
         self._rank_count = rank_rule_count(self.loss, pairs, signs, n)
         return min(auto_rank(self._rank_count), n)
 

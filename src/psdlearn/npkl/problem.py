@@ -36,6 +36,7 @@ the sum over its terms. The same number is reported by every solver (``bcd``, ``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -310,6 +311,9 @@ class NPKLProblem:
     def neighbors(self):
         """Constraint adjacency in CSR form: for sample ``i``, the ``j`` in ``T(i)``.
 
+        Computed once per problem (every stage of a BCD solve reads it); the arrays are
+        shared, not to be modified.
+
         Returns
         -------
         indptr : ndarray of shape (n_samples + 1,), int64
@@ -318,6 +322,10 @@ class NPKLProblem:
         signs : ndarray of shape (2 m,), float64
             ``T_ij`` aligned with ``indices``.
         """
+        return self._adjacency
+
+    @cached_property
+    def _adjacency(self):
         n = self.n_samples
         rows = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
         cols = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]])
@@ -327,6 +335,24 @@ class NPKLProblem:
         np.add.at(indptr, rows + 1, 1)
         np.cumsum(indptr, out=indptr)
         return indptr, cols[order].astype(np.int64), vals[order]
+
+    @cached_property
+    def pair_slots(self):
+        """Where each pair sits in :meth:`neighbors`: ``(slot of (i, j), slot of (j, i))``.
+
+        Returns
+        -------
+        forward, backward : ndarray of shape (m,), int64
+            Positions in ``indices`` of ``j`` in the row of ``i`` and of ``i`` in the row
+            of ``j``, for each pair ``(i, j)`` of :attr:`pairs`.
+        """
+        indptr, indices, _ = self.neighbors()
+        n = self.n_samples
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        keys = rows * n + indices  # sorted: the slots are ordered by (row, column)
+        p = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
+        return (np.searchsorted(keys, p[:, 0] * n + p[:, 1]),
+                np.searchsorted(keys, p[:, 1] * n + p[:, 0]))
 
     def terms(self):
         """The loss terms ``sum_k w_k l(c_k K_{i_k j_k}; t_k)`` of this problem.
