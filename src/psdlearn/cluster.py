@@ -13,6 +13,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.metrics import euclidean_distances
@@ -133,7 +134,9 @@ def _unit_edges(a, b):
 
 def _squared_distances(E, centers):
     # E is X itself, possibly sparse, when the clustering had no learner
-    return euclidean_distances(E, centers, squared=True)
+    if sp.issparse(E) or E.dtype != np.float64:
+        return euclidean_distances(E, centers, squared=True)
+    return _dense_squared_distances(E, np.einsum("ij,ij->i", E, E), centers)
 
 
 def assign_units(cost, edges):
