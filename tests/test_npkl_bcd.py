@@ -319,6 +319,29 @@ def test_square_smw_equals_direct(d, rank):
             )
 
 
+@pytest.mark.parametrize("loss", ["square", "linear"])
+def test_row_with_many_partners_needs_no_dual_workspace(loss):
+    """A row with 40,000 partners (a coarse level keeps repeated pairs): the square loss
+    solves it by the r x r system and the linear loss by a projection, so no 3 d^2 dual
+    workspace (38 GB here) is allocated, and the sweep gives the exact row minimizer."""
+    n, rank, d = 40_001, 4, 40_000
+    rng = np.random.default_rng(0)
+    L = (1.01 * sp.identity(n, format="csr")).tocsr()
+    pairs = np.column_stack([np.zeros(d, dtype=np.int64), np.arange(1, n)])
+    signs = np.where(rng.random(d) < 0.5, 1.0, -1.0)
+    problem = NPKLProblem(L, pairs, signs, loss, 0.01)
+    E = rng.standard_normal((n, rank)) / 4.0
+    Tp, Ti, Ts = problem.neighbors()
+    E_new = E.copy()
+    K.sweep_constrained(np.array([0]), E_new, L.indptr.astype(np.int64),
+                        L.indices.astype(np.int64), L.data, L.diagonal(), Tp, Ti, Ts,
+                        K.LOSS_CODES[loss], 0.01, 1.0, np.zeros(len(Ti)), K.SQUARE_AUTO,
+                        np.zeros(3))
+    expected = _update_sample_reference(0, E, L, Tp, Ti, Ts, loss, 0.01)[0]
+    np.testing.assert_allclose(E_new[0], expected, rtol=0, atol=1e-10)
+    assert np.array_equal(E_new[1:], E[1:])
+
+
 def test_warm_start_does_not_change_update():
     """The dual warm start only changes the path, not the (unique) primal minimizer."""
     rng = np.random.default_rng(3)

@@ -118,3 +118,15 @@ def test_laplacian_of_unsorted_similarity():
     U = sp.csr_matrix((T.data[order], (T.row[order], T.col[order])), shape=S.shape)
     U.has_sorted_indices = False
     _same(normalized_laplacian(U, 0.01), _scipy_laplacian(S, 0.01))
+
+
+def test_large_graphs_keep_scipys_path(monkeypatch):
+    import psdlearn._sparse_graph as sg
+
+    indices, weights = _lists(np.random.default_rng(5), 50, 4)
+    monkeypatch.setattr(sg, "COMPILED_MAX_ENTRIES", 199)
+    assert symmetric_maximum(indices, weights) is None
+    S = graph_from_neighbors(np.sqrt(-2.0 * np.log(np.maximum(weights, 1e-300))), indices, 1.0)
+    assert S.nnz > 199
+    assert laplacian_arrays(S, np.ones(50), 1.01) is None
+    _same(normalized_laplacian(S, 0.01), _scipy_laplacian(S, 0.01))

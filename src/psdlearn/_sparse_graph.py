@@ -5,6 +5,11 @@ They return the CSR arrays that scipy's sparse operations give for the same form
 entry for entry and bit for bit, in one pass each. A graph of a few hundred points is then
 a few microseconds instead of the half millisecond of several sparse products, each of
 which allocates and validates: at that size the graph was a sixth of a whole fit.
+
+They serve graphs of up to :data:`COMPILED_MAX_ENTRIES` stored weights. Larger graphs keep
+scipy's operations: there the cost is the search, not these passes, and the memory model
+of :mod:`psdlearn._memory` (measured up to 10^7 points) describes scipy's temporaries, not
+these int64 ones.
 """
 
 from __future__ import annotations
@@ -12,7 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["laplacian_arrays", "symmetric_maximum"]
+__all__ = ["COMPILED_MAX_ENTRIES", "laplacian_arrays", "symmetric_maximum"]
+
+#: Largest graph (stored weights of the neighbour lists, or of ``S``) built here.
+COMPILED_MAX_ENTRIES = 1 << 20
 
 
 @njit(cache=True)
@@ -92,10 +100,13 @@ def symmetric_maximum(indices, weights):
     Returns
     -------
     (indptr, indices, data) or None
-        Sorted columns; ``None`` where a row repeats a neighbour or an index lies outside
-        ``[0, n)`` (the caller then takes the general path).
+        Sorted columns; ``None`` where a row repeats a neighbour, an index lies outside
+        ``[0, n)`` or the lists hold more than :data:`COMPILED_MAX_ENTRIES` weights (the
+        caller then takes the general path).
     """
     n = len(indices)
+    if indices.size > COMPILED_MAX_ENTRIES:
+        return None
     if indices.size and (indices.min() < 0 or indices.max() >= n):
         return None  # not a graph on these points: the general path says so
     indptr, cols, vals, ok = _symmetric_maximum(np.ascontiguousarray(indices, np.int64),
@@ -170,8 +181,10 @@ def laplacian_arrays(S, inv_sqrt, diagonal):
     -------
     (indptr, indices, data) or None
         ``None`` where ``D^-1/2 S D^-1/2`` is not exactly symmetric (the caller then
-        symmetrizes it).
+        symmetrizes it) or ``S`` stores more than :data:`COMPILED_MAX_ENTRIES` entries.
     """
+    if S.nnz > COMPILED_MAX_ENTRIES:
+        return None
     indptr, cols, vals, ok = _laplacian_arrays(
         S.indptr.astype(np.int64), S.indices.astype(np.int64), S.data, inv_sqrt,
         float(diagonal))

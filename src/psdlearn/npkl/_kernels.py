@@ -473,6 +473,14 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
     for t in range(order.shape[0]):
         i = order[t]
         dmax = max(dmax, Tp[i + 1] - Tp[i])
+    # the dual workspaces (3 dmax^2 floats) serve the rows solved through their partners:
+    # every row of the hinge losses, the square loss's rows with fewer partners than the
+    # rank only, none of the linear loss. A coarse level of the multilevel start keeps
+    # repeated pairs, and a row there may have tens of thousands of partners
+    if loss == LINEAR or (loss == SQUARE and square_path == SQUARE_DIRECT):
+        dmax = 1
+    elif loss == SQUARE and square_path == SQUARE_AUTO:
+        dmax = min(dmax, E.shape[1])
     rvec, dvec, dmat, ivec, rmat = workspaces(E.shape[1], dmax, loss == SQUARE)
     change = 0.0
     for t in range(order.shape[0]):
