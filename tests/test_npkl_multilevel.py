@@ -162,6 +162,48 @@ def test_auto_is_off_below_the_threshold(two_gaussians):
         NPKL(solver_options={"multilevel": "yes"}).fit(X, C)
 
 
+@pytest.mark.parametrize("loss", ["square", "hinge", "linear"])
+def test_sweep_work_counts_each_row_by_its_partners(loss):
+    L = knn_laplacian(make_two_gaussians(60, n_features=3, random_state=0)[0],
+                      n_neighbors=5).tocsr()
+    pairs = np.array([[0, 1], [0, 2], [0, 3], [4, 5]])
+    problem = NPKLProblem(L, pairs, np.array([1.0, -1.0, 1.0, -1.0]), loss, 1.0)
+    d = np.array([3, 1, 1, 1, 1, 1])  # partners of samples 0-5
+    per_row = {"square": d * np.minimum(d, 2), "hinge": d * d, "linear": d}[loss]
+    graph, work = ML.sweep_work(problem, 2)
+    assert graph == 2 * L.nnz
+    assert work == 2 * per_row.sum()
+
+
+def test_auto_leaves_the_coarse_levels_out_where_the_pairs_dominate(monkeypatch):
+    """All the pairs of a few hundred labelled points cost more per sweep than the graph:
+    every coarse level keeps them, so "auto" starts at the fine level; True still
+    coarsens. With a few pairs "auto" coarsens."""
+    from psdlearn._solver import SolveOptions
+    from psdlearn.npkl.bcd import fit_bcd
+    from psdlearn.npkl.solvers import BCD_OPTIONS
+
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    monkeypatch.setattr(ML, "MULTILEVEL_MIN_SAMPLES", 1000)
+    X, y, L = _graph(2000)
+    params = {**{key: default for key, (default, _) in BCD_OPTIONS.items()},
+              "certificate_tol": None, "extrapolation": False}
+    labelled = np.flatnonzero(np.arange(2000) % 10 == 0)  # 200 points, 19,900 pairs
+    iu, ju = np.triu_indices(len(labelled), 1)
+    pairs = np.column_stack([labelled[iu], labelled[ju]])
+    signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
+    few = PairwiseConstraints.from_labels(y, 20, 20, random_state=0)
+    for (p, t), dominate in (((pairs, signs), True), ((few.pairs, few.signs), False)):
+        problem = NPKLProblem(L, p, np.asarray(t, dtype=np.float64), "square", 1.0)
+        assert ML.pairs_dominate(problem, 6) == dominate
+        for setting, coarse in (("auto", not dominate), (True, True)):
+            res = fit_bcd(problem, initial_embedding(2000, 6, 0),
+                          SolveOptions(max_iter=3, tol=1e-4,
+                                       random_state=np.random.RandomState(0),
+                                       params={**params, "multilevel": setting}))
+            assert bool(res.info["multilevel_levels"]) == coarse
+
+
 def test_stalled_extrapolates_the_remaining_decrease():
     # a geometric run f_t = 1 + q^t: the tail after f3 is d2 q / (1 - q) = q^3
     q = 0.5

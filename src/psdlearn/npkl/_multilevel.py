@@ -62,17 +62,23 @@ import scipy.sparse as sp
 from numba import njit
 
 from psdlearn.npkl.gamma import critical_gamma
-from psdlearn.npkl.losses import get_loss
+from psdlearn.npkl.losses import ROW_BALL, ROW_SQUARE, get_loss
 from psdlearn.npkl.problem import NPKLProblem
 
-__all__ = ["COARSEST", "MULTILEVEL_MIN_SAMPLES", "Level", "aggregate", "coarse_problem",
-           "galerkin", "hierarchy", "prolong", "use_multilevel"]
+__all__ = ["COARSEST", "MULTILEVEL_MIN_SAMPLES", "PAIR_WORK_RATIO", "Level", "aggregate",
+           "coarse_problem", "galerkin", "hierarchy", "pairs_dominate", "prolong",
+           "sweep_work", "use_multilevel"]
 
 #: Coarsening stops at this many samples (the coarsest problem's BCD is cheap there).
 COARSEST = 5000
 #: ``solver_options={"multilevel": "auto"}`` uses the multilevel start from this many
 #: samples (measured: see docs/notes/npkl.md, "Multilevel start").
 MULTILEVEL_MIN_SAMPLES = 10_000
+#: ``"auto"`` also leaves the coarse levels out when the pairs' part of a sweep is at least
+#: this multiple of the graph's (:func:`sweep_work`): a coarse level keeps every pair
+#: between aggregates, so its sweeps cost at least the pairs' part, and the start costs
+#: more than it saves (measured: docs/notes/npkl.md, "Multilevel start").
+PAIR_WORK_RATIO = 1.0
 #: A level that keeps more than this fraction of the samples ends the coarsening.
 MIN_REDUCTION = 0.5
 #: A level with fewer samples than this fraction of ``COARSEST`` is not used: the level
@@ -292,6 +298,28 @@ def hierarchy(problem, rank, coarsest=None):
         levels.append(Level(labels, coarse))
         current = coarse
     return levels
+
+
+def sweep_work(problem, rank):
+    """Multiply-adds of one BCD sweep of ``problem`` at ``rank``: ``(graph, pairs)``.
+
+    The graph's part is ``r nnz(L)``. A row with ``d`` partners costs about
+    ``r d min(d, r)`` with the square loss (its Woodbury or direct solve), ``r d`` with the
+    linear loss, and ``r d^2`` with the hinge losses (their dual Hessian).
+    """
+    r = float(rank)
+    d = np.diff(problem.neighbors()[0]).astype(np.float64)
+    kind = get_loss(problem.loss).kernel
+    per_row = (d * np.minimum(d, r) if kind == ROW_SQUARE else d if kind == ROW_BALL
+               else d * d)
+    return r * float(problem.laplacian.nnz), r * float(per_row.sum())
+
+
+def pairs_dominate(problem, rank):
+    """Whether the pairs' part of a sweep is at least :data:`PAIR_WORK_RATIO` times the
+    graph's (:func:`sweep_work`): then ``multilevel="auto"`` starts at the fine level."""
+    graph, pairs = sweep_work(problem, rank)
+    return pairs >= PAIR_WORK_RATIO * graph
 
 
 def use_multilevel(setting, n_samples):

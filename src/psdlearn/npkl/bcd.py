@@ -38,7 +38,7 @@ from psdlearn._solver import SolverResult
 from . import _kernels as K
 from ._blocks import BlockedPass
 from ._extrapolation import WINDOW, Extrapolation
-from ._multilevel import multilevel_start, use_multilevel
+from ._multilevel import multilevel_start, pairs_dominate, use_multilevel
 from .escalation import AdaptiveRound
 from .losses import LOSS_TABLE, ROW_HINGE, get_loss
 
@@ -677,7 +677,9 @@ def fit_bcd(problem, E0, options):
     options : psdlearn._solver.SolveOptions
         ``params`` reads ``hinge_smoothing``, ``omega``, ``unconstrained``,
         ``multilevel`` (``"auto"``: from
-        :data:`psdlearn.npkl._multilevel.MULTILEVEL_MIN_SAMPLES` samples),
+        :data:`psdlearn.npkl._multilevel.MULTILEVEL_MIN_SAMPLES` samples, unless the
+        pairs' part of a sweep outweighs the graph's,
+        :func:`psdlearn.npkl._multilevel.pairs_dominate`),
         ``certificate_tol`` and ``dtype`` (of :func:`solve_bcd`, every level and stage).
 
     Returns
@@ -702,7 +704,9 @@ def fit_bcd(problem, E0, options):
                                       and options.state.start == "random")
     omega = relaxation_factor(problem.laplacian, params["omega"])
     levels, start_time = [], 0.0
-    if fresh and use_multilevel(params.get("multilevel", False), problem.n_samples):
+    setting = params.get("multilevel", False)
+    if fresh and use_multilevel(setting, problem.n_samples) and not (
+            isinstance(setting, str) and pairs_dominate(problem, E0.shape[1])):
         start_time = time.perf_counter()
         E0, levels, interrupted = multilevel_start(
             problem, E0, partial(_coarse_solve, options=options, schedule=schedule,

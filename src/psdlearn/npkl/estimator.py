@@ -197,7 +197,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
           1e-4`` in turn, then the exact hinge from there; a float: one smoothed stage
           with that ``mu``; ``None``: Algorithm 1 alone), ``"multilevel"`` (``"auto"``,
           True or False: start from the problem solved coarse to fine on aggregates of
-          the graph, the same optimum in fewer sweeps; ``"auto"``: from 10,000 samples),
+          the graph, the same optimum in fewer sweeps; ``"auto"``: from 10,000 samples,
+          unless the pairs cost more per sweep than the graph, as with all the pairs of
+          a few thousand labelled points: every coarse level keeps them),
           ``"extrapolation"`` (``"auto"``, True or False: every 10 sweeps, move to the
           exact minimizer of the objective over the plane of the last two windows'
           displacements when it is lower; the same optimum, non-increasing objective,
