@@ -48,7 +48,10 @@ with ``H = P + (L_ii / gamma) I`` and the same ``q``; ``v`` again by (21).
 
 Both duals are solved exactly by :func:`psdlearn.npkl._qp.box_qp` (closed form
 ``alpha = clip(q / H, 0, hi)`` when ``d = 1``), warm-started from the multipliers of the
-previous sweep, kept per adjacency slot.
+previous sweep, kept per adjacency slot. A row with more partners than the rank and at
+least :data:`~psdlearn.npkl._partner_dual.MANY_PARTNERS` of them (a labelled point among
+many), where ``P`` is singular and forming it costs ``O(d^2 r)``, is solved without it, to
+the same tolerance (:mod:`psdlearn.npkl._partner_dual`).
 
 Square (eqs. 26-28). ``grad Phi_i = L_ii v + s_i + gamma sum_j (v^T e_j - T_ij) e_j = 0``,
 i.e. ``M v = c`` with ``M = L_ii I + gamma B B^T``, ``B = [e_j]`` and
@@ -86,6 +89,7 @@ from numba import njit, prange
 
 from psdlearn._linalg import PARALLEL_MIN_WORK, cholesky_inplace, cholesky_solve, smw_row_solve
 
+from ._partner_dual import MANY_PARTNERS, partner_dual, partner_newton
 from ._prefetch import PREFETCH_DISTANCE, prefetch_neighbour_rows
 from ._qp import box_qp
 from .losses import LOSS_TABLE, ROW_BALL, ROW_HINGE, ROW_SQUARE, ROW_SQUARED_HINGE
@@ -299,26 +303,28 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
 
 
 @njit(cache=True)
-def workspaces(r, dmax, square):
+def workspaces(r, dmax, factor):
     """Workspaces of :func:`update_sample` for rank ``r`` and ``|T(i)| <= dmax``.
 
     Returns
     -------
-    rvec : ndarray of shape (3, r)
-        ``s_i``, the new row and a scratch row.
-    dvec : ndarray of shape (5, dmax)
+    rvec : ndarray of shape (6, r)
+        ``s_i``, the new row, a scratch row and the Newton steps' rows of
+        :func:`~psdlearn.npkl._partner_dual.partner_newton`.
+    dvec : ndarray of shape (7, dmax)
         Dual right-hand side, iterate and the small QP's scratch vectors.
     dmat : ndarray of shape (3, dmax, dmax)
         Dual Hessian and the small QP's scratch matrices.
-    ivec : ndarray of shape (2, dmax), int64
-        Active-set scratch of the small QP.
+    ivec : ndarray of shape (4, dmax), int64
+        Active-set scratch of the small QP and the working set of
+        :func:`~psdlearn.npkl._partner_dual.partner_dual`.
     rmat : ndarray of shape (2, rm, rm)
-        ``M`` and its Cholesky factor of the direct square-loss solve (``rm = r`` when
-        ``square``, else 1).
+        ``M`` and its Cholesky factor of the direct square-loss solve and of the Newton
+        steps (``rm = r`` when ``factor``, else 1).
     """
-    rm = r if square else 1
-    return (np.empty((3, r)), np.empty((5, dmax)), np.empty((3, dmax, dmax)),
-            np.empty((2, dmax), dtype=np.int64), np.empty((2, rm, rm)))
+    rm = r if factor else 1
+    return (np.empty((6, r)), np.empty((7, dmax)), np.empty((3, dmax, dmax)),
+            np.empty((4, dmax), dtype=np.int64), np.empty((2, rm, rm)))
 
 
 @njit(cache=True, fastmath=FASTMATH, inline="always")
@@ -417,6 +423,21 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
             cholesky_solve(FM, r, v)
         return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
     # Hinge / squared hinge: dual (22) / (25), then v = (A alpha - s_i) / L_ii (21).
+    hi = np.inf if loss == SQUARED_HINGE else 0.5 * gamma
+    if d >= MANY_PARTNERS and d > r:
+        for a in range(d):
+            x[a] = alpha[start + a]
+        if loss == HINGE:
+            partner_dual(E, Ti, Ts, start, d, s, lii, 0.0, hi, x, v, dvec, dmat, ivec)
+        else:  # the dual's diagonal L_ii / c: c = gamma (squared), gamma / (2 mu) (smoothed)
+            c = gamma if loss == SQUARED_HINGE else 0.5 * gamma / b
+            partner_newton(E, Ti, Ts, start, d, s, lii, c, hi, x, v, rvec[3:], M, FM, dvec,
+                           dmat, ivec)
+        for a in range(d):
+            alpha[start + a] = x[a]
+        for c in range(r):
+            v[c] /= lii
+        return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
     for a in range(d):
         ja = Ti[start + a]
         ta = Ts[start + a]
@@ -429,7 +450,6 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
             H[a, a] += lii / gamma
         elif loss == SMOOTH_HINGE:
             H[a, a] += 2.0 * b * lii / gamma
-    hi = np.inf if loss == SQUARED_HINGE else 0.5 * gamma
     if d == 1:
         if H[0, 0] > 0.0:
             x[0] = min(max(q[0] / H[0, 0], 0.0), hi)
@@ -481,7 +501,7 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
         dmax = 1
     elif loss == SQUARE and square_path == SQUARE_AUTO:
         dmax = min(dmax, E.shape[1])
-    rvec, dvec, dmat, ivec, rmat = workspaces(E.shape[1], dmax, loss == SQUARE)
+    rvec, dvec, dmat, ivec, rmat = workspaces(E.shape[1], dmax, loss != LINEAR)
     change = 0.0
     for t in range(order.shape[0]):
         change += update_sample(order[t], E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b,
