@@ -164,12 +164,17 @@ def test_auto_is_off_below_the_threshold(two_gaussians):
 
 @pytest.mark.parametrize("loss", ["square", "hinge", "linear"])
 def test_sweep_work_counts_each_row_by_its_partners(loss):
+    """Sample 0 has 3 partners, sample 6 has 40 (a hinge row without the dense Hessian
+    at rank 2), the others 1 or none."""
     L = knn_laplacian(make_two_gaussians(60, n_features=3, random_state=0)[0],
                       n_neighbors=5).tocsr()
-    pairs = np.array([[0, 1], [0, 2], [0, 3], [4, 5]])
-    problem = NPKLProblem(L, pairs, np.array([1.0, -1.0, 1.0, -1.0]), loss, 1.0)
-    d = np.array([3, 1, 1, 1, 1, 1])  # partners of samples 0-5
-    per_row = {"square": d * np.minimum(d, 2), "hinge": d * d, "linear": d}[loss]
+    hub = np.column_stack([np.full(40, 6), np.arange(7, 47)])
+    pairs = np.vstack([[[0, 1], [0, 2], [0, 3], [4, 5]], hub])
+    signs = np.where(np.arange(len(pairs)) % 2 == 0, 1.0, -1.0)
+    problem = NPKLProblem(L, pairs, signs, loss, 1.0)
+    d = np.array([3, 1, 1, 1, 1, 1, 40] + [1] * 40)  # partners of samples 0-46
+    hinge = np.where(d >= ML.MANY_PARTNERS, d * 2, d * d)
+    per_row = {"square": d * np.minimum(d, 2), "hinge": hinge, "linear": d}[loss]
     graph, work = ML.sweep_work(problem, 2)
     assert graph == 2 * L.nnz
     assert work == 2 * per_row.sum()

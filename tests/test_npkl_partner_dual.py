@@ -16,7 +16,12 @@ import scipy.sparse as sp
 from _npkl_reference import box_qp_reference
 
 from psdlearn.npkl import _kernels as K
-from psdlearn.npkl._partner_dual import MANY_PARTNERS, partner_dual, partner_newton
+from psdlearn.npkl._partner_dual import (
+    MANY_PARTNERS,
+    WORKING_SET_CAPACITY,
+    partner_dual,
+    partner_newton,
+)
 from psdlearn.npkl._qp import kkt_residual
 from psdlearn.npkl.problem import NPKLProblem
 
@@ -174,3 +179,51 @@ def test_fit_with_labels_reaches_the_sdp_value(loss):
     f_sdp = solve_sdp(problem).objective
     f_bcd = problem.objective(model.embedding_)
     assert f_bcd == pytest.approx(f_sdp, rel=1e-5)
+
+
+def test_working_set_outgrowing_its_workspace_allocates_a_larger_one():
+    """Started with every dual strictly inside the box, the working set of a row with 552
+    partners holds more duals than the 8 x 8 workspace given: the row allocates a larger
+    one and still ends at a KKT point."""
+    rng = np.random.default_rng(11)
+    d, rank = 2 * WORKING_SET_CAPACITY + 40, 40
+    E, L, Tp, Ti, Ts, gamma = _instance(d, rank, 3)
+    H, q, hi, A, s, lii = _dense_dual(E, L, Ti, Ts, d, K.HINGE, gamma, 1.0)
+    x = rng.uniform(0.1 * hi, 0.9 * hi, size=d)
+    _, dvec, _, ivec, _ = K.workspaces(rank, d, False)
+    rounds = partner_dual(E, Ti, Ts, 0, d, s, lii, 0.0, hi, x, np.empty(rank), dvec,
+                          np.empty((3, 8, 8)), ivec)
+    assert rounds >= 1 and ivec[2][:d].sum() > 8
+    res, scale = kkt_residual(H, q, d, 0.0, hi, x, np.empty(d))
+    assert res <= 1e-9 * scale
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_sweep_over_a_row_with_forty_thousand_partners(loss):
+    """A row with 40,000 partners: the sweep allocates no 3 d^2 dual workspace (38 GB
+    here) and the row's duals meet the KKT conditions, checked through ``A^T u`` without
+    forming ``P``."""
+    n, rank, d = 40_001, 4, 40_000
+    rng = np.random.default_rng(0)
+    L = (1.01 * sp.identity(n, format="csr")).tocsr()
+    pairs = np.column_stack([np.zeros(d, dtype=np.int64), np.arange(1, n)])
+    signs = np.where(rng.random(d) < 0.5, 1.0, -1.0)
+    gamma = 0.01
+    Tp, Ti, Ts = NPKLProblem(L, pairs, signs, loss, gamma).neighbors()
+    E = rng.standard_normal((n, rank)) / 4.0
+    alpha = np.zeros(len(Ti))
+    E_new = E.copy()
+    K.sweep_constrained(np.array([0]), E_new, L.indptr.astype(np.int64),
+                        L.indices.astype(np.int64), L.data, L.diagonal(), Tp, Ti, Ts,
+                        K.LOSS_CODES[loss], gamma, 1.0, alpha, K.SQUARE_AUTO, np.zeros(3))
+    assert np.array_equal(E_new[1:], E[1:])
+    A = E[Ti[:d]] * Ts[:d, None]  # rows a_j
+    x = alpha[:d]
+    lii = 1.01
+    u = A.T @ x  # s_0 = 0: no graph neighbours
+    np.testing.assert_allclose(E_new[0], u / lii, rtol=0, atol=1e-12)
+    delta, hi = (0.0, gamma / 2) if loss == "hinge" else (lii / gamma, np.inf)
+    g = A @ u - lii + delta * x
+    res = np.max(np.abs(x - np.clip(x - g, 0.0, hi)))
+    scale = lii + (np.max(np.sum(A * A, axis=1)) + delta) * np.max(x)
+    assert res <= 1e-9 * scale

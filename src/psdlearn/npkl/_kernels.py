@@ -89,7 +89,7 @@ from numba import njit, prange
 
 from psdlearn._linalg import PARALLEL_MIN_WORK, cholesky_inplace, cholesky_solve, smw_row_solve
 
-from ._partner_dual import MANY_PARTNERS, partner_dual, partner_newton
+from ._partner_dual import MANY_PARTNERS, WORKING_SET_CAPACITY, partner_dual, partner_newton
 from ._prefetch import PREFETCH_DISTANCE, prefetch_neighbour_rows
 from ._qp import box_qp
 from .losses import LOSS_TABLE, ROW_BALL, ROW_HINGE, ROW_SQUARE, ROW_SQUARED_HINGE
@@ -303,8 +303,11 @@ def _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, param, acc, omeg
 
 
 @njit(cache=True)
-def workspaces(r, dmax, factor):
+def workspaces(r, dmax, factor, side=-1):
     """Workspaces of :func:`update_sample` for rank ``r`` and ``|T(i)| <= dmax``.
+
+    ``side`` (default ``dmax``) is the order of ``dmat``: ``dmax`` for the dense duals, less
+    where the rows with more are solved by :mod:`psdlearn.npkl._partner_dual`.
 
     Returns
     -------
@@ -313,7 +316,7 @@ def workspaces(r, dmax, factor):
         :func:`~psdlearn.npkl._partner_dual.partner_newton`.
     dvec : ndarray of shape (7, dmax)
         Dual right-hand side, iterate and the small QP's scratch vectors.
-    dmat : ndarray of shape (3, dmax, dmax)
+    dmat : ndarray of shape (3, side, side)
         Dual Hessian and the small QP's scratch matrices.
     ivec : ndarray of shape (4, dmax), int64
         Active-set scratch of the small QP and the working set of
@@ -323,7 +326,8 @@ def workspaces(r, dmax, factor):
         steps (``rm = r`` when ``factor``, else 1).
     """
     rm = r if factor else 1
-    return (np.empty((6, r)), np.empty((7, dmax)), np.empty((3, dmax, dmax)),
+    side = dmax if side < 0 else side
+    return (np.empty((6, r)), np.empty((7, dmax)), np.empty((3, side, side)),
             np.empty((4, dmax), dtype=np.int64), np.empty((2, rm, rm)))
 
 
@@ -489,19 +493,28 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
     float
         ``sum_i ||e_i^new - e_i^old||^2`` over the updated rows.
     """
+    r = E.shape[1]
     dmax = 1
+    dense = 1
     for t in range(order.shape[0]):
         i = order[t]
-        dmax = max(dmax, Tp[i + 1] - Tp[i])
+        d = Tp[i + 1] - Tp[i]
+        dmax = max(dmax, d)
+        if d < MANY_PARTNERS or d <= r:
+            dense = max(dense, d)
     # the dual workspaces (3 dmax^2 floats) serve the rows solved through their partners:
-    # every row of the hinge losses, the square loss's rows with fewer partners than the
-    # rank only, none of the linear loss. A coarse level of the multilevel start keeps
-    # repeated pairs, and a row there may have tens of thousands of partners
+    # the hinge losses' rows (the dense duals, and the working sets of rows with many
+    # partners), the square loss's rows with fewer partners than the rank only, none of
+    # the linear loss. A labelled point among l has l - 1 partners, and a coarse level of
+    # the multilevel start keeps repeated pairs: a row may have tens of thousands
     if loss == LINEAR or (loss == SQUARE and square_path == SQUARE_DIRECT):
         dmax = 1
     elif loss == SQUARE and square_path == SQUARE_AUTO:
-        dmax = min(dmax, E.shape[1])
-    rvec, dvec, dmat, ivec, rmat = workspaces(E.shape[1], dmax, loss != LINEAR)
+        dmax = min(dmax, r)
+    side = dmax
+    if loss != SQUARE and dmax > dense:
+        side = max(dense, min(dmax, WORKING_SET_CAPACITY))
+    rvec, dvec, dmat, ivec, rmat = workspaces(r, dmax, loss != LINEAR, side)
     change = 0.0
     for t in range(order.shape[0]):
         change += update_sample(order[t], E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b,

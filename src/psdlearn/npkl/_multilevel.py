@@ -61,6 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from psdlearn.npkl._partner_dual import MANY_PARTNERS
 from psdlearn.npkl.gamma import critical_gamma
 from psdlearn.npkl.losses import ROW_BALL, ROW_SQUARE, get_loss
 from psdlearn.npkl.problem import NPKLProblem
@@ -305,13 +306,19 @@ def sweep_work(problem, rank):
 
     The graph's part is ``r nnz(L)``. A row with ``d`` partners costs about
     ``r d min(d, r)`` with the square loss (its Woodbury or direct solve), ``r d`` with the
-    linear loss, and ``r d^2`` with the hinge losses (their dual Hessian).
+    linear loss, and ``r d^2`` with the hinge losses (their dual Hessian), ``r^2 d`` where
+    the row has more partners than the rank and at least
+    :data:`~psdlearn.npkl._partner_dual.MANY_PARTNERS` (no Hessian formed).
     """
     r = float(rank)
     d = np.diff(problem.neighbors()[0]).astype(np.float64)
     kind = get_loss(problem.loss).kernel
-    per_row = (d * np.minimum(d, r) if kind == ROW_SQUARE else d if kind == ROW_BALL
-               else d * d)
+    if kind == ROW_SQUARE:
+        per_row = d * np.minimum(d, r)
+    elif kind == ROW_BALL:
+        per_row = d
+    else:
+        per_row = np.where((d >= MANY_PARTNERS) & (d > r), d * r, d * d)
     return r * float(problem.laplacian.nnz), r * float(per_row.sum())
 
 

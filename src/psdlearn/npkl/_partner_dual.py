@@ -1,4 +1,4 @@
-"""The hinge losses' per-sample dual for a sample with many partners (partial labels).
+"""The hinge losses' per-sample problem for a sample with many partners (partial labels).
 
 A labelled point among ``l`` labelled points has ``d = l - 1`` partners, and its dual box
 QP (Hu & Kwok 2015, eqs. 22 and 25; see :mod:`psdlearn.npkl._kernels`)
@@ -34,6 +34,11 @@ so its gradient is ``g_s = a_s^T u - L_ii + delta alpha_s``, ``O(r)`` per entry:
    restricted QP), so the minimizer is exact to the same tolerance as the dense path's.
    After a sweep the violated duals are many but barely violated (pairs at the margin
    whose partners moved), and the few most violated usually settle the others.
+
+The smoothed and squared hinges (``delta > 0``) have hundreds of duals strictly inside the
+box at the optimum (the pairs within the smoothing of the margin), which the active set
+would free one per step; their rows are solved by :func:`partner_newton` in the primal's
+``r`` dimensions, with :func:`partner_dual` as its fallback.
 """
 
 from __future__ import annotations
@@ -45,15 +50,19 @@ from psdlearn._linalg import ROW_FASTMATH, cholesky_inplace, cholesky_solve
 
 from ._qp import KKT_RTOL, box_qp
 
-__all__ = ["CD_PASSES", "MANY_PARTNERS", "NEWTON_STEPS", "partner_dual", "partner_newton"]
+__all__ = ["MANY_PARTNERS", "WORKING_SET_CAPACITY", "partner_dual", "partner_newton"]
 
-#: Rows with at least this many partners take :func:`partner_dual` instead of the dense
-#: Hessian (measured in the method notes, "Hinge rows with many partners").
+#: Rows with at least this many partners, and more than the rank, take this module's paths
+#: instead of the dense Hessian (measured in the method notes, "Hinge rows with many
+#: partners").
 MANY_PARTNERS = 32
 #: Cap of the coordinate passes of a cold or stale start.
 CD_PASSES = 10
 #: Violated duals that join the working set per round (at least the rank).
 CHUNK = 32
+#: Order of the working set's Hessian workspace that the sweeps allocate for these rows;
+#: a larger working set allocates its own.
+WORKING_SET_CAPACITY = 256
 #: Cap of the Newton steps of :func:`partner_newton` before it hands over to
 #: :func:`partner_dual`.
 NEWTON_STEPS = 50
@@ -103,8 +112,9 @@ def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec)
     u : ndarray of shape (r,)
         Out: ``A x - s_i``.
     dvec, dmat, ivec : ndarray
-        Workspaces of :func:`psdlearn.npkl._kernels.workspaces` (``dmax >= d``); ``x``
-        may be ``dvec[1]``, which is not used otherwise.
+        Workspaces of :func:`psdlearn.npkl._kernels.workspaces`, ``dvec`` and ``ivec``
+        with ``dmax >= d``; ``x`` may be ``dvec[1]``, which is not used otherwise. A
+        working set larger than ``dmat``'s order allocates a larger Hessian workspace.
 
     Returns
     -------
@@ -184,6 +194,11 @@ def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec)
         rounds += 1
         if nu == 0:
             return rounds
+        if nu > H.shape[0]:  # the working set outgrew the workspace: a larger one
+            cap = min(d, 2 * nu)
+            grown = np.empty((3, cap, cap))
+            grown[0, :built, :built] = H[:built, :built]
+            H, Hs, Fs = grown[0], grown[1], grown[2]
         # u without the working set's duals: A_B x_B - s_i; q_U = L_ii - A_U^T u_B
         for k in range(nu):
             a = members[k]
