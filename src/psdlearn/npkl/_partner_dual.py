@@ -18,12 +18,13 @@ Here the dual is kept through ``u = A alpha - s_i`` (``= L_ii v``, the primal ro
 so its gradient is ``g_s = a_s^T u - L_ii + delta alpha_s``, ``O(r)`` per entry:
 
 1. When more than a third of the duals violate their optimality conditions at the warm
-   start, and either ``delta > 0`` or the start is cold (all duals zero), exact
-   coordinate minimization passes, ``O(d r)`` each
+   start, and either ``delta > 0`` or the start is cold (all duals zero: each smoothing
+   stage starts its duals from zero), exact coordinate minimization passes, ``O(d r)`` each
    and updating ``u`` by rank one, move them towards their bounds together (at most
    :data:`CD_PASSES`). If the KKT residual of the point reached (or of the warm start)
    is within the tolerance of :func:`~psdlearn.npkl._qp.box_qp`, that point is the
-   minimizer, and no Hessian entry is formed.
+   minimizer, and no Hessian entry is formed. The hinge's passes that do not meet it
+   are dropped (see the comment in :func:`partner_dual`).
 2. The duals strictly inside the box make the working set ``U``; the others stay at their
    bounds. Each round adds the :data:`CHUNK` (at least ``r``) most violated duals outside
    ``U`` and solves the QP restricted to ``U`` exactly by
@@ -151,7 +152,9 @@ def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec)
             violated += 1
     # from a stale start of the hinge (delta = 0), whose P is singular, the passes would
     # move duals off their bounds along its null space: the working set does better there
+    from_zero = False
     if 3 * violated > d and (delta > 0.0 or xmax == 0.0):
+        from_zero = delta == 0.0
         for _ in range(CD_PASSES):
             res = 0.0
             xmax = 0.0
@@ -183,6 +186,17 @@ def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec)
             nu += 1
     if res <= tol:
         return 0
+    if from_zero:
+        # the hinge's passes settle from a random embedding (every dual at a bound), but
+        # near the optimum they stop inside the box along P's null space, where the
+        # restricted QPs would be singular: the working set starts from zero instead
+        for a in range(d):
+            x[a] = 0.0
+            inset[a] = 0
+        for c in range(r):
+            u[c] = -s[c]
+        nu = 0
+        tol = KKT_RTOL * (qmax + 1e-300)
     built = 0
     rounds = 0
     while True:
