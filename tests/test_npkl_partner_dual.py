@@ -152,7 +152,7 @@ def test_newton_path_ends_by_newton_steps():
         x = _start(STARTS[seed % 4], E, L, Ti, Ts, d, code, gamma, mu, rng)
         _, dvec, dmat, ivec, rmat = K.workspaces(rank, d, True)
         u = np.empty(rank)
-        steps.append(partner_newton(E, Ti, Ts, 0, d, s, lii, c, hi, x, u, np.empty((3, rank)),
+        steps.append(partner_newton(0, E, Ti, Ts, 0, d, s, lii, c, hi, x, u, np.empty((3, rank)),
                                     rmat[0], rmat[1], dvec, dmat, ivec))
         res, scale = kkt_residual(H, q, d, 0.0, hi, x, np.empty(d))
         assert res <= 1e-9 * scale

@@ -305,7 +305,8 @@ def _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad):
 
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
-def partner_newton(E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dvec, dmat, ivec):
+def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dvec, dmat,
+                   ivec):
     """The smoothed and squared hinges' per-sample problem by Newton's method in ``r``.
 
     With ``delta = L_ii / c`` (``c = gamma / (2 mu)`` for the smoothed hinge, ``gamma``
@@ -343,23 +344,27 @@ def partner_newton(E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dvec,
     r = u.shape[0]
     v, grad, step = rwork[0], rwork[1], rwork[2]
     trial = u
-    # the warm start: v = (A x - s) / L_ii
+    # the start: v = (A x - s) / L_ii, the last sweep's duals seen with the moved
+    # neighbours and partners; from duals all zero (a stage's first sweep: each stage
+    # starts its duals from zero) the row itself, the last stage's minimizer
     for k in range(r):
         v[k] = -s[k]
     qmax = 0.0
     emax = 0.0
+    cold = True
     for a in range(d):
         j = Ti[start + a]
         xa = min(max(x[a], 0.0), hi)
         if xa != 0.0:
             _axpy(v, xa * Ts[start + a], E, j)
+            cold = False
         e2 = 0.0
         for k in range(r):
             e2 += np.float64(E[j, k]) ** 2
         emax = max(emax, e2)
         qmax = max(qmax, abs(lii + Ts[start + a] * _dot(E, j, s)))
     for k in range(r):
-        v[k] /= lii
+        v[k] = np.float64(E[i, k]) if cold else v[k] / lii
     phi = _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
     for it in range(NEWTON_STEPS):
         xmax = 0.0
