@@ -146,6 +146,12 @@ def _worker(case, data_path, seed):
 
 
 # ----------------------------------------------------------------------------- driver
+def short_ref(ref):
+    """The short hash of the commit ``ref``."""
+    return subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def _extract(ref, root):
     """``src`` of the commit ``ref`` under ``root`` (``git archive``)."""
     out = Path(root) / ref
@@ -267,9 +273,7 @@ def main():
                     "same_lambda": (f"{sum(same)}/{len(same)}" if case.startswith("gn_")
                                     else ""),
                     "detail": "; ".join(r["detail"] for r in recs[v])})
-    refs = {ref: subprocess.run(["git", "rev-parse", "--short", ref], cwd=REPO, check=True,
-                                capture_output=True, text=True).stdout.strip()
-            for ref in (args.first, args.before)}
+    refs = {ref: short_ref(ref) for ref in (args.first, args.before)}
     notes += [
         f"Versions: first = {refs[args.first]} (first release), before = "
         f"{refs[args.before]} ({args.before}), after = this checkout. Ratios are to the "

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from _common import load_note, write_results
-from bench_defaults_cost import _extract
+from bench_defaults_cost import _extract, short_ref
 
 REPO = Path(__file__).resolve().parent.parent
 #: (n, labels, loss)
@@ -144,8 +144,7 @@ def main():
                         recs[version].append(_run(trees[version], case, seed, args.limit))
             rows.append(_row(case, recs, args.limit, args.seeds))
             print(rows[-1], flush=True)
-    ref = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout.strip()
+    ref = short_ref(args.before)
     notes = [f"before = {ref} ({args.before}), after = this checkout; each fit in its own "
              "process with the libraries' default threads, before and after alternating "
              "seed by seed.",

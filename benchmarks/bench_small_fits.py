@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 from _common import load_note, write_results
-from bench_defaults_cost import THREAD_VARIABLES, _extract
+from bench_defaults_cost import THREAD_VARIABLES, _extract, short_ref
 
 REPO = Path(__file__).resolve().parent.parent
 SETS = ("iris", "wine", "glass", "heart", "sonar", "double-spiral", "chessboard")
@@ -161,8 +161,7 @@ def main():
                              "before_processes": runs["before"],
                              "after_processes": runs["after"]})
                 print(rows[-1], flush=True)
-    ref = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout.strip()
+    ref = short_ref(args.before)
     notes = [f"before = {ref} ({args.before}), after = this checkout; each in its own "
              "process, one BLAS, OpenMP and numba thread; the two alternate from row to "
              "row.",

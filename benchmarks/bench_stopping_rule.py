@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 from _common import write_results
-from bench_defaults_cost import REPO, _extract
+from bench_defaults_cost import REPO, _extract, short_ref
 from bench_float32 import BUNDLED
 
 COLUMNS = ["set", "loss", "seed", "sweeps_before", "sweeps_after", "objective_change",
@@ -78,8 +78,7 @@ def main():
     args = ap.parse_args()
     if args.worker is not None:
         return worker(args.worker)
-    ref = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout.strip()
+    ref = short_ref(args.before)
     with tempfile.TemporaryDirectory() as tmp:
         before = _run(_extract(ref, tmp), args.seeds)
     after = _run(REPO / "src", args.seeds)
