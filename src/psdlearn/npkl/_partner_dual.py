@@ -327,8 +327,10 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
 
     Parameters
     ----------
+    i : int
+        The sample; its row ``E[i]`` starts Newton when the duals ``x`` are all zero.
     E, Ti, Ts, start, d, s, lii, hi, x, u, dvec, dmat, ivec
-        As in :func:`partner_dual`.
+        As in :func:`partner_dual`; ``x`` is the warm start (``v = (A x - s_i) / L_ii``).
     c : float
         Slope of ``psi'``, see above.
     rwork : ndarray of shape (>= 3, r)
