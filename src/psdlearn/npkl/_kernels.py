@@ -89,7 +89,7 @@ from numba import njit, prange
 
 from psdlearn._linalg import PARALLEL_MIN_WORK, cholesky_inplace, cholesky_solve, smw_row_solve
 
-from ._partner_dual import MANY_PARTNERS, WORKING_SET_CAPACITY, partner_dual, partner_newton
+from ._partner_dual import WORKING_SET_CAPACITY, partner_dual, partner_newton, solved_here
 from ._prefetch import PREFETCH_DISTANCE, prefetch_neighbour_rows
 from ._qp import box_qp
 from .losses import LOSS_TABLE, ROW_BALL, ROW_HINGE, ROW_SQUARE, ROW_SQUARED_HINGE
@@ -428,7 +428,7 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
         return _finish_row(i, E, v, s, lii, start, d, Ti, Ts, loss, gamma, b, acc, omega, work)
     # Hinge / squared hinge: dual (22) / (25), then v = (A alpha - s_i) / L_ii (21).
     hi = np.inf if loss == SQUARED_HINGE else 0.5 * gamma
-    if d >= MANY_PARTNERS and d > r:
+    if solved_here(d, r):
         for a in range(d):
             x[a] = alpha[start + a]
         if loss == HINGE:
@@ -500,7 +500,7 @@ def sweep_constrained(order, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, al
         i = order[t]
         d = Tp[i + 1] - Tp[i]
         dmax = max(dmax, d)
-        if d < MANY_PARTNERS or d <= r:
+        if not solved_here(d, r):
             dense = max(dense, d)
     # the dual workspaces (3 dmax^2 floats) serve the rows solved through their partners:
     # the hinge losses' rows (the dense duals, and the working sets of rows with many

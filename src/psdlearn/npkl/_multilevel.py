@@ -318,6 +318,7 @@ def sweep_work(problem, rank):
     elif kind == ROW_BALL:
         per_row = d
     else:
+        # the rows of _partner_dual.solved_here
         per_row = np.where((d >= MANY_PARTNERS) & (d > r), d * r, d * d)
     return r * float(problem.laplacian.nnz), r * float(per_row.sum())
 

@@ -51,7 +51,8 @@ from psdlearn._linalg import ROW_FASTMATH, cholesky_inplace, cholesky_solve
 
 from ._qp import KKT_RTOL, box_qp
 
-__all__ = ["MANY_PARTNERS", "WORKING_SET_CAPACITY", "partner_dual", "partner_newton"]
+__all__ = ["MANY_PARTNERS", "WORKING_SET_CAPACITY", "partner_dual", "partner_newton",
+           "solved_here"]
 
 #: Rows with at least this many partners, and more than the rank, take this module's paths
 #: instead of the dense Hessian (measured in the method notes, "Hinge rows with many
@@ -72,6 +73,13 @@ ARMIJO = 1e-4
 #: Relative rounding of ``Phi`` that the line search tolerates (a step whose decrease is
 #: below it is accepted; the gradient test decides convergence).
 ROUNDING = 1e-13
+
+
+@njit(cache=True, inline="always")
+def solved_here(d, r):
+    """Whether a hinge-loss row with ``d`` partners at rank ``r`` is solved by this module
+    (the sweeps' routing and their workspace sizes both read it)."""
+    return d >= MANY_PARTNERS and d > r
 
 
 @njit(cache=True, fastmath=ROW_FASTMATH, inline="always")
