@@ -114,28 +114,59 @@ def test_row_with_many_partners_is_the_dense_duals_minimizer(kind, d, rank):
 
 
 def test_both_phases_of_the_dual_path_are_exercised():
-    """``partner_dual`` ends in its coordinate passes (returns 0) on some cold starts and
-    in its working set, with a dual added after the first restricted QP (returns >= 2),
-    on other cold starts (the passes dropped, or not run) and on stale ones; each end is
-    a KKT point of the dense QP."""
-    ends = []
-    cold = []
+    """``partner_dual`` ends at its start (returns 0) on some of the hinge's cold starts
+    (the vertex of the row itself) and in its working set, with a dual added after the
+    first restricted QP (returns >= 2), on others; the squared hinge's rows (after its
+    coordinate passes) reach the working set's later rounds too. Each end is a KKT point
+    of the dense QP."""
+    ends = {K.HINGE: [], K.SQUARED_HINGE: []}
+    cold = {K.HINGE: [], K.SQUARED_HINGE: []}
     rng = np.random.default_rng(5)
     for seed in range(40):
         d, rank = int(rng.integers(MANY_PARTNERS, 120)), int(rng.integers(2, 30))
         E, L, Tp, Ti, Ts, gamma = _instance(d, rank, seed)
+        for code in ends:
+            H, q, hi, A, s, lii = _dense_dual(E, L, Ti, Ts, d, code, gamma, 1.0)
+            delta = H[0, 0] - A[:, 0] @ A[:, 0]
+            for start in STARTS:
+                x = _start(start, E, L, Ti, Ts, d, code, gamma, 1.0, rng)
+                dvec, dmat, ivec = K.workspaces(rank, d, False)[1:4]
+                u = np.empty(rank)
+                ends[code].append(partner_dual(0, E, Ti, Ts, 0, d, s, lii, delta, hi, x, u,
+                                               dvec, dmat, ivec))
+                if start == "zeros":
+                    cold[code].append(ends[code][-1])
+                res, scale = kkt_residual(H, q, d, 0.0, hi, x, np.empty(d))
+                assert res <= 1e-9 * scale
+                np.testing.assert_allclose(u, A @ x - s, rtol=0,
+                                           atol=1e-10 * (1 + np.abs(u).max()))
+    assert 0 in cold[K.HINGE] and max(cold[K.HINGE]) >= 2
+    assert max(ends[K.SQUARED_HINGE]) >= 2
+
+
+def test_hinge_cold_start_is_the_vertex_of_the_row():
+    """From duals all zero, a hinge row whose margins its own row already decides (every
+    pair violated by ``e_0`` at the bound is optimal, no pair at the kink) returns at its
+    start: the vertex ``alpha_j = h [T_0j e_0^T e_j < 1]`` is the minimizer."""
+    for seed in range(10):
+        d, rank = 60, 4
+        E, L, Tp, Ti, Ts, gamma = _instance(d, rank, 100 + seed)
         H, q, hi, A, s, lii = _dense_dual(E, L, Ti, Ts, d, K.HINGE, gamma, 1.0)
-        for start in STARTS:
-            x = _start(start, E, L, Ti, Ts, d, K.HINGE, gamma, 1.0, rng)
-            dvec, dmat, ivec = K.workspaces(rank, d, False)[1:4]
-            u = np.empty(rank)
-            ends.append(partner_dual(E, Ti, Ts, 0, d, s, lii, 0.0, hi, x, u, dvec, dmat, ivec))
-            if start == "zeros":
-                cold.append(ends[-1])
-            res, scale = kkt_residual(H, q, d, 0.0, hi, x, np.empty(d))
-            assert res <= 1e-9 * scale
-            np.testing.assert_allclose(u, A @ x - s, rtol=0, atol=1e-10 * (1 + np.abs(u).max()))
-    assert 0 in cold and max(cold) >= 2 and max(ends) >= 2
+        # e_0 at the row minimizer of a tiny bound: every pair violated, duals all at h
+        hi = 1e-3 * lii
+        E[0] = (A @ np.full(d, hi) - s) / lii
+        vertex = np.where(Ts[:d] * (E[Ti[:d]] @ E[0]) < 1.0, hi, 0.0)
+        res, scale = kkt_residual(H, q, d, 0.0, hi, vertex, np.empty(d))
+        if res > 1e-9 * scale:  # this draw's minimizer is not that vertex
+            continue
+        x = np.zeros(d)
+        dvec, dmat, ivec = K.workspaces(rank, d, False)[1:4]
+        u = np.empty(rank)
+        assert partner_dual(0, E, Ti, Ts, 0, d, s, lii, 0.0, hi, x, u, dvec, dmat, ivec) == 0
+        np.testing.assert_array_equal(x, vertex)
+        break
+    else:
+        pytest.fail("no draw had the vertex as its minimizer")
 
 
 def test_newton_path_ends_by_newton_steps():
@@ -195,7 +226,7 @@ def test_working_set_outgrowing_its_workspace_allocates_a_larger_one():
     H, q, hi, A, s, lii = _dense_dual(E, L, Ti, Ts, d, K.HINGE, gamma, 1.0)
     x = rng.uniform(0.1 * hi, 0.9 * hi, size=d)
     _, dvec, _, ivec, _ = K.workspaces(rank, d, False)
-    rounds = partner_dual(E, Ti, Ts, 0, d, s, lii, 0.0, hi, x, np.empty(rank), dvec,
+    rounds = partner_dual(0, E, Ti, Ts, 0, d, s, lii, 0.0, hi, x, np.empty(rank), dvec,
                           np.empty((3, 8, 8)), ivec)
     assert rounds >= 1 and ivec[2][:d].sum() > 8
     res, scale = kkt_residual(H, q, d, 0.0, hi, x, np.empty(d))

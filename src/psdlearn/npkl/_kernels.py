@@ -432,7 +432,7 @@ def update_sample(i, E, Lp, Li, Lx, diag, Tp, Ti, Ts, loss, gamma, b, alpha, squ
         for a in range(d):
             x[a] = alpha[start + a]
         if loss == HINGE:
-            partner_dual(E, Ti, Ts, start, d, s, lii, 0.0, hi, x, v, dvec, dmat, ivec)
+            partner_dual(i, E, Ti, Ts, start, d, s, lii, 0.0, hi, x, v, dvec, dmat, ivec)
         else:  # the dual's diagonal L_ii / c: c = gamma (squared), gamma / (2 mu) (smoothed)
             c = gamma if loss == SQUARED_HINGE else 0.5 * gamma / b
             partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, v, rvec[3:], M, FM,

@@ -17,14 +17,19 @@ pair is violated and nearly every dual ends at its bound, that is hundreds of st
 Here the dual is kept through ``u = A alpha - s_i`` (``= L_ii v``, the primal row scaled),
 so its gradient is ``g_s = a_s^T u - L_ii + delta alpha_s``, ``O(r)`` per entry:
 
-1. When more than a third of the duals violate their optimality conditions at the warm
-   start, and either ``delta > 0`` or the start is cold (all duals zero: each smoothing
-   stage starts its duals from zero), exact coordinate minimization passes, ``O(d r)`` each
-   and updating ``u`` by rank one, move them towards their bounds together (at most
-   :data:`CD_PASSES`). If the KKT residual of the point reached (or of the warm start)
-   is within the tolerance of :func:`~psdlearn.npkl._qp.box_qp`, that point is the
-   minimizer, and no Hessian entry is formed. The hinge's passes that do not meet it
-   are dropped (see the comment in :func:`partner_dual`).
+1. The start. The hinge's duals all zero (each stage starts its duals from zero) are
+   replaced by the vertex of the row itself: ``alpha_j = h`` for the pairs that ``e_i``
+   violates (``T_ij e_i^T e_j < 1``), 0 for the others. After the smoothed stages the row is
+   near its minimizer and so is that vertex, a start several times cheaper than zero (method
+   notes, "Hinge rows with many partners"). For the smoothed and squared hinges (``delta >
+   0``, the fallback of :func:`partner_newton`), when more than a third of the duals violate
+   their optimality conditions at the start, exact coordinate minimization passes, ``O(d
+   r)`` each and updating ``u`` by rank one, move them towards their bounds together (at
+   most :data:`CD_PASSES`). If the KKT residual of the point reached (or of the start) is
+   within the tolerance of :func:`~psdlearn.npkl._qp.box_qp`, that point is the minimizer,
+   and no Hessian entry is formed. The hinge has no such passes: its ``P`` is singular, and
+   near the optimum they stop inside the box along its null space, where the restricted QPs
+   below would be singular too.
 2. The duals strictly inside the box make the working set ``U``; the others stay at their
    bounds. Each round adds the :data:`CHUNK` (at least ``r``) most violated duals outside
    ``U`` and solves the QP restricted to ``U`` exactly by
@@ -102,11 +107,14 @@ def _violates(x, g, hi, tol):
 
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
-def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec):
+def partner_dual(i, E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec):
     """Exact minimizer of the per-sample dual of the hinge losses in ``O(d r)`` per pass.
 
     Parameters
     ----------
+    i : int
+        The sample; its row ``E[i]`` starts the hinge (``delta = 0``) when the duals ``x``
+        are all zero.
     E : ndarray of shape (n, r)
         Embedding (float64 or float32).
     Ti, Ts : ndarray
@@ -149,20 +157,28 @@ def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec)
         qmax = max(qmax, abs(lii + Ts[start + a] * _dot(E, j, s)))
         if x[a] != 0.0:
             _axpy(u, x[a] * Ts[start + a], E, j)
-    violated = 0
     xmax = 0.0
     for a in range(d):
         xmax = max(xmax, x[a])
+    if xmax == 0.0 and delta == 0.0:
+        # the hinge from duals all zero (each stage starts there): the vertex of the row
+        # itself, every pair it violates at the bound
+        for a in range(d):
+            j = Ti[start + a]
+            if Ts[start + a] * _dot(E, j, E[i]) < 1.0:
+                x[a] = hi
+                _axpy(u, hi * Ts[start + a], E, j)
+                xmax = hi
+    violated = 0
     tol = KKT_RTOL * (qmax + hmax * xmax + 1e-300)
     for a in range(d):
         ga = Ts[start + a] * _dot(E, Ti[start + a], u) - lii + delta * x[a]
         if _violates(x[a], ga, hi, tol):
             violated += 1
-    # from a stale start of the hinge (delta = 0), whose P is singular, the passes would
-    # move duals off their bounds along its null space: the working set does better there
-    from_zero = False
-    if 3 * violated > d and (delta > 0.0 or xmax == 0.0):
-        from_zero = delta == 0.0
+    # from a stale start of the smoothed and squared hinges; the hinge's P is singular, and
+    # the passes would move its duals off their bounds along P's null space, where the
+    # restricted QPs of the working set are singular too
+    if 3 * violated > d and delta > 0.0:
         for _ in range(CD_PASSES):
             res = 0.0
             xmax = 0.0
@@ -194,17 +210,6 @@ def partner_dual(E, Ti, Ts, start, d, s, lii, delta, hi, x, u, dvec, dmat, ivec)
             nu += 1
     if res <= tol:
         return 0
-    if from_zero:
-        # the hinge's passes settle from a random embedding (every dual at a bound), but
-        # near the optimum they stop inside the box along P's null space, where the
-        # restricted QPs would be singular: the working set starts from zero instead
-        for a in range(d):
-            x[a] = 0.0
-            inset[a] = 0
-        for c in range(r):
-            u[c] = -s[c]
-        nu = 0
-        tol = KKT_RTOL * (qmax + 1e-300)
     built = 0
     rounds = 0
     while True:
@@ -431,5 +436,5 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
     # not converged (rounding at the tolerance, or the step cap): the dual method
     # finishes from the duals of the last point
     _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
-    partner_dual(E, Ti, Ts, start, d, s, lii, lii / c, hi, x, u, dvec, dmat, ivec)
+    partner_dual(i, E, Ti, Ts, start, d, s, lii, lii / c, hi, x, u, dvec, dmat, ivec)
     return -1
