@@ -6,12 +6,13 @@ Run: ``python benchmarks/bench_partial_labels.py [--before REF] [--seeds S] [--l
 
 ``l`` labels give each labelled point ``l - 1`` partners and the problem ``l (l - 1) / 2``
 pairs. The default ``NPKL(loss=..., random_state=s)`` is fitted on 10-d two Gaussians
-(``make_two_gaussians(n, n_features=10, random_state=s)``) with ``l`` of the labels kept
-at random (seed ``s``) and the rest set to -1, in the tree before a change (``--before``,
-extracted with ``git archive``) and in this checkout, each fit in its own process (the
-libraries' default threads; a warm-up fit on 300 points compiles first, untimed). A fit
-still running after ``--limit`` seconds is stopped and reported as longer; the other
-seeds of that row are then not run in that tree.
+(``make_two_gaussians(n, n_features=10, random_state=s)``), or on scikit-learn's digits
+(1,797 points, 64 pixels scaled to [0, 1], 10 classes: ``n`` given as ``digits``), with
+``l`` of the labels kept at random (seed ``s``) and the rest set to -1, in the tree before
+a change (``--before``, extracted with ``git archive``) and in this checkout, each fit in
+its own process (the libraries' default threads; a warm-up fit on 300 points compiles
+first, untimed). A fit still running after ``--limit`` seconds is stopped and reported as
+longer; the other seeds of that row are then not run in that tree.
 
 Columns: the median fit time over the seeds (``fit_s``, wall seconds, certificate
 included), the relative objective difference after / before (the certificate's objective,
@@ -37,7 +38,8 @@ from bench_defaults_cost import _extract, short_ref
 REPO = Path(__file__).resolve().parent.parent
 #: (n, labels, loss)
 CASES = ((3000, 100, "hinge"), (3000, 300, "hinge"), (3000, 300, "squared_hinge"),
-         (3000, 1000, "hinge"), (3000, 1000, "squared_hinge"), (20000, 300, "hinge"))
+         (3000, 1000, "hinge"), (3000, 1000, "squared_hinge"), (20000, 300, "hinge"),
+         ("digits", 300, "hinge"), ("digits", 300, "squared_hinge"), ("digits", 1000, "hinge"))
 COLUMNS = ["n", "labels", "pairs", "loss", "seeds", "before_fit_s", "after_fit_s", "speedup",
            "objective_rel_diff", "sweeps_before", "sweeps_after", "certified_after",
            "accuracy_before", "accuracy_after"]
@@ -55,7 +57,15 @@ def _worker(n, labels, loss, seed):
     warnings.simplefilter("ignore")
 
     def data(n_points, n_labels, s):
-        X, y = pl.datasets.make_two_gaussians(n_points, n_features=10, random_state=s)
+        if n_points == "digits":
+            from sklearn.datasets import load_digits
+
+            X, y = load_digits(return_X_y=True)
+            X = X / 16.0
+        else:
+            X, y = pl.datasets.make_two_gaussians(int(n_points), n_features=10,
+                                                  random_state=s)
+        n_points = len(X)
         keep = np.random.default_rng(s).choice(n_points, n_labels, replace=False)
         y_partial = np.full(n_points, -1)
         y_partial[keep] = y[keep]
@@ -120,7 +130,7 @@ def main():
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--before", default="main")
     ap.add_argument("--cases", nargs="+", default=[":".join(map(str, c)) for c in CASES],
-                    help="cases as n:labels:loss")
+                    help="cases as n:labels:loss (n may be 'digits')")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--limit", type=float, default=150.0,
                     help="seconds after which a fit (process) is stopped")
@@ -128,7 +138,7 @@ def main():
     args = ap.parse_args()
     if args.worker:
         n, labels, loss, seed = args.worker
-        _worker(int(n), int(labels), loss, int(seed))
+        _worker(n, int(labels), loss, int(seed))
         return
     start_load = os.getloadavg()[0]
     rows = []
@@ -136,7 +146,7 @@ def main():
         trees = {"before": _extract(args.before, tmp), "after": REPO / "src"}
         for spec in args.cases:
             n, labels, loss = spec.split(":")
-            case = (int(n), int(labels), loss)
+            case = (n if n == "digits" else int(n), int(labels), loss)
             recs = {"before": [], "after": []}
             for seed in range(args.seeds):
                 for version in ("before", "after"):

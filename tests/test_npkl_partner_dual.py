@@ -19,6 +19,7 @@ from psdlearn.npkl import _kernels as K
 from psdlearn.npkl._partner_dual import (
     MANY_PARTNERS,
     WORKING_SET_CAPACITY,
+    _line_minimum,
     partner_dual,
     partner_newton,
 )
@@ -189,6 +190,45 @@ def test_newton_path_ends_by_newton_steps():
         assert res <= 1e-9 * scale
         np.testing.assert_allclose(u, A @ x - s, rtol=0, atol=1e-9 * (1 + np.abs(u).max()))
     assert min(steps) >= 0 and max(steps) >= 2
+
+
+def _row_phi(v, A, s, lii, c, hi):
+    """``Phi(v) = 1/2 L_ii ||v||^2 + v^T s + sum_j psi(1 - a_j^T v)`` in NumPy."""
+    z = 1.0 - A.T @ v
+    quad = np.where(z <= 0, 0.0, 0.5 * c * z * z)
+    if np.isfinite(hi):
+        knee = hi / c
+        quad = np.where(z > knee, hi * z - 0.5 * hi * hi / c, quad)
+    return 0.5 * lii * v @ v + v @ s + quad.sum()
+
+
+@pytest.mark.parametrize("code", [K.SMOOTH_HINGE, K.SQUARED_HINGE])
+def test_line_search_finds_the_minimum_along_the_step(code):
+    """``_line_minimum`` returns the minimizer of the piecewise-quadratic ``Phi`` along a
+    descent direction: ``Phi`` there is no larger than on a fine grid of steps, and its
+    central difference quotient vanishes."""
+    rng = np.random.default_rng(7)
+    for seed in range(20):
+        d, rank = int(rng.integers(MANY_PARTNERS, 100)), int(rng.integers(2, 20))
+        E, L, Tp, Ti, Ts, gamma = _instance(d, rank, 500 + seed)
+        mu = 10.0 ** -int(rng.integers(1, 5))
+        H, q, hi, A, s, lii = _dense_dual(E, L, Ti, Ts, d, code, gamma, mu)
+        c = gamma if code == K.SQUARED_HINGE else gamma / (2 * mu)
+        v = rng.normal(size=rank) / np.sqrt(rank)
+        z = 1.0 - A.T @ v
+        grad = lii * v + s - A @ np.clip(c * z, 0.0, hi)
+        p = -grad * rng.uniform(0.1, 10.0)  # a descent direction of any length
+        t = _line_minimum(E, Ti, Ts, 0, d, s, lii, c, hi, v, p, np.empty(d), np.empty(d))
+        assert t > 0
+        phi = _row_phi(v + t * p, A, s, lii, c, hi)
+        grid = np.linspace(0.0, 3.0 * t, 301)
+        assert phi <= min(_row_phi(v + g * p, A, s, lii, c, hi) for g in grid) + 1e-12 * (
+            1.0 + abs(phi))
+        h = 1e-6 * t
+        slope = (_row_phi(v + (t + h) * p, A, s, lii, c, hi)
+                 - _row_phi(v + (t - h) * p, A, s, lii, c, hi)) / (2 * h)
+        scale = abs(_row_phi(v + 2 * t * p, A, s, lii, c, hi) - phi) / t + 1e-12
+        assert abs(slope) <= 1e-5 * scale
 
 
 @pytest.mark.sdp

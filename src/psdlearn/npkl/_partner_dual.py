@@ -73,11 +73,8 @@ WORKING_SET_CAPACITY = 256
 #: Cap of the Newton steps of :func:`partner_newton` before it hands over to
 #: :func:`partner_dual`.
 NEWTON_STEPS = 50
-#: Sufficient-decrease constant of the Newton line search.
-ARMIJO = 1e-4
-#: Relative rounding of ``Phi`` that the line search tolerates (a step whose decrease is
-#: below it is accepted; the gradient test decides convergence).
-ROUNDING = 1e-13
+#: Cap of the safeguarded Newton iterations of :func:`_line_minimum` (each ``O(d)``).
+LINE_STEPS = 60
 
 
 @njit(cache=True, inline="always")
@@ -288,33 +285,76 @@ def _add_violators(E, Ti, Ts, start, d, u, lii, delta, hi, x, tol, inset, member
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
 def _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad):
-    """``alpha(v)`` into ``x``, the gradient of ``Phi`` at ``v`` into ``grad``, and ``Phi(v)``.
+    """``alpha(v)`` into ``x`` and the gradient of ``Phi`` at ``v`` into ``grad``.
 
     ``Phi(v) = 1/2 L_ii ||v||^2 + v^T s + sum_j psi(z_j)``, ``z_j = 1 - a_j^T v``, where
     ``psi' (z) = clip(c z, 0, hi)`` is the dual of pair ``j`` at ``v`` (``psi = 0`` for
     ``z <= 0``, ``c z^2 / 2`` up to ``hi / c``, then linear).
     """
     r = v.shape[0]
-    phi = 0.0
     for k in range(r):
-        phi += v[k] * (0.5 * lii * v[k] + s[k])
         grad[k] = lii * v[k] + s[k]
     for a in range(d):
         j = Ti[start + a]
         t = Ts[start + a]
-        z = 1.0 - t * _dot(E, j, v)
-        if z <= 0.0:
-            x[a] = 0.0
-            continue
-        al = c * z
-        if al < hi:
-            phi += 0.5 * c * z * z
-        else:
-            al = hi
-            phi += hi * z - 0.5 * hi * hi / c
+        al = min(max(c * (1.0 - t * _dot(E, j, v)), 0.0), hi)
         x[a] = al
-        _axpy(grad, -al * t, E, j)
-    return phi
+        if al != 0.0:
+            _axpy(grad, -al * t, E, j)
+
+
+@njit(cache=True, fastmath=ROW_FASTMATH)
+def _line_minimum(E, Ti, Ts, start, d, s, lii, c, hi, v, p, z, b):
+    """The minimizer ``t > 0`` of ``phi(t) = Phi(v + t p)`` along a descent direction.
+
+    ``phi'(t) = L_ii (v + t p)^T p + s^T p - sum_j b_j psi'(z_j - t b_j)`` with ``z_j = 1 -
+    a_j^T v`` and ``b_j = a_j^T p`` (into ``z`` and ``b``, ``O(d r)`` once) is continuous,
+    piecewise linear and nondecreasing: its root is found by Newton's method on it
+    (``O(d)`` per step, exact on each linear piece) inside a bracket that halves when a step
+    leaves it. Returns 0 when ``phi'(0) >= 0`` (no descent at this precision).
+    """
+    r = v.shape[0]
+    vp = 0.0
+    pp = 0.0
+    sp_ = 0.0
+    for k in range(r):
+        vp += v[k] * p[k]
+        pp += p[k] * p[k]
+        sp_ += s[k] * p[k]
+    for a in range(d):
+        j = Ti[start + a]
+        t = Ts[start + a]
+        z[a] = 1.0 - t * _dot(E, j, v)
+        b[a] = t * _dot(E, j, p)
+    lo, up, t = 0.0, np.inf, 1.0
+    for _ in range(LINE_STEPS):
+        der = lii * (vp + t * pp) + sp_
+        curv = lii * pp
+        scale = abs(lii * vp) + abs(lii * t * pp) + abs(sp_)
+        for a in range(d):
+            w = c * (z[a] - t * b[a])
+            if w <= 0.0:
+                continue
+            if w < hi:
+                der -= b[a] * w
+                curv += c * b[a] * b[a]
+                scale += abs(b[a] * w)
+            else:
+                der -= b[a] * hi
+                scale += abs(b[a] * hi)
+        if abs(der) <= 1e-14 * scale:
+            return t
+        if der < 0.0:
+            lo = t
+        else:
+            up = t
+        nxt = t - der / curv
+        if not lo < nxt < up:
+            nxt = 2.0 * t if up == np.inf else 0.5 * (lo + up)
+        if nxt == t or (up < np.inf and up - lo <= 1e-15 * up):
+            return t if der <= 0.0 else lo
+        t = nxt
+    return lo
 
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
@@ -333,8 +373,9 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
     whose minimizer gives the duals ``alpha_j = psi'(1 - a_j^T v)`` and ``L_ii v =
     A alpha - s_i``. ``Phi`` is strongly convex and piecewise quadratic, so Newton's
     method (generalized Hessian ``L_ii I + c sum_{0 < c z_j < h} a_j a_j^T``, ``r x r``,
-    and a backtracking line search) ends on the minimizer's piece in a few steps of
-    ``O(d r + |F| r^2 + r^3)``, whatever the number of duals strictly inside the box. It
+    and the exact minimum along the step, :func:`_line_minimum`) ends on the minimizer's
+    piece in a few steps of ``O(d r + |F| r^2 + r^3)``, whatever the number of duals
+    strictly inside the box. It
     stops when ``max_j ||a_j|| ||grad Phi||`` (which bounds the duals' KKT residual) is
     within the tolerance of :func:`partner_dual`, and hands over to it otherwise.
 
@@ -358,7 +399,6 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
     """
     r = u.shape[0]
     v, grad, step = rwork[0], rwork[1], rwork[2]
-    trial = u
     # the start: v = (A x - s) / L_ii, the last sweep's duals seen with the moved
     # neighbours and partners; from duals all zero (a stage's first sweep: each stage
     # starts its duals from zero) the row itself, the last stage's minimizer
@@ -380,7 +420,8 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
         qmax = max(qmax, abs(lii + Ts[start + a] * _dot(E, j, s)))
     for k in range(r):
         v[k] = np.float64(E[i, k]) if cold else v[k] / lii
-    phi = _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
+    _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
+    z, bvec = dvec[2], dvec[3]  # partner_dual's, free until the hand-over below
     for it in range(NEWTON_STEPS):
         xmax = 0.0
         for a in range(d):
@@ -408,33 +449,13 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
         for k in range(r):
             step[k] = -grad[k]
         cholesky_solve(FM, r, step)
-        slope = 0.0
-        for k in range(r):
-            slope += grad[k] * step[k]
-        # near the minimizer the decrease falls below the rounding of Phi's larger terms
-        vv = 0.0
-        vs = 0.0
-        for k in range(r):
-            vv += v[k] * v[k]
-            vs += abs(v[k] * s[k])
-        noise = ROUNDING * (abs(phi) + lii * vv + vs)
-        t = 1.0
-        accepted = False
-        for _ in range(30):
-            for k in range(r):
-                trial[k] = v[k] + t * step[k]
-            phi_t = _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, trial, x, grad)
-            if phi_t <= phi + ARMIJO * t * slope + noise:
-                accepted = True
-                break
-            t *= 0.5
-        if not accepted:
+        t = _line_minimum(E, Ti, Ts, start, d, s, lii, c, hi, v, step, z, bvec)
+        if not t > 0.0:
             break
         for k in range(r):
-            v[k] = trial[k]
-        phi = phi_t
+            v[k] += t * step[k]
+        _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
     # not converged (rounding at the tolerance, or the step cap): the dual method
-    # finishes from the duals of the last point
-    _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
+    # finishes from the duals of the last point (x holds them)
     partner_dual(i, E, Ti, Ts, start, d, s, lii, lii / c, hi, x, u, dvec, dmat, ivec)
     return -1
