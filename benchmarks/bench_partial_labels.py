@@ -77,7 +77,7 @@ def _worker(n, labels, loss, seed):
     start = time.perf_counter()
     model = pl.NPKL(loss=loss, random_state=seed).fit(X, yp)
     fit_s = time.perf_counter() - start
-    rest = np.setdiff1d(np.arange(n), keep)
+    rest = np.setdiff1d(np.arange(len(X)), keep)
     E = model.embedding_
     knn = KNeighborsClassifier(1).fit(E[keep], y[keep])
     cert = model.certificate_
