@@ -218,7 +218,7 @@ def test_line_search_finds_the_minimum_along_the_step(code):
         z = 1.0 - A.T @ v
         grad = lii * v + s - A @ np.clip(c * z, 0.0, hi)
         p = -grad * rng.uniform(0.1, 10.0)  # a descent direction of any length
-        t = _line_minimum(E, Ti, Ts, 0, d, s, lii, c, hi, v, p, np.empty(d), np.empty(d))
+        t = _line_minimum(E, Ti, Ts, 0, d, s, lii, c, hi, v, p, z, np.empty(d))
         assert t > 0
         phi = _row_phi(v + t * p, A, s, lii, c, hi)
         grid = np.linspace(0.0, 3.0 * t, 301)

@@ -284,8 +284,16 @@ def _add_violators(E, Ti, Ts, start, d, u, lii, delta, hi, x, tol, inset, member
 
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
-def _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad):
-    """``alpha(v)`` into ``x`` and the gradient of ``Phi`` at ``v`` into ``grad``.
+def _margins(E, Ti, Ts, start, d, v, z):
+    """``z_j = 1 - a_j^T v`` into ``z`` (``a_j = T_ij e_j``)."""
+    for a in range(d):
+        z[a] = 1.0 - Ts[start + a] * _dot(E, Ti[start + a], v)
+
+
+@njit(cache=True, fastmath=ROW_FASTMATH)
+def _duals_and_gradient(E, Ti, Ts, start, d, s, lii, c, hi, v, z, x, grad):
+    """``alpha(v)`` into ``x`` and the gradient of ``Phi`` at ``v`` into ``grad``, from the
+    margins ``z`` of ``v``.
 
     ``Phi(v) = 1/2 L_ii ||v||^2 + v^T s + sum_j psi(z_j)``, ``z_j = 1 - a_j^T v``, where
     ``psi' (z) = clip(c z, 0, hi)`` is the dual of pair ``j`` at ``v`` (``psi = 0`` for
@@ -295,23 +303,21 @@ def _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad):
     for k in range(r):
         grad[k] = lii * v[k] + s[k]
     for a in range(d):
-        j = Ti[start + a]
-        t = Ts[start + a]
-        al = min(max(c * (1.0 - t * _dot(E, j, v)), 0.0), hi)
+        al = min(max(c * z[a], 0.0), hi)
         x[a] = al
         if al != 0.0:
-            _axpy(grad, -al * t, E, j)
+            _axpy(grad, -al * Ts[start + a], E, Ti[start + a])
 
 
 @njit(cache=True, fastmath=ROW_FASTMATH)
 def _line_minimum(E, Ti, Ts, start, d, s, lii, c, hi, v, p, z, b):
     """The minimizer ``t > 0`` of ``phi(t) = Phi(v + t p)`` along a descent direction.
 
-    ``phi'(t) = L_ii (v + t p)^T p + s^T p - sum_j b_j psi'(z_j - t b_j)`` with ``z_j = 1 -
-    a_j^T v`` and ``b_j = a_j^T p`` (into ``z`` and ``b``, ``O(d r)`` once) is continuous,
-    piecewise linear and nondecreasing: its root is found by Newton's method on it
-    (``O(d)`` per step, exact on each linear piece) inside a bracket that halves when a step
-    leaves it. Returns 0 when ``phi'(0) >= 0`` (no descent at this precision).
+    ``phi'(t) = L_ii (v + t p)^T p + s^T p - sum_j b_j psi'(z_j - t b_j)`` with ``z`` the
+    margins of ``v`` (:func:`_margins`) and ``b_j = a_j^T p`` (into ``b``, ``O(d r)``) is
+    continuous, piecewise linear and nondecreasing: its root is found by Newton's method on
+    it (``O(d)`` per step, exact on each linear piece) inside a bracket that is halved when
+    a step leaves it. Returns 0 when ``phi'(0) >= 0`` (no descent at this precision).
     """
     r = v.shape[0]
     vp = 0.0
@@ -322,10 +328,7 @@ def _line_minimum(E, Ti, Ts, start, d, s, lii, c, hi, v, p, z, b):
         pp += p[k] * p[k]
         sp_ += s[k] * p[k]
     for a in range(d):
-        j = Ti[start + a]
-        t = Ts[start + a]
-        z[a] = 1.0 - t * _dot(E, j, v)
-        b[a] = t * _dot(E, j, p)
+        b[a] = Ts[start + a] * _dot(E, Ti[start + a], p)
     lo, up, t = 0.0, np.inf, 1.0
     for _ in range(LINE_STEPS):
         der = lii * (vp + t * pp) + sp_
@@ -420,8 +423,11 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
         qmax = max(qmax, abs(lii + Ts[start + a] * _dot(E, j, s)))
     for k in range(r):
         v[k] = np.float64(E[i, k]) if cold else v[k] / lii
-    _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
-    z, bvec = dvec[2], dvec[3]  # partner_dual's, free until the hand-over below
+    # the margins of v, kept along the steps (z -= t b); dvec's rows 2 and 3 are
+    # partner_dual's, free until the hand-over below
+    z, bvec = dvec[2], dvec[3]
+    _margins(E, Ti, Ts, start, d, v, z)
+    _duals_and_gradient(E, Ti, Ts, start, d, s, lii, c, hi, v, z, x, grad)
     for it in range(NEWTON_STEPS):
         xmax = 0.0
         for a in range(d):
@@ -454,7 +460,9 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
             break
         for k in range(r):
             v[k] += t * step[k]
-        _primal_pass(E, Ti, Ts, start, d, s, lii, c, hi, v, x, grad)
+        for a in range(d):
+            z[a] -= t * bvec[a]
+        _duals_and_gradient(E, Ti, Ts, start, d, s, lii, c, hi, v, z, x, grad)
     # not converged (rounding at the tolerance, or the step cap): the dual method
     # finishes from the duals of the last point (x holds them)
     partner_dual(i, E, Ti, Ts, start, d, s, lii, lii / c, hi, x, u, dvec, dmat, ivec)
