@@ -366,6 +366,48 @@ def test_uncertified_fit_warns_what_to_change():
             Xb, Cb).certificate_ is None
 
 
+@pytest.mark.parametrize("loss", ["hinge", "square"])
+def test_rank_descent_is_the_decrease_along_the_ray(loss):
+    """``rank_descent`` is the largest relative decrease of ``f(K + s u u^T)`` over
+    ``s >= 0`` (against a brute-force search on a fine grid), and 0 along a direction that
+    only raises ``f``."""
+    from psdlearn.npkl.escalation import rank_descent
+    from psdlearn.npkl.problem import NPKLProblem
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = np.repeat([0, 1, 2], 20)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    L = knn_laplacian(X, n_neighbors=5, delta=DELTA)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), loss, 2.0)
+    E = 0.3 * rng.normal(size=(60, 2))
+    f0 = problem.objective(E)
+    for u in (np.eye(3)[y] @ rng.normal(size=3), np.ones(60)):
+        u = u / np.linalg.norm(u)
+        got = rank_descent(problem, E, np.array([-1.0]), u[:, None])
+        grid = np.linspace(0.0, 200.0, 20001)
+        best = min(problem.objective(np.hstack([E, np.sqrt(s) * u[:, None]])) for s in grid)
+        want = max(f0 - best, 0.0) / abs(f0)
+        assert got >= 0.0 and got == pytest.approx(want, rel=1e-3, abs=1e-9)
+
+
+def test_uncertified_hinge_fit_with_labels_advises_tol_not_rank():
+    """glass with all its labels: the default hinge fit stops with a negative eigenvalue
+    in its bound that lowers the objective by nothing along its direction (a residual of
+    the solve; the same rank certifies at a smaller tol), so the warning advises tol, not
+    rank."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = pl.datasets.load("glass")
+    with pytest.warns(ConvergenceWarning, match=r"negative eigenvalue .* lowers the "
+                      r"objective by only .* a larger rank would not help\. .*refit with "
+                      r"tol=") as record:
+        model = pl.NPKL(random_state=0).fit(X, y)
+    assert not any("too small" in str(w.message) for w in record)
+    cert = model.certificate_
+    assert cert.lambda_min < 0 and cert.rank_descent <= 1e-6
+
+
 def test_screened_candidates_keep_the_best_bound(monkeypatch):
     """A hinge candidate is skipped only when a Rayleigh quotient shows that its
     single-eigenvalue bound cannot beat the best so far: the bound over all of BCD's

@@ -23,27 +23,37 @@ def warn_uncertified(est):
     The gap bound is ``<S, K> - tau min(lambda_min, 0)`` (:mod:`certificate`): the
     first term is the stationarity of the iterate, which a smaller ``tol`` reduces
     (on small sets the gap fell about as ``tol^0.75``, hence the suggested decades);
-    the second is the negative curvature that a larger rank removes.
+    the second is the negative curvature that a larger rank removes, unless the
+    objective does not decrease along it (``Certificate.rank_descent``), which a smaller
+    ``tol`` then removes as well.
     """
     cert = getattr(est, "certificate_", None)
     if cert is None or cert.certified or cert.note:  # a skipped bound says why in note
         return
+    from psdlearn.npkl.escalation import ESCALATION_MIN_DECREASE
+
     rank_part = -cert.trace_bound * min(cert.lambda_min, 0.0)
+    # measured along the negative eigenvalue's direction (Certificate.rank_descent): a
+    # decrease that would not buy rank="adaptive" a column is a residual of the solve
+    no_descent = cert.rank_descent <= ESCALATION_MIN_DECREASE * est.certificate_tol
     head = (f"NPKL(solver={est.solver!r}) is not certified: relative duality gap "
             f"{cert.relative_gap:.2g} > certificate_tol={est.certificate_tol:g} "
             "(certificate_). ")
     if not est.converged_:
         advice = (f"The solver stopped at max_iter={est.max_iter} before tol="
                   f"{est.tol:g}: refit with max_iter={4 * est.max_iter}.")
-    elif rank_part >= 0.5 * cert.gap_bound and est.rank != "adaptive":
+    elif rank_part >= 0.5 * cert.gap_bound and est.rank != "adaptive" and not no_descent:
         advice = (f"The dual matrix has a negative eigenvalue ({cert.lambda_min:.2g}): "
                   f"rank={est.rank_} is too small; refit with "
                   f"rank={est.rank_ + est.rank_init} or rank='adaptive'.")
     else:
         decades = max(1, int(np.ceil(4.0 / 3.0 * np.log10(
             cert.relative_gap / est.certificate_tol))))
-        advice = (f"The solver stopped at tol={est.tol:g}, too loose for that gap: "
-                  f"refit with tol={est.tol * 10.0 ** -decades:g} (and max_iter="
+        residual = (f"Its negative eigenvalue ({cert.lambda_min:.2g}) lowers the objective "
+                    f"by only {cert.rank_descent:.2g} (relative) along its direction: a "
+                    "larger rank would not help. " if no_descent else "")
+        advice = (residual + f"The solver stopped at tol={est.tol:g}, too loose for that "
+                  f"gap: refit with tol={est.tol * 10.0 ** -decades:g} (and max_iter="
                   f"{max(est.max_iter, 10 * est.n_iter_)} if it stops there).")
     warnings.warn(head + advice + " certificate_tol=None skips the certificate.",
                   ConvergenceWarning, stacklevel=4)

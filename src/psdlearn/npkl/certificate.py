@@ -154,6 +154,12 @@ class Certificate:
         Empty for a computed bound; why the bound was skipped otherwise (then
         ``lower_bound``, ``gap_bound``, ``relative_gap``, ``lambda_min`` and
         ``trace_bound`` are NaN and ``certified`` is False).
+    rank_descent : float
+        Where the bound does not certify and its negative eigenvalue accounts for at least
+        half of it: the relative decrease of the objective along that eigenvalue's
+        direction, ``K + s u u^T`` with the best ``s >= 0``. Near 0, a larger rank would
+        not lower the objective: the negative eigenvalue is a residual of the solve. NaN
+        where not measured.
     """
 
     objective: float
@@ -165,6 +171,7 @@ class Certificate:
     certified: bool
     tol: float
     note: str = ""
+    rank_descent: float = float("nan")
 
     def as_dict(self):
         """The fields as plain Python numbers and strings (for JSON)."""
@@ -693,9 +700,18 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
             values, vectors = block_values, block_vectors
     gap = max(f - lower, 0.0)
     rel = gap / max(abs(f), np.finfo(float).tiny)
+    descent = float("nan")
+    if (refine and rel > tol and len(values) and values[0] < 0
+            and -float(_times(min(lam, 0.0), tau)) >= 0.5 * gap
+            and (deadline is None or time.process_time() <= deadline)):
+        # the negative curvature dominates the bound: whether it is missing rank (a
+        # scalar search, a few dozen objective evaluations; not once over the budget)
+        from psdlearn.npkl.escalation import rank_descent
+
+        descent = rank_descent(problem, E, values[:1], vectors[:, :1])
     cert = Certificate(objective=f, lower_bound=float(lower), gap_bound=float(gap),
                        relative_gap=float(rel), lambda_min=lam, trace_bound=float(tau),
-                       certified=bool(rel <= tol), tol=float(tol))
+                       certified=bool(rel <= tol), tol=float(tol), rank_descent=descent)
     if return_eigenvectors:
         return cert, values, vectors
     return cert

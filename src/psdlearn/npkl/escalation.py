@@ -61,7 +61,7 @@ from .certificate import (
 )
 
 __all__ = ["AdaptiveRound", "certify_and_escalate", "escalate", "escalation_levels",
-           "smoothed_multipliers"]
+           "rank_descent", "smoothed_multipliers"]
 
 #: Huber smoothings of the hinge whose problems set the rank, coarse to fine (module
 #: docstring): stages of BCD's smoothing continuation, each escalated until its columns
@@ -235,10 +235,28 @@ def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
     return candidate(s), s
 
 
+def rank_descent(problem, E, values, vectors):
+    """The relative decrease of the objective along the given eigenvectors.
+
+    ``(f(E) - f(E_new)) / |f(E)|`` with ``E_new`` of :func:`escalate` on ``f`` itself (the
+    exact hinge too: a scalar search needs no derivative), 0 when the ray does not
+    descend: what one more column in that direction is worth to the problem that was
+    solved. ``Certificate.rank_descent`` (the most negative eigenvector) tells the advice
+    of an uncertified fit whether the rank is what is missing.
+    """
+    E = np.asarray(E, dtype=np.float64)
+    E_new, step = escalate(problem, E, values, vectors, smoothing=0.0)
+    if step <= 0:
+        return 0.0
+    f0 = problem.objective(E)
+    return max(f0 - problem.objective(E_new), 0.0) / max(abs(f0), np.finfo(float).tiny)
+
+
 def _escalation_objective(problem, terms, smoothing):
     """The objective whose descent :func:`escalate` seeks: ``f``, or for a kinked loss (the
-    hinge, not differentiable along ``u u^T`` at a kink) its ``C^1`` Huber smoothing."""
-    if not _kinked(terms):
+    hinge, not differentiable along ``u u^T`` at a kink) its ``C^1`` Huber smoothing at
+    ``smoothing`` (``f`` itself at 0)."""
+    if not _kinked(terms) or not smoothing:
         return problem.objective
     return lambda E: _smoothed_objective(problem, terms, E, smoothing)
 
