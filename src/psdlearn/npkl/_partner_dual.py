@@ -378,9 +378,9 @@ def partner_newton(i, E, Ti, Ts, start, d, s, lii, c, hi, x, u, rwork, M, FM, dv
     method (generalized Hessian ``L_ii I + c sum_{0 < c z_j < h} a_j a_j^T``, ``r x r``,
     and the exact minimum along the step, :func:`_line_minimum`) ends on the minimizer's
     piece in a few steps of ``O(d r + |F| r^2 + r^3)``, whatever the number of duals
-    strictly inside the box. It
-    stops when ``max_j ||a_j|| ||grad Phi||`` (which bounds the duals' KKT residual) is
-    within the tolerance of :func:`partner_dual`, and hands over to it otherwise.
+    strictly inside the box. It stops when ``max_j ||a_j|| ||grad Phi||`` (which bounds
+    the duals' KKT residual) is within the tolerance of :func:`partner_dual`, and hands
+    over to it otherwise.
 
     Parameters
     ----------

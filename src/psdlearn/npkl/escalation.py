@@ -196,7 +196,7 @@ def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
         ``S(a_mu)`` (:func:`smoothed_multipliers`), the gradient of the smoothed objective.
     smoothing : float, default=HINGE_ESCALATION_SMOOTHING
         Kinked losses: the search minimizes the Huber-smoothed objective at this ``mu``,
-        which BCD then continues from.
+        which BCD then continues from (the exact objective at 0).
 
     Returns
     -------
