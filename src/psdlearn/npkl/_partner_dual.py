@@ -63,7 +63,7 @@ __all__ = ["MANY_PARTNERS", "WORKING_SET_CAPACITY", "partner_dual", "partner_new
 #: instead of the dense Hessian (measured in the method notes, "Hinge rows with many
 #: partners").
 MANY_PARTNERS = 32
-#: Cap of the coordinate passes of a cold or stale start.
+#: Cap of the coordinate passes (the smoothed and squared hinges, in Newton's fallback).
 CD_PASSES = 10
 #: Violated duals that join the working set per round (at least the rank).
 CHUNK = 32
