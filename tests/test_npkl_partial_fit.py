@@ -232,3 +232,42 @@ def test_partial_schedule_starts_the_hinge_continuation_at_the_coarse_smoothing(
     assert partial_schedule([0.5, 0.0]) == [0.5, 0.0]
     assert partial_schedule([1e-3, 0.0]) == [1e-3, 0.0]
     assert partial_schedule(smoothing_schedule("square")) == [0.0]
+
+
+def test_grown_seeds_the_new_columns_on_the_pair_rows_only():
+    from psdlearn.npkl._partial import _grown
+
+    E = np.random.default_rng(0).normal(size=(40, 3))
+    rows = np.array([2, 5, 11, 30])
+    G = _grown(E, 6, rows, 0)
+    assert G.shape == (40, 6) and G.flags.c_contiguous
+    assert np.array_equal(G[:, :3], E)
+    assert not np.any(np.delete(G[:, 3:], rows, axis=0))
+    # seeds of about a tenth of the mean row norm, on every pair row
+    seeds = np.linalg.norm(G[rows, 3:], axis=1)
+    assert np.all(seeds > 0)
+    assert np.mean(seeds) == pytest.approx(0.1 * np.sqrt((E ** 2).sum() / 40), rel=0.5)
+    assert np.array_equal(_grown(E, 3, rows, 0), E)
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge"])
+def test_partial_fit_grows_needed_directions_from_seeds_on_the_pair_rows(loss):
+    # three classes, a first fit on 4 pairs, then pairs that need more directions than
+    # it has; most points are in no pair, so their new columns start at zero and are
+    # filled from the pairs' rows through the graph
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(600, centers=3, cluster_std=1.5, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, 40, 40, random_state=0)
+    A, B = _split(C, 4)
+    assert len(np.unique(C.pairs)) < len(X) / 2
+    kw = dict(loss=loss, tol=1e-8, max_iter=20000, random_state=0)
+    model = pl.NPKL(**kw).fit(X, A)
+    first_rank = model.rank_
+    model.partial_fit(X, B)
+    fresh = pl.NPKL(**{**kw, "gamma": model.gamma_, "rank": model.rank_}).fit(X, C)
+    assert model.rank_ > first_rank
+    assert model.objective() == pytest.approx(fresh.objective(), rel=1e-6)
+    # the optimum uses more directions than the first fit had, and the partial fit has them
+    s = np.linalg.svd(model.embedding_, compute_uv=False)
+    assert s[first_rank] > 1e-2 * s[0]

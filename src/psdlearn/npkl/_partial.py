@@ -7,9 +7,10 @@ gains pairs. The problem on the union of the pairs is solved from the current
 the rank a fresh fit on the union would choose: ``gamma="auto"`` is recomputed from all
 the pairs (one ``gamma_0`` eigen-solve, in the value order of ``fit``, started from the
 vectors of the last one), and
-``rank="auto"`` grows with the rule's count, the new columns small and random. Kept from
-the first fit, a rank chosen from the first 20 answers of a query loop held 400 pairs at
-rank 5 (glass: 1,000 sweeps a round instead of 300, and a lower Rand index).
+``rank="auto"`` grows with the rule's count, the new columns small random seeds on the
+samples in a pair (:func:`_grown`). Kept from the first fit, a rank chosen from the first
+20 answers of a query loop held 400 pairs at rank 5 (glass: 1,000 sweeps a round instead
+of 300, and a lower Rand index).
 
 **Solver bcd at a fixed rank.** Two savings over a fresh solve, neither of which changes
 the problem or the stopping test of the sweeps:
@@ -114,7 +115,7 @@ def partial_fit(est, X, y):
     began = time.perf_counter()
     start = None
     if spec.warm_start and np.any(est.embedding_):
-        E0, state = _grown(est.embedding_, rank, est.random_state), WARM
+        E0, state = _grown(est.embedding_, rank, np.unique(C.pairs), est.random_state), WARM
         if spec.name == "bcd" and est.rank != "adaptive":
             state = PARTIAL
             options = est.solver_options_
@@ -137,16 +138,27 @@ def partial_fit(est, X, y):
     return est
 
 
-def _grown(E, rank, random_state):
-    """``E`` (float64, C order) with columns added up to ``rank``: small random ones (rows
-    of norm a tenth of ``E``'s mean row norm), from which the directions the new pairs
-    need grow (zero columns would stay zero: they are a stationary point)."""
+def _grown(E, rank, rows, random_state):
+    """``E`` (float64, C order) with columns added up to ``rank``: small random seeds on
+    ``rows`` (the samples in a pair; rows of norm a tenth of ``E``'s mean row norm), zero
+    on the other rows.
+
+    The directions the new pairs need grow from the seeds (zero columns would stay zero:
+    they are a stationary point). Only the pairs push a direction into the kernel, and
+    the graph term carries it from their endpoints to the other rows, so the seeds sit on
+    the endpoints: a seed on every row raises the graph term ``tr(E^T L E)`` by about the
+    rows' count times their squared norm (random rows are as rough as rows can be), which
+    the sweeps then spend their first passes removing where the new columns are not
+    needed.
+    """
     E = np.array(E, dtype=np.float64, order="C")
     extra = rank - E.shape[1]
     if extra <= 0:
         return E
     scale = 0.1 * float(np.sqrt(np.einsum("ij,ij->", E, E) / len(E)))
-    pad = initial_embedding(len(E), extra, check_random_state(random_state), scale=scale)
+    pad = np.zeros((len(E), extra))
+    pad[rows] = initial_embedding(len(rows), extra, check_random_state(random_state),
+                                  scale=scale)
     return np.ascontiguousarray(np.hstack([E, pad]))
 
 
