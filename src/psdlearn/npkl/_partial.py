@@ -127,8 +127,9 @@ def partial_fit(est, X, y):
                 endpoint_sweeps(problem, E0, np.unique(new.pairs), omega=omega, tol=est.tol,
                                 smoothing=mu, random_state=rng)
         start = (E0, state)
+    # the start is this function's own copy (_grown): the rounds may sweep in it
     deferred = run_rounds(est, spec, problem, rank, check_random_state(est.random_state),
-                          defer=True, start=start)
+                          defer=True, start=start, owns_start=start is not None)
     est.fit_time_ = time.perf_counter() - began
     if not deferred:
         warn_uncertified(est)

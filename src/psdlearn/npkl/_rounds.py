@@ -30,7 +30,8 @@ def _param_names(cls):
     return tuple(cls._get_param_names())
 
 
-def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumbered=None):
+def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumbered=None,
+                 owns_start=False):
     """Run the solver ``spec`` and set the fitted attributes, for every solver alike.
 
     The start (random, or ``embedding_`` with ``warm_start``) for the solvers that take
@@ -49,7 +50,8 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumber
 
     ``start``, when given, is ``(E0, state)``: the solver's start and its
     ``options.state``, used instead of the random or ``warm_start`` one
-    (:mod:`psdlearn.npkl._partial`).
+    (:mod:`psdlearn.npkl._partial`); ``owns_start=True`` gives its array away (it is
+    renumbered in place and the solver sweeps in it, as in a fresh fit).
 
     ``order``, when given: sample ``k`` of ``problem`` is the caller's sample ``order[k]``
     (:func:`psdlearn.npkl._fit_graph.in_order`). The random start is drawn in the order of
@@ -65,9 +67,10 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumber
     from psdlearn.npkl.certificate import AdaptiveRound, escalation_levels
 
     E0, state, inverse = None, None, None
-    # the random or warm_start start is this function's own array (partial_fit's is not):
-    # it is renumbered in place and handed to the solver (SolveOptions.owns_start)
-    owned = start is None
+    # the random or warm_start start is this function's own array (partial_fit's when it
+    # gives it away): it is renumbered in place and handed to the solver
+    # (SolveOptions.owns_start)
+    owned = start is None or owns_start
     if start is not None:  # NPKL.partial_fit: ``(E0, state)``, a point near the optimum
         E0, state = start
     elif spec.warm_start:
