@@ -1,9 +1,11 @@
 """NPKL.memory_estimate and the memory guard of NPKL.fit."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 import psdlearn as pl
 import psdlearn._memory as memory
@@ -179,3 +181,34 @@ def test_guard_names_fewer_neighbours_when_the_graph_is_the_peak():
     k = int(named[0].split("=")[1])
     assert k < 30
     assert memory.npkl_memory_estimate(**{**config, "n_neighbors": k}).fits(limit)
+
+
+def test_the_certificate_gives_way_when_only_it_does_not_fit(monkeypatch, capsys):
+    # at a fixed rank the certificate is a report: where its arrays alone do not fit, the
+    # fit runs without it and certificate_ says why (the fit is not refused)
+    X, y = pl.datasets.make_two_gaussians(10_000, n_features=3, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    kw = dict(loss="square", rank=30, n_neighbors=5, knn_method="exact", max_iter=50,
+              random_state=0, solver_options={"extrapolation": False})
+    full = pl.NPKL(**kw).memory_estimate(*X.shape, n_pairs=C.n_pairs)
+    bare = pl.NPKL(**kw, certificate_tol=None).memory_estimate(*X.shape, n_pairs=C.n_pairs)
+    assert full.phase == "certificate" and bare.required_bytes < full.required_bytes
+    monkeypatch.setattr(memory, "available_memory", lambda: bare.required_bytes + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # a skipped bound does not warn
+        model = pl.NPKL(**kw, verbose=1).fit(X, C)
+    cert = model.certificate_
+    assert "would not fit in memory" in cert.note and not cert.certified
+    assert np.isnan(cert.relative_gap) and np.isnan(cert.lambda_min)
+    assert cert.objective == pytest.approx(model.objective(), rel=1e-12)
+    assert "the duality certificate is skipped" in capsys.readouterr().err
+    assert model.embedding_.shape == (10_000, 30)
+    # rank="adaptive" grows the rank from the certificate: that fit is refused instead
+    adaptive = pl.NPKL(**{**kw, "rank": "adaptive"})
+    need = adaptive.memory_estimate(*X.shape, n_pairs=C.n_pairs)
+    monkeypatch.setattr(memory, "available_memory", lambda: need.required_bytes - 1)
+    with pytest.raises(MemoryError):
+        adaptive.fit(X, C)
+    # with room for it, the bound is computed
+    monkeypatch.setattr(memory, "available_memory", lambda: full.required_bytes + 1)
+    assert pl.NPKL(**kw).fit(X, C).certificate_.note == ""

@@ -421,7 +421,9 @@ def guard_npkl_fit(est, X, y):
     ``MemoryError`` when it exceeds the memory available (:func:`check_memory`).
 
     Inputs that do not read as a matrix and side information (the fit's validation
-    reports those) skip the check.
+    reports those) skip the check. At a fixed rank, where the certificate's arrays are
+    what does not fit, the fit runs without it and ``certificate_.note`` says why
+    (``est._certificate_memory_note``).
 
     Returns
     -------
@@ -433,6 +435,7 @@ def guard_npkl_fit(est, X, y):
 
     from psdlearn.constraints import as_constraints
 
+    est._certificate_memory_note = None
     shape = getattr(X, "shape", None)
     if shape is None or len(shape) != 2:
         return None
@@ -464,6 +467,25 @@ def guard_npkl_fit(est, X, y):
                       f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
                       "available", file=sys.stderr)
             estimate = plain
+    if (available is not None and est.rank != "adaptive" and estimate.config["certificate"]
+            and not estimate.fits(available)):
+        # at a fixed rank the certificate is a report that decides nothing in the fit:
+        # where only its arrays do not fit, the fit runs and certificate_ says why it has
+        # no bound (rank="adaptive" grows the rank from it: that fit does not run)
+        bare = npkl_memory_estimate(**{**estimate.config, "certificate": False})
+        if bare.fits(available):
+            est._certificate_memory_note = (
+                f"skipped: its arrays would not fit in memory ({estimate.summary()}; with "
+                f"the model's margin of {MEMORY_MARGIN:.0%} on its arrays "
+                f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
+                "available at the fit's start); the fit without it fits")
+            if est.verbose:
+                import sys
+
+                print(f"NPKL: the duality certificate is skipped: with it "
+                      f"{estimate.summary()}, more than the {_gb(available)} available",
+                      file=sys.stderr)
+            estimate = bare
     check_memory(estimate, name="NPKL", verbose=est.verbose, available=available,
                  float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))
     return C

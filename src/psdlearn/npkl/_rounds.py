@@ -226,6 +226,7 @@ def _certify(est, problem, res, round_=None, multipliers=None, solve_cpu=0.0):
         CERTIFICATE_SHARE,
         certify_and_escalate,
         laplacian_lower_bound,
+        skipped,
     )
 
     est.certificate_ = None
@@ -234,6 +235,11 @@ def _certify(est, problem, res, round_=None, multipliers=None, solve_cpu=0.0):
         est._stopped_in_certificate = res.interrupted
         return None
     rank = E.shape[1]
+    memory_note = getattr(est, "_certificate_memory_note", None)
+    if memory_note is not None:  # the fit's memory guard found no room for the bound
+        est.certificate_ = skipped(problem.objective(E), est.certificate_tol, memory_note)
+        est.rank_path_.append((rank, est.certificate_.relative_gap))
+        return None
     n_eig = min(int(est.rank_init), est._rank_cap - rank) if est.rank == "adaptive" else 0
     # the built normalized Laplacian has lambda_min(L) >= delta exactly; a precomputed
     # one gets the Gershgorin bound, computed once per fit (a Lanczos run on L)

@@ -574,16 +574,22 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
                         return_eigenvectors=return_eigenvectors, refine=refine,
                         deadline=deadline)
     except _OverBudget:
-        nan = float("nan")
         note = (f"skipped: the bound's eigen-solve passed its budget of {time_budget:.3g} CPU s "
                 f"after {time.process_time() - start:.3g} s (psdlearn.npkl.certificate."
                 "certify(problem, E) bounds it without a budget)")
-        cert = Certificate(objective=f, lower_bound=nan, gap_bound=nan, relative_gap=nan,
-                           lambda_min=nan, trace_bound=nan, certified=False,
-                           tol=float(tol), note=note)
+        cert = skipped(f, tol, note)
         if return_eigenvectors:
             return cert, np.zeros(0), np.zeros((n, 0))
         return cert
+
+
+def skipped(objective, tol, note):
+    """The :class:`Certificate` of a bound that was not computed: ``note`` says why, the
+    bounds are NaN and ``certified`` is False."""
+    nan = float("nan")
+    return Certificate(objective=float(objective), lower_bound=nan, gap_bound=nan,
+                       relative_gap=nan, lambda_min=nan, trace_bound=nan, certified=False,
+                       tol=float(tol), note=note)
 
 
 def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,

@@ -263,7 +263,11 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         ``certified``; :mod:`psdlearn.npkl.certificate`). After :meth:`partial_fit` at a
         fixed rank it is computed on the first read of ``certificate_``, ``rank_path_``
         or ``certificate_time_`` (the same bound, and the same ``ConvergenceWarning``
-        when it does not certify, raised at that read).
+        when it does not certify, raised at that read). At a fixed rank the bound is
+        skipped where it would cost more than a fifth of the solve's CPU time (at least
+        10 s), or where its arrays would not fit in the memory the fit has (the fit
+        itself fits: a memory guard checks before the fit allocates); ``note`` then says
+        why, its bounds are NaN and ``certified`` is False.
     rank_path_ : list of (int, float)
         ``bcd`` and ``admm``: ``(rank, relative_gap)`` of every certificate computed.
     certificate_time_ : float
