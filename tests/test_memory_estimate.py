@@ -212,3 +212,31 @@ def test_the_certificate_gives_way_when_only_it_does_not_fit(monkeypatch, capsys
     # with room for it, the bound is computed
     monkeypatch.setattr(memory, "available_memory", lambda: full.required_bytes + 1)
     assert pl.NPKL(**kw).fit(X, C).certificate_.note == ""
+
+
+def test_the_plane_search_and_the_certificate_give_way_together(monkeypatch, capsys):
+    # neither alone makes room: the fit runs without both ("auto" extrapolation, fixed rank)
+    X, y = pl.datasets.make_two_gaussians(10_000, n_features=3, random_state=0)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    kw = dict(loss="square", rank=30, n_neighbors=5, knn_method="exact", max_iter=20,
+              random_state=0)
+    config = pl.NPKL(**kw).memory_estimate(*X.shape, n_pairs=C.n_pairs).config
+    assert config["extrapolation"] and config["certificate"]
+
+    def need(plane, certificate):
+        return memory.npkl_memory_estimate(**{**config, "extrapolation": plane,
+                                              "certificate": certificate}).required_bytes
+
+    limit = need(False, False) + 1
+    assert need(True, False) > limit and need(False, True) > limit
+    monkeypatch.setattr(memory, "available_memory", lambda: limit)
+    model = pl.NPKL(**kw, verbose=1).fit(X, C)
+    err = capsys.readouterr().err
+    assert "['extrapolation']='auto' is off" in err and "certificate is skipped" in err
+    assert model.solver_options_["extrapolation"] is False
+    assert "would not fit in memory" in model.certificate_.note
+    # with the room of one of them, only the certificate gives way (the plane search
+    # stays: it is the first tried alone, and does not make room here)
+    monkeypatch.setattr(memory, "available_memory", lambda: need(True, False) + 1)
+    model = pl.NPKL(**kw).fit(X, C)
+    assert model.solver_options_["extrapolation"] == "auto" and model.certificate_.note

@@ -450,42 +450,59 @@ def guard_npkl_fit(est, X, y):
         return None
     from psdlearn.npkl.solvers import NPKL_SOLVERS
 
-    available = available_memory()  # read once: the decision below and the check agree
-    options = getattr(est, "solver_options_", None)
-    if estimate.config.get("extrapolation") and options is not None \
-            and options.get("extrapolation") == "auto":
-        # "auto" extrapolates where it pays; its two arrays the size of the embedding do
-        # not pay for a fit they would stop: without them the optimum is the same
-        plain = npkl_memory_estimate(**{**estimate.config, "extrapolation": False})
-        if available is not None and not estimate.fits(available) and plain.fits(available):
-            options["extrapolation"] = False
-            if est.verbose:
-                import sys
-
-                print(f"NPKL: solver_options['extrapolation']='auto' is off: with it "
-                      f"{estimate.summary()}; with the model's margin "
-                      f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
-                      "available", file=sys.stderr)
-            estimate = plain
-    if (available is not None and est.rank != "adaptive" and estimate.config["certificate"]
-            and not estimate.fits(available)):
-        # at a fixed rank the certificate is a report that decides nothing in the fit:
-        # where only its arrays do not fit, the fit runs and certificate_ says why it has
-        # no bound (rank="adaptive" grows the rank from it: that fit does not run)
-        bare = npkl_memory_estimate(**{**estimate.config, "certificate": False})
-        if bare.fits(available):
-            est._certificate_memory_note = (
-                f"skipped: its arrays would not fit in memory ({estimate.summary()}; with "
-                f"the model's margin of {MEMORY_MARGIN:.0%} on its arrays "
-                f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
-                "available at the fit's start); the fit without it fits")
-            if est.verbose:
-                import sys
-
-                print(f"NPKL: the duality certificate is skipped: with it "
-                      f"{estimate.summary()}, more than the {_gb(available)} available",
-                      file=sys.stderr)
-            estimate = bare
+    available = available_memory()  # read once: the decisions below and the check agree
+    if available is not None and not estimate.fits(available):
+        estimate = _give_way(est, estimate, available)
     check_memory(estimate, name="NPKL", verbose=est.verbose, available=available,
                  float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))
     return C
+
+
+def _give_way(est, estimate, available):
+    """The estimate of the fit without what it may leave out when the fit as configured
+    does not fit ``available`` bytes; sets what it leaves out on ``est``.
+
+    Two things give way, first alone, then both:
+
+    - ``solver_options["extrapolation"] == "auto"``: the plane search's two arrays the size
+      of the embedding; "auto" extrapolates where it pays, and without them the optimum
+      is the same.
+    - at a fixed rank, the duality certificate: a report that decides nothing in the fit,
+      so the fit runs and ``certificate_.note`` says why it has no bound
+      (``rank="adaptive"`` grows the rank from it and is refused instead).
+
+    The estimate is returned unchanged when neither helps (the guard then refuses the fit
+    with it).
+    """
+    import sys
+
+    options = getattr(est, "solver_options_", None)
+    drop_plane = (estimate.config.get("extrapolation") and options is not None
+                  and options.get("extrapolation") == "auto")
+    drop_certificate = est.rank != "adaptive" and estimate.config["certificate"]
+    choices = [(True, False), (False, True), (True, True)]
+    for plane, certificate in choices:
+        if (plane and not drop_plane) or (certificate and not drop_certificate):
+            continue
+        config = {**estimate.config, **({"extrapolation": False} if plane else {}),
+                  **({"certificate": False} if certificate else {})}
+        smaller = npkl_memory_estimate(**config)
+        if not smaller.fits(available):
+            continue
+        head = (f"with it {estimate.summary()}; with the model's margin "
+                f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} available")
+        if plane:
+            options["extrapolation"] = False
+            if est.verbose:
+                print(f"NPKL: solver_options['extrapolation']='auto' is off: {head}",
+                      file=sys.stderr)
+        if certificate:
+            est._certificate_memory_note = (
+                f"skipped: the fit with it would not fit in memory ({estimate.summary()}; "
+                f"with the model's margin of {MEMORY_MARGIN:.0%} on its arrays "
+                f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} "
+                "available at the fit's start)")
+            if est.verbose:
+                print(f"NPKL: the duality certificate is skipped: {head}", file=sys.stderr)
+        return smaller
+    return estimate
