@@ -276,7 +276,7 @@ def available_memory():
     return min(found) if found else None
 
 
-def memory_fixes(config, available, *, float32=False):
+def memory_fixes(config, available, *, float32=False, yielding=()):
     """Changes of ``config`` (arguments of :func:`npkl_memory_estimate`) whose predicted
     peak, with its margin (:meth:`MemoryEstimate.fits`), fits in ``available`` bytes, as
     ``NPKL`` arguments (a lower ``rank``, fewer neighbours, float32, the approximate
@@ -288,13 +288,22 @@ def memory_fixes(config, available, *, float32=False):
     available : int
     float32 : bool, default=False
         Whether the estimator offers ``dtype=np.float32``.
+    yielding : tuple of str, default=()
+        Keys of ``config`` (``"extrapolation"``, ``"certificate"``) that the fit sets to
+        False where only that makes it fit (:func:`guard_npkl_fit`): a change fits when
+        it fits with some of them off.
 
     Returns
     -------
     list of str
     """
+    offs = [{}] + [dict.fromkeys(keys, False) for keys in
+                   ([(key,) for key in yielding] + ([tuple(yielding)] if len(yielding) > 1
+                                                    else []))]
+
     def fits(**change):
-        return npkl_memory_estimate(**{**config, **change}).fits(available)
+        return any(npkl_memory_estimate(**{**config, **change, **off}).fits(available)
+                   for off in offs)
 
     fixes = []
     rank = config["rank"]
@@ -319,7 +328,8 @@ def memory_fixes(config, available, *, float32=False):
     return fixes
 
 
-def check_memory(estimate, *, name, verbose=0, available=None, float32=False):
+def check_memory(estimate, *, name, verbose=0, available=None, float32=False,
+                 yielding=()):
     """Raise ``MemoryError`` before a fit whose predicted peak, with its margin
     (:attr:`MemoryEstimate.required_bytes`), exceeds the memory left.
 
@@ -332,7 +342,7 @@ def check_memory(estimate, *, name, verbose=0, available=None, float32=False):
         ``>= 1``: the estimate (and the memory available) on stderr.
     available : int, optional
         Default: :func:`available_memory` (the check is skipped when that is unknown).
-    float32 : bool, default=False
+    float32, yielding
         Passed to :func:`memory_fixes`.
 
     Raises
@@ -348,7 +358,7 @@ def check_memory(estimate, *, name, verbose=0, available=None, float32=False):
         print(f"{name}: {estimate.summary()}; available {room}", file=sys.stderr)
     if estimate.fits(available):
         return
-    fixes = memory_fixes(estimate.config, available, float32=float32)
+    fixes = memory_fixes(estimate.config, available, float32=float32, yielding=yielding)
     raise MemoryError(
         f"{name}.fit: {estimate.summary()}; with the model's margin of "
         f"{MEMORY_MARGIN:.0%} on its arrays that is {_gb(estimate.required_bytes)}, more "
@@ -454,7 +464,8 @@ def guard_npkl_fit(est, X, y):
     if available is not None and not estimate.fits(available):
         estimate = _give_way(est, estimate, available)
     check_memory(estimate, name="NPKL", verbose=est.verbose, available=available,
-                 float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()))
+                 float32="float32" in getattr(NPKL_SOLVERS[est.solver], "dtypes", ()),
+                 yielding=_yielding(est, estimate))
     return C
 
 
@@ -477,12 +488,10 @@ def _give_way(est, estimate, available):
     import sys
 
     options = getattr(est, "solver_options_", None)
-    drop_plane = (estimate.config.get("extrapolation") and options is not None
-                  and options.get("extrapolation") == "auto")
-    drop_certificate = est.rank != "adaptive" and estimate.config["certificate"]
-    choices = [(True, False), (False, True), (True, True)]
-    for plane, certificate in choices:
-        if (plane and not drop_plane) or (certificate and not drop_certificate):
+    allowed = _yielding(est, estimate)
+    for plane, certificate in [(True, False), (False, True), (True, True)]:
+        if ((plane and "extrapolation" not in allowed)
+                or (certificate and "certificate" not in allowed)):
             continue
         config = {**estimate.config, **({"extrapolation": False} if plane else {}),
                   **({"certificate": False} if certificate else {})}
@@ -506,3 +515,13 @@ def _give_way(est, estimate, available):
                 print(f"NPKL: the duality certificate is skipped: {head}", file=sys.stderr)
         return smaller
     return estimate
+
+
+def _yielding(est, estimate):
+    """The parts of the fit of ``estimate`` that :func:`_give_way` may leave out."""
+    options = getattr(est, "solver_options_", None)
+    plane = (estimate.config.get("extrapolation") and options is not None
+             and options.get("extrapolation") == "auto")
+    certificate = est.rank != "adaptive" and estimate.config["certificate"]
+    return tuple(key for key, ok in (("extrapolation", plane), ("certificate", certificate))
+                 if ok)
