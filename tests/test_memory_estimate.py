@@ -205,6 +205,11 @@ def test_the_certificate_gives_way_when_only_it_does_not_fit(monkeypatch, capsys
     assert cert.objective == pytest.approx(model.objective(), rel=1e-12)
     assert "the duality certificate is skipped" in capsys.readouterr().err
     assert model.embedding_.shape == (10_000, 30)
+    # nor does a partial fit's certificate, computed on its first read, allocate it
+    more = pl.PairwiseConstraints.from_labels(y, n_must=5, n_cannot=5, random_state=1)
+    model.set_params(verbose=0).partial_fit(X, more)
+    assert "would not fit in memory" in model.certificate_.note
+    assert model.certificate_.objective == pytest.approx(model.objective(), rel=1e-12)
     # rank="adaptive" grows the rank from the certificate: that fit is refused instead
     adaptive = pl.NPKL(**{**kw, "rank": "adaptive"})
     need = adaptive.memory_estimate(*X.shape, n_pairs=C.n_pairs)

@@ -149,6 +149,13 @@ def evaluate(est):
     pending = est.__dict__["_pending_certificate"]
     tol, loss, b, delta = pending.settings
     start = time.perf_counter()
+    note = getattr(est, "_certificate_memory_note", None)
+    if note is not None:  # fit's memory guard found no room for the bound: nor is there now
+        est._pending_certificate = None
+        est.certificate_ = _cert.skipped(est.objective(), tol, note)
+        est.rank_path_ = [(est.embedding_.shape[1], est.certificate_.relative_gap)]
+        est.certificate_time_ = time.perf_counter() - start
+        return
     C = est.side_info_
     # no name for the value-ordered Laplacian: renumbered, the copy is freed
     problem = NPKLProblem(*in_order(est.laplacian_, C.pairs, pending.order),
