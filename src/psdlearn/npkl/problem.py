@@ -44,8 +44,8 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from psdlearn.npkl.losses import LOSSES, get_loss
 
-__all__ = ["LOSSES", "NPKLProblem", "auto_rank", "label_pairs", "loss_values",
-           "npkl_objective", "permuted", "rank_rule_count"]
+__all__ = ["LOSSES", "NPKLProblem", "auto_rank", "graph_term", "label_pairs",
+           "loss_values", "npkl_objective", "permuted", "rank_rule_count"]
 
 
 def loss_values(z, loss):
@@ -98,7 +98,25 @@ def npkl_objective(E, laplacian, pairs, signs, loss, gamma):
     """
     E = np.asarray(E, dtype=np.float64)
     terms = get_loss(loss).terms(pairs, signs, E.shape[0], gamma)
-    return float(np.sum(E * (laplacian @ E))) + terms.penalty(E)
+    return graph_term(E, laplacian) + terms.penalty(E)
+
+
+#: Rows per block of :func:`graph_term`.
+GRAPH_TERM_BLOCK = 65_536
+
+
+def graph_term(E, laplacian):
+    """``tr(E^T L E)``, in blocks of :data:`GRAPH_TERM_BLOCK` rows of ``L``.
+
+    ``L @ E`` whole is an array the size of the embedding (4 GB at 10^7 points and rank
+    50), and its product with ``E`` another: the blocks hold a few MB at a time.
+    """
+    L = sp.csr_matrix(laplacian)
+    total = 0.0
+    for start in range(0, E.shape[0], GRAPH_TERM_BLOCK):
+        stop = start + GRAPH_TERM_BLOCK
+        total += float(np.einsum("ij,ij->", E[start:stop], L[start:stop] @ E))
+    return total
 
 
 def auto_rank(n_constraints):
