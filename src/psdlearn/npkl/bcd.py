@@ -281,6 +281,7 @@ def solve_bcd(
     parallel="auto",
     callback=None,
     plateau_tol=None,
+    window_tol=None,
     stall_tol=None,
     dtype=np.float64,
     extrapolate=0,
@@ -343,6 +344,12 @@ def solve_bcd(
         exact at such sweeps) decreased by less than ``plateau_tol * |Phi_t|`` over the
         last ``REFRESH`` sweeps: ``Phi_{t - REFRESH} - Phi_t < plateau_tol |Phi_t|``. Used
         by the final round of ``rank="adaptive"`` on the hinge (:func:`fit_bcd`).
+    window_tol : float, optional
+        Also stop (``converged=True``) from the :data:`STALL_WINDOW`-th sweep on, at the
+        first sweep ``t`` where that objective (running sums of the rows' exact changes
+        between the exact evaluations) decreased by less than ``window_tol * |Phi_t|``
+        over the last :data:`STALL_WINDOW` sweeps. Used by the exact hinge stage of a fit
+        without a certificate (:func:`fit_bcd`).
     stall_tol : float, optional
         Also stop (``converged=True``) when the decrease still to come, extrapolated from
         the last three windows of :data:`STALL_WINDOW` sweeps, is at most
@@ -511,6 +518,9 @@ def solve_bcd(
             # both ends of the window are exact evaluations (sweep 0 and every REFRESH-th)
             converged = converged or (plateau_tol is not None and n_iter % REFRESH == 0
                                       and surrogate[-REFRESH] - sur < plateau_tol * abs(sur))
+            converged = converged or (window_tol is not None and n_iter >= STALL_WINDOW
+                                      and surrogate[-STALL_WINDOW] - sur
+                                      < window_tol * abs(sur))
             converged = converged or (stall_tol is not None and n_iter >= 3 * STALL_WINDOW
                                       and n_iter % STALL_WINDOW == 0
                                       and stalled([*surrogate[-3 * STALL_WINDOW::STALL_WINDOW],
@@ -657,7 +667,9 @@ def fit_bcd(problem, E0, options):
     of :meth:`~psdlearn.npkl.escalation.AdaptiveRound.stages`, an intermediate one with
     its exact stage at ``INTERMEDIATE_TOL_FACTOR * tol``. The exact hinge stage of any
     other round (a fixed rank, or the final round) also stops on a plateau
-    (:data:`FINAL_PLATEAU_FACTOR`, with ``certificate_tol=None`` its default). Every stage
+    (:data:`FINAL_PLATEAU_FACTOR`, with ``certificate_tol=None`` its default), and without a
+    certificate (``certificate_tol=None``) when :data:`STALL_WINDOW` sweeps lower its
+    objective by less than ``tol`` (relative; ``window_tol`` of :func:`solve_bcd`). Every stage
     also stops when it has stalled: when the decrease still to come, extrapolated from the
     last sweeps, is at most ``STALL_FACTOR * certificate_tol**2 * tol / DEFAULT_TOL``
     relative (:func:`stalled`).
@@ -723,10 +735,17 @@ def fit_bcd(problem, E0, options):
         schedule = schedule[-3:]
     elif options.state == PARTIAL:
         schedule = partial_schedule(schedule)
+    window_stop = None
     if get_loss(problem.loss).kernel == ROW_HINGE and not intermediate:
         # a fixed rank's exact hinge stage never escalates either: the same plateau
         plateau = FINAL_PLATEAU_FACTOR * (params.get("certificate_tol")
                                           or DEFAULT_CERTIFICATE_TOL)
+        if params.get("certificate_tol") is None:
+            # no bound asks the objective for about certificate_tol**2: tol is the
+            # accuracy asked for, and the rows' crawl along the kinks moves E by more
+            # than tol a sweep long after the objective has stopped moving by as much
+            # (docs/notes/npkl.md, "The exact hinge stage without a certificate")
+            window_stop = exact_tol
     split = (parallel_split(problem, E0.shape[1])
              if params["unconstrained"] == "sequential" else None)
     # after new pairs (partial_fit) the plane search is off: its first step comes after
@@ -747,7 +766,8 @@ def fit_bcd(problem, E0, options):
                         random_state=options.random_state,
                         unconstrained=params["unconstrained"], smoothing=mu, omega=omega,
                         parallel=split or False, callback=options.callback,
-                        plateau_tol=None if mu > 0 else plateau, stall_tol=stall,
+                        plateau_tol=None if mu > 0 else plateau,
+                        window_tol=None if mu > 0 else window_stop, stall_tol=stall,
                         dtype=params.get("dtype", np.float64), extrapolate=window,
                         copy=not own)
         own = True
