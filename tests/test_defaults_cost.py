@@ -209,13 +209,14 @@ def test_fixed_rank_exact_hinge_stage_stops_on_a_plateau(monkeypatch):
     monkeypatch.setattr(bcd, "solve_bcd", recording)
 
     def fit(loss="hinge"):
+        # with a certificate: without one the five-sweep window stops the stage first
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return pl.NPKL(loss=loss, rank=4, random_state=0, tol=1e-7,
-                           certificate_tol=None).fit(X, C)
+                           certificate_tol=1e-4).fit(X, C)
 
     model = fit()
-    plateau = bcd.FINAL_PLATEAU_FACTOR * bcd.DEFAULT_CERTIFICATE_TOL
+    plateau = bcd.FINAL_PLATEAU_FACTOR * 1e-4
     assert [c[2] for c in calls] == [None] * 4 + [plateau] and calls[-1][1] == 0.0
     calls.clear()
     fit("squared_hinge")
@@ -227,6 +228,46 @@ def test_fixed_rank_exact_hinge_stage_stops_on_a_plateau(monkeypatch):
     assert stopped % bcd.REFRESH == 0 and stopped < full
     f, f_full = model.objective(), crawl.objective()
     assert f_full <= f <= f_full * (1.0 + plateau)
+
+
+def test_without_a_certificate_the_exact_hinge_stage_stops_on_a_five_sweep_window(
+        monkeypatch):
+    """Without a certificate the exact hinge stage also stops at the first sweep ``t``
+    (from the fifth) where ``Phi_{t-5} - Phi_t < tol |Phi_t|``; the smoothed stages, the
+    smooth losses and fits with a certificate do not get the window."""
+    X, y = pl.datasets.make_two_gaussians(300, n_features=5, random_state=1)
+    C = pl.PairwiseConstraints.from_labels(y, n_must=100, n_cannot=100, random_state=1)
+    calls = []
+    solve = bcd.solve_bcd
+
+    def recording(problem, E0, **kw):
+        calls.append((kw["smoothing"], kw.get("window_tol")))
+        return solve(problem, E0, **kw)
+
+    monkeypatch.setattr(bcd, "solve_bcd", recording)
+
+    def fit(loss="hinge", certificate_tol=None, tol=1e-4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pl.NPKL(loss=loss, rank=4, random_state=0, tol=tol,
+                           certificate_tol=certificate_tol).fit(X, C)
+
+    model = fit()
+    assert [c[1] for c in calls] == [None] * 4 + [1e-4] and calls[-1][0] == 0.0
+    calls.clear()
+    fit(certificate_tol=1e-4)
+    assert all(c[1] is None for c in calls)
+    calls.clear()
+    fit("squared_hinge")
+    assert calls and all(c[1] is None for c in calls)
+    # the stage stopped where the window first fell below tol, before its change test
+    n_exact = model.smoothing_stages_[-1][1]
+    h = np.asarray(model.objective_history_[-(n_exact + 1):])  # the stage, from its start
+    drop = h[:-5] - h[5:]  # drop[i]: the decrease over sweeps i + 1 .. i + 5
+    assert n_exact >= 5 and drop[-1] < 1e-4 * abs(h[-1])
+    assert np.all(drop[:-1] >= 1e-4 * np.abs(h[5:-1]))
+    monkeypatch.setattr(bcd, "STALL_WINDOW", 10**6)  # no window: the step test alone
+    assert fit().smoothing_stages_[-1][1] > n_exact
 
 
 @pytest.mark.parametrize("stop_at", [2, 5])

@@ -176,7 +176,9 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Most sweeps (BCD), iterations (ADMM) or steps (SimpleNPKL, MFPC).
     tol : float, default=1e-5
         Stop when ``||E_t - E_{t-1}||_F / ||E_t||_F < tol`` (ADMM: also the relative
-        primal residual ``||V - U||_F / ||V||_F``).
+        primal residual ``||V - U||_F / ||V||_F``). BCD on the hinge without a certificate
+        (``certificate_tol=None``) also stops its exact stage when five sweeps lower the
+        objective by less than ``tol`` (relative).
     dtype : {np.float64, np.float32}, default=np.float64
         Type of ``embedding_`` and of the rows :meth:`transform` returns. With
         ``np.float32`` (``solver="bcd"`` only; the other solvers raise ``ValueError``) the
