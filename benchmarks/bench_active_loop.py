@@ -1,7 +1,8 @@
 """The query loop at 10^5 points: ConstrainedClustering updated by partial_fit or refitted.
 
 Run: ``python benchmarks/bench_active_loop.py [--n 100000] [--budget 300] [--batch 20]
-[--strategy uncertainty] [--seeds 0]`` writes ``results/active_loop.{md,json}``.
+[--strategy uncertainty] [--seeds 0] [--name active_loop]`` writes
+``results/<name>.{md,json}``.
 
 The user of issue 37: many unlabelled points and a few hundred answers. Problem:
 ``make_two_gaussians(n, n_features=10, random_state=seed)``, a clean
@@ -73,6 +74,7 @@ def main():
     parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--strategy", default="uncertainty")
     parser.add_argument("--seeds", default="0")
+    parser.add_argument("--name", default="active_loop", help="results file name")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     Xw, yw = pl.datasets.make_two_gaussians(3000, n_features=10, random_state=0)
@@ -96,7 +98,7 @@ def main():
              "other rounds.",
              "One BLAS / numba thread per process; numba compiled before timing.",
              load_note(load)]
-    write_results("active_loop", COLUMNS, rows, notes)
+    write_results(args.name, COLUMNS, rows, notes)
 
 
 if __name__ == "__main__":
