@@ -297,9 +297,7 @@ def memory_fixes(config, available, *, float32=False, yielding=()):
     -------
     list of str
     """
-    offs = [{}] + [dict.fromkeys(keys, False) for keys in
-                   ([(key,) for key in yielding] + ([tuple(yielding)] if len(yielding) > 1
-                                                    else []))]
+    offs = [{}, *_without(yielding)]
 
     def fits(**change):
         return any(npkl_memory_estimate(**{**config, **change, **off}).fits(available)
@@ -488,16 +486,11 @@ def _give_way(est, estimate, available):
     import sys
 
     options = getattr(est, "solver_options_", None)
-    allowed = _yielding(est, estimate)
-    for plane, certificate in [(True, False), (False, True), (True, True)]:
-        if ((plane and "extrapolation" not in allowed)
-                or (certificate and "certificate" not in allowed)):
-            continue
-        config = {**estimate.config, **({"extrapolation": False} if plane else {}),
-                  **({"certificate": False} if certificate else {})}
-        smaller = npkl_memory_estimate(**config)
+    for off in _without(_yielding(est, estimate)):
+        smaller = npkl_memory_estimate(**{**estimate.config, **off})
         if not smaller.fits(available):
             continue
+        plane, certificate = "extrapolation" in off, "certificate" in off
         head = (f"with it {estimate.summary()}; with the model's margin "
                 f"{_gb(estimate.required_bytes)}, more than the {_gb(available)} available")
         if plane:
@@ -515,6 +508,13 @@ def _give_way(est, estimate, available):
                 print(f"NPKL: the duality certificate is skipped: {head}", file=sys.stderr)
         return smaller
     return estimate
+
+
+def _without(yielding):
+    """The config changes that leave out the parts ``yielding``, in the order they are
+    tried: each alone, then all together."""
+    alone = [{key: False} for key in yielding]
+    return alone + ([dict.fromkeys(yielding, False)] if len(yielding) > 1 else [])
 
 
 def _yielding(est, estimate):

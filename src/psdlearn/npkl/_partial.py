@@ -152,15 +152,15 @@ def _grown(E, rank, rows, random_state):
     the sweeps then spend their first passes removing where the new columns are not
     needed.
     """
-    E = np.array(E, dtype=np.float64, order="C")
     extra = rank - E.shape[1]
     if extra <= 0:
-        return E
-    scale = 0.1 * float(np.sqrt(np.einsum("ij,ij->", E, E) / len(E)))
-    pad = np.zeros((len(E), extra))
-    pad[rows] = initial_embedding(len(rows), extra, check_random_state(random_state),
-                                  scale=scale)
-    return np.ascontiguousarray(np.hstack([E, pad]))
+        return np.array(E, dtype=np.float64, order="C")
+    out = np.zeros((len(E), rank))  # one array: E's columns, then the seeds
+    out[:, :E.shape[1]] = E
+    scale = 0.1 * float(np.sqrt(np.einsum("ij,ij->", out, out) / len(E)))
+    out[rows, E.shape[1]:] = initial_embedding(len(rows), extra,
+                                               check_random_state(random_state), scale=scale)
+    return out
 
 
 def endpoint_sweeps(problem, E, rows, *, omega, tol, smoothing=0.0, random_state=None,

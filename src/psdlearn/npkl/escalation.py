@@ -59,6 +59,7 @@ from .certificate import (
     dual_matrix,
     smallest_eigenpairs,
 )
+from .problem import graph_term
 
 __all__ = ["AdaptiveRound", "certify_and_escalate", "escalate", "escalation_levels",
            "rank_descent", "smoothed_multipliers"]
@@ -175,7 +176,7 @@ def _smoothed_objective(problem, terms, E, mu):
     a, z = smoothed_multipliers(terms, E, mu)
     t, w = terms.targets, terms.weights
     penalty = terms.loss.conjugate(a, t, w) - a * z - mu * a * a / (2.0 * w)
-    return float(np.sum(E * (problem.laplacian @ E))) + float(penalty.sum())
+    return graph_term(E, problem.laplacian) + float(penalty.sum())
 
 
 
@@ -204,11 +205,20 @@ def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
     step : float
         The chosen ``s`` (0 when no eigenvalue is negative or the ray does not descend).
     """
+    candidate, s, _, _ = _ray_search(problem, E, values, vectors, smoothing)
+    return candidate(s), s
+
+
+def _ray_search(problem, E, values, vectors, smoothing):
+    """The scalar search of :func:`escalate`: ``(candidate, s, f0, f_s)``, with
+    ``candidate(s)`` the embedding at ``s``, ``f0`` the searched objective at ``E`` and
+    ``f_s`` at the chosen ``s`` (``f0`` and ``s = 0`` when the ray does not descend or
+    no eigenvalue is negative)."""
     E = np.asarray(E, dtype=np.float64)
     values = np.asarray(values)[: vectors.shape[1]]  # no vectors after a Lanczos failure
     U = vectors[:, values < 0]
     if U.shape[1] == 0:
-        return E, 0.0
+        return (lambda s: E), 0.0, None, None
     terms = problem.terms()
     radius = float(problem.b) if terms.loss.bounded else None
 
@@ -229,10 +239,9 @@ def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
         hi *= 2.0
     res = minimize_scalar(lambda s: objective(candidate(s)), bounds=(0.0, 2 * hi),
                           method="bounded", options={"xatol": 1e-6 * hi})
-    s = float(res.x)
-    if objective(candidate(s)) >= f0:
-        s = 0.0
-    return candidate(s), s
+    if res.fun >= f0:  # res.fun: the objective at res.x
+        return candidate, 0.0, f0, f0
+    return candidate, float(res.x), f0, float(res.fun)
 
 
 def rank_descent(problem, E, values, vectors):
@@ -244,12 +253,10 @@ def rank_descent(problem, E, values, vectors):
     solved. ``Certificate.rank_descent`` (the most negative eigenvector) tells the advice
     of an uncertified fit whether the rank is what is missing.
     """
-    E = np.asarray(E, dtype=np.float64)
-    E_new, step = escalate(problem, E, values, vectors, smoothing=0.0)
+    _, step, f0, f_step = _ray_search(problem, E, values, vectors, smoothing=0.0)
     if step <= 0:
         return 0.0
-    f0 = problem.objective(E)
-    return max(f0 - problem.objective(E_new), 0.0) / max(abs(f0), np.finfo(float).tiny)
+    return max(f0 - f_step, 0.0) / max(abs(f0), np.finfo(float).tiny)
 
 
 def _escalation_objective(problem, terms, smoothing):
