@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from psdlearn._solver import SolveOptions
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.datasets import make_two_gaussians
 from psdlearn.graph import knn_laplacian
@@ -184,7 +185,6 @@ def test_auto_leaves_the_coarse_levels_out_where_the_pairs_dominate(monkeypatch)
     """All the pairs of a few hundred labelled points cost more per sweep than the graph:
     every coarse level keeps them, so "auto" starts at the fine level; True still
     coarsens. With a few pairs "auto" coarsens."""
-    from psdlearn._solver import SolveOptions
     from psdlearn.npkl.bcd import fit_bcd
     from psdlearn.npkl.solvers import BCD_OPTIONS
 
@@ -343,7 +343,6 @@ def test_coarse_laplacian_is_the_galerkin_product():
 def test_owned_start_is_swept_in_place_and_a_given_one_is_not(two_gaussians, monkeypatch):
     from dataclasses import replace
 
-    from psdlearn._solver import SolveOptions
     from psdlearn.npkl.bcd import fit_bcd
 
     monkeypatch.setattr(ML, "COARSEST", 150)
@@ -413,3 +412,37 @@ def test_coarse_levels_stop_at_their_tolerance(loss, monkeypatch):
     assert B.COARSE_TOL_FACTOR < B.SMOOTHING_TOL_FACTOR
     exact = [c for c in calls if c[0] == 12_000 and c[2] == 0.0]
     assert exact and exact[-1][1] == pytest.approx(1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_coarse_levels_sweep_in_single_precision_and_prolong_to_the_fit_type(
+        two_gaussians, dtype, monkeypatch):
+    from psdlearn.npkl import bcd
+    from psdlearn.npkl.solvers import BCD_OPTIONS
+
+    monkeypatch.setattr(ML, "COARSEST", 150)
+    X, C = two_gaussians
+    L = knn_laplacian(X, n_neighbors=8).tocsr()
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(np.float64), "square", 5.0)
+    seen = []
+
+    def solve(coarse, E, level):
+        E, n_iter, interrupted = bcd._coarse_solve(
+            coarse, E, level, options=SolveOptions(
+                max_iter=20, tol=1e-4, random_state=np.random.RandomState(0),
+                params={key: default for key, (default, _) in BCD_OPTIONS.items()}),
+            schedule=[0.0], stall=1e-12)
+        seen.append(E)
+        return E, n_iter, interrupted
+
+    E0 = initial_embedding(problem.n_samples, 5, 0).astype(dtype)
+    E, levels, _ = ML.multilevel_start(problem, E0, solve)
+    assert levels and all(Ec.dtype == bcd.COARSE_DTYPE for Ec in seen)
+    assert E.dtype == dtype
+    # the prolongation is P E_c exactly, cast once to the fit's type
+    labels = ML.hierarchy(problem, 5)[0].labels
+    np.testing.assert_array_equal(E, (ML.prolongation(labels, seen[-1].shape[0])
+                                      @ seen[-1].astype(np.float64)).astype(dtype))
+    into = np.empty_like(E0)
+    assert ML.prolong(labels, seen[-1], out=into, block=7) is into
+    np.testing.assert_array_equal(into, E)

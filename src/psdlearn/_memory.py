@@ -20,7 +20,8 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   extrapolation its two saved arrays (``2 f n r``), with float32 the sweeps' float32
   copy of the Laplacian's values (``4 nnz``), and while BCD's multilevel start solves
   its first coarse level, the aggregates (``8 n``), the coarse Laplacian
-  (``12 nnz_c``) and the coarse embedding (``f n_c r``), with ``n_c``, ``nnz_c`` the
+  (``12 nnz_c``) and, in float32 whatever ``f``, the sweeps' copy of its values
+  (``4 nnz_c``) and the coarse embedding (``4 n_c r``), with ``n_c``, ``nnz_c`` the
   fractions :data:`COARSE_SAMPLES`, :data:`COARSE_ENTRIES` of ``n``, ``nnz``;
 - **certificate**: ``X``, the index, ``L`` (and its value-ordered copy), the
   embedding, with float32 its float64 copy
@@ -206,8 +207,9 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
                      if renumber else {}),
                   "embedding": (1 if solver == "bcd" else 2) * f * n * r,
                   "extrapolation arrays": 2 * f * n * r if extrapolation else 0,
-                  "coarse level": (8 * n + int(CSR_ENTRY * COARSE_ENTRIES * entries)
-                                   + int(f * COARSE_SAMPLES * n) * r
+                  # its embedding and Laplacian values in float32 (bcd.COARSE_DTYPE)
+                  "coarse level": (8 * n + int((CSR_ENTRY + 4) * COARSE_ENTRIES * entries)
+                                   + int(4 * COARSE_SAMPLES * n) * r
                                    if multilevel and solver == "bcd" else 0),
                   "float32 Laplacian values": 4 * entries if f == 4 else 0,
                   # ADMM writes each half step into spare arrays, swapped in when complete

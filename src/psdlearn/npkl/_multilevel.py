@@ -256,13 +256,16 @@ def coarse_problem(problem, labels, n_aggregates):
                        problem.loss, problem.gamma, problem.b)
 
 
-def prolong(labels, E_coarse, out=None):
-    """``P E_c``: every sample gets the row of its aggregate (written into ``out`` when
-    given, a C-contiguous array of ``E_coarse``'s type)."""
+def prolong(labels, E_coarse, out=None, dtype=None, block=65_536):
+    """``P E_c``: every sample gets the row of its aggregate, of type ``dtype``
+    (``E_coarse``'s by default), written into ``out`` when given (C-contiguous; its type
+    is then the result's)."""
     if out is None:
-        return np.ascontiguousarray(E_coarse[labels])
-    # mode="clip" (labels are in range): "raise" would buffer a copy of the result
-    return np.take(E_coarse, labels, axis=0, out=out, mode="clip")
+        out = np.empty((len(labels), E_coarse.shape[1]), dtype=dtype or E_coarse.dtype)
+    # in row blocks: a change of type then buffers one block, not the result
+    for start in range(0, len(labels), block):
+        out[start:start + block] = E_coarse[labels[start:start + block]]
+    return out
 
 
 class Level:
@@ -353,14 +356,14 @@ def multilevel_start(problem, E0, solve, coarsest=None, overwrite=False):
     coarsest : int, optional
         :func:`hierarchy`'s.
     overwrite : bool, default=False
-        Prolong the finest coarse level's solution into ``E0`` itself (C-contiguous, the
-        coarse levels' type), which the caller no longer needs: no second array of the
-        fine embedding's size.
+        Prolong the finest coarse level's solution into ``E0`` itself (C-contiguous),
+        which the caller no longer needs: no second array of the fine embedding's size.
 
     Returns
     -------
     E : ndarray of shape (n_samples, rank)
-        The prolonged solution of the finest coarse level (``E0`` when there is none).
+        The prolonged solution of the finest coarse level (``E0`` when there is none),
+        of ``E0``'s type whatever the type the coarse levels were solved in.
     levels : list of (int, int)
         ``(n_samples, sweeps)`` of each coarse level solved, coarsest first.
     interrupted : bool
@@ -378,6 +381,9 @@ def multilevel_start(problem, E0, solve, coarsest=None, overwrite=False):
             E, n_iter, interrupted = solve(levels[k].problem, E,
                                            (len(levels) - k, len(levels)))
             done.append((levels[k].problem.n_samples, int(n_iter)))
-        into = E0 if overwrite and k == 0 and E.dtype == E0.dtype else None
-        E = prolong(levels[k].labels, E, out=into)
+        # the coarse levels' type may differ from the fine one (bcd.COARSE_DTYPE): the
+        # finest coarse level's solution is prolonged to the start's
+        fine = k == 0
+        E = prolong(levels[k].labels, E, out=E0 if overwrite and fine else None,
+                    dtype=E0.dtype if fine else None)
     return E, done, interrupted

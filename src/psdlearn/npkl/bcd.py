@@ -99,6 +99,10 @@ COARSE_SMOOTHING = HINGE_SMOOTHING_AUTO[1]
 #: for the continuation like its smoothed stages, and stops at ``SMOOTHING_TOL_FACTOR *
 #: tol`` as they do.
 COARSE_TOL_FACTOR = 3.0
+#: The coarse levels sweep in single precision whatever the fit's ``dtype``: they only
+#: start the fine level, which solves the problem itself to ``tol`` in the fit's type, and
+#: a sweep's cost is the memory it reads (method notes, "Multilevel start").
+COARSE_DTYPE = np.float32
 #: ``options.state`` of :func:`fit_bcd` in ``NPKL.partial_fit``: ``E0`` is the optimum of
 #: a subset of the pairs (:func:`partial_schedule`).
 PARTIAL = "partial"
@@ -819,8 +823,7 @@ def _coarse_solve(problem, E, level, *, options, schedule, stall):
                         unconstrained=options.params["unconstrained"],
                         smoothing=mu,
                         omega=relaxation_factor(problem.laplacian, options.params["omega"]),
-                        callback=callback, stall_tol=stall,
-                        dtype=options.params.get("dtype", np.float64))
+                        callback=callback, stall_tol=stall, dtype=COARSE_DTYPE)
     return res.embedding, res.n_iter, res.interrupted
 
 
