@@ -259,9 +259,10 @@ def coarse_problem(problem, labels, n_aggregates):
 def prolong(labels, E_coarse, out=None, dtype=None, block=65_536):
     """``P E_c``: every sample gets the row of its aggregate, of type ``dtype``
     (``E_coarse``'s by default), written into ``out`` when given (C-contiguous; its type
-    is then the result's)."""
+    is then the result's), ``block`` rows at a time."""
     if out is None:
-        out = np.empty((len(labels), E_coarse.shape[1]), dtype=dtype or E_coarse.dtype)
+        out = np.empty((len(labels), E_coarse.shape[1]),
+                       dtype=E_coarse.dtype if dtype is None else dtype)
     # in row blocks: a change of type then buffers one block, not the result
     for start in range(0, len(labels), block):
         out[start:start + block] = E_coarse[labels[start:start + block]]

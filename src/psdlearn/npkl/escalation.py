@@ -212,8 +212,8 @@ def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
 def _ray_search(problem, E, values, vectors, smoothing):
     """The scalar search of :func:`escalate`: ``(candidate, s, f0, f_s)``, with
     ``candidate(s)`` the embedding at ``s``, ``f0`` the searched objective at ``E`` and
-    ``f_s`` at the chosen ``s`` (``f0`` and ``s = 0`` when the ray does not descend or
-    no eigenvalue is negative)."""
+    ``f_s`` at the chosen ``s`` (``s = 0`` and ``f_s = f0`` when the ray does not
+    descend; ``s = 0`` and ``f0 = f_s = None`` when no eigenvalue is negative)."""
     E = np.asarray(E, dtype=np.float64)
     values = np.asarray(values)[: vectors.shape[1]]  # no vectors after a Lanczos failure
     U = vectors[:, values < 0]
