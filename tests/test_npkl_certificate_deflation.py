@@ -5,7 +5,9 @@ annihilates are deflated from its eigen-solve, and the split of ``R^n`` into the
 and its complement costs ``omega = lambda_min(Q^T S Q)`` and
 ``eps = ||(I - Q Q^T) S Q||_2``. These are computed from ``S U`` and a column mask, never
 from a copy ``Q`` of the columns: the tests check the values against the direct formulas
-and the memory against the size of such a copy.
+and the memory against the size of such a copy. The basis of ``range(E)`` comes from the
+Gram matrix ``E^T E``, and the rank-descent search evaluates its objective along the ray
+from quantities computed once: both against their direct forms.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from psdlearn.npkl.certificate import (
     _range_basis,
     smallest_eigenpairs,
 )
+from psdlearn.npkl.escalation import _escalation_objective, _ray_objective
+from psdlearn.npkl.problem import NPKLProblem
 
 
 def _dual_like(n, r, seed=0):
@@ -92,3 +96,51 @@ def test_deflation_split_allocates_blocks_not_copies_of_the_basis():
     finally:
         tracemalloc.stop()
     assert peak < 8 * n * r
+
+
+def test_range_basis_is_orthonormal_and_spans_the_strong_directions_of_E():
+    """The Gram-matrix basis: orthonormal to rounding, ``E`` within it up to the
+    directions below the cut (singular values under ``sqrt(RANGE_RTOL)`` of the largest),
+    which it leaves out; a float32 ``E`` gets the same basis."""
+    rng = np.random.default_rng(4)
+    n = 3000
+    Q, _ = np.linalg.qr(rng.standard_normal((n, 6)))
+    sv = np.array([50.0, 3.0, 1e-2, 1e-4, 1e-9, 0.0])
+    E = Q @ np.diag(sv) @ np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    U = _range_basis(E)
+    assert U.shape == (n, 4)  # 1e-9 and 0 are below sqrt(RANGE_RTOL) * 50
+    assert np.abs(U.T @ U - np.eye(4)).max() < 1e-13
+    # the kept directions are Q's first four: E's residual is its two dropped ones
+    assert np.linalg.norm(E - U @ (U.T @ E)) < 1e-8
+    assert np.allclose(np.abs(np.linalg.svd(Q[:, :4].T @ U, compute_uv=False)), 1.0,
+                       atol=1e-10)
+    U32 = _range_basis(E.astype(np.float32))
+    assert np.abs(U32.T @ U32 - np.eye(U32.shape[1])).max() < 1e-13
+    assert _range_basis(np.zeros((10, 3))).shape == (10, 0)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "square", "pcp", "linear"])
+@pytest.mark.parametrize("mu", [0.0, 1e-2])
+def test_ray_objective_is_the_objective_of_the_candidates(loss, mu):
+    """Along ``K(s) = E E^T + s U U^T`` the searched objective, from the graph term and
+    margins computed once, equals the objective of the embedding ``[E, sqrt(s) U]``
+    (smoothed for the hinge at ``mu > 0``); the ball's loss has no such form (None)."""
+    rng = np.random.default_rng(5)
+    n = 60
+    X = rng.standard_normal((n, 3))
+    L = sp.csr_matrix(knn_laplacian(X, n_neighbors=5))
+    pairs = np.array(sorted({tuple(sorted(p)) for p in rng.integers(0, n, (80, 2))
+                             if p[0] != p[1]}), dtype=np.int64)
+    signs = np.where(rng.random(len(pairs)) < 0.5, 1.0, -1.0)
+    problem = NPKLProblem(L, pairs, signs, loss, 2.0, 1.0)
+    terms = problem.terms()
+    E = 0.3 * rng.standard_normal((n, 4))
+    U = np.linalg.qr(rng.standard_normal((n, 2)))[0]
+    on_ray = _ray_objective(problem, terms, E, U, mu)
+    if loss == "linear":
+        assert on_ray is None
+        return
+    full = _escalation_objective(problem, terms, mu)
+    for s in (0.0, 0.05, 1.0, 30.0):
+        expected = full(np.hstack([E, np.sqrt(s) * U]))
+        assert on_ray(s) == pytest.approx(expected, rel=1e-12, abs=1e-12)

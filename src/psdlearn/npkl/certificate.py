@@ -89,6 +89,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as sl
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, cg, eigsh
@@ -116,6 +117,10 @@ CERTIFICATE_SHARE = 0.2
 CERTIFICATE_MIN_SECONDS = 10.0
 #: The tightest Lanczos tolerance of the full bound (``certify`` ties it to ``tol``).
 FINE_EIG_TOL = 1e-9
+#: Eigenvalues of ``E^T E`` below this share of the largest are left out of the basis of
+#: ``range(E)`` (:func:`_range_basis`): above it, the Gram matrix gives their directions
+#: to about ``eps / RANGE_RTOL``, which one Cholesky QR step makes orthonormal.
+RANGE_RTOL = 1e-12
 #: Rows per block of the deflation split's residual (:func:`_deflation_split`).
 _ROW_BLOCK = 16384
 
@@ -214,7 +219,9 @@ def laplacian_lower_bound(laplacian, n_power=30):
     best = bound(w)
     if n > 2 and A.nnz:
         try:
-            _, V = eigsh(A, k=1, which="LA", v0=w, tol=1e-10, ncv=min(n, 32), maxiter=100)
+            with threadpool_limits(1, "blas"):  # as in smallest_eigenpairs
+                _, V = eigsh(A, k=1, which="LA", v0=w, tol=1e-10, ncv=min(n, 32),
+                             maxiter=100)
         except ArpackNoConvergence as exc:
             V = exc.eigenvectors
         if V is not None and V.shape[1]:
@@ -389,9 +396,12 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, deflate_mask=None, tol=1e-9, ra
     # stalls a k-block; then the smallest alone, which converges, then looser
     attempts = ((k, tol, maxiter), (1, tol, 300), (1, 1e3 * tol, 300))
     for kk, tt, it in attempts if fallback else attempts[:1]:
+        # one BLAS thread: ARPACK's orthogonalization against its ncv vectors is most of a
+        # step, and two threads there doubled the CPU seconds for a tenth less wall time
         try:
-            lam, U = eigsh(shifted, k=kk, which="SA", tol=tt, v0=v0,
-                           ncv=min(n, max(2 * kk + 1, 32)), maxiter=it)
+            with threadpool_limits(1, "blas"):
+                lam, U = eigsh(shifted, k=kk, which="SA", tol=tt, v0=v0,
+                               ncv=min(n, max(2 * kk + 1, 32)), maxiter=it)
         except ArpackNoConvergence as exc:
             lam, U = exc.eigenvalues, exc.eigenvectors
         if len(lam):
@@ -411,19 +421,32 @@ def smallest_eigenpairs(S, k=1, *, deflate=None, deflate_mask=None, tol=1e-9, ra
 
 
 def _range_basis(E):
-    """Orthonormal basis of ``range(E)``: the left singular vectors of ``E`` whose singular
-    values are not negligible (computed once per certificate; every dual candidate filters
-    it in :func:`_null_basis`)."""
-    if E.shape[1] == 0:
-        return np.zeros((E.shape[0], 0))
-    # one BLAS thread: the threaded SVD of a tall n x r matrix took 300 times the CPU of
-    # one thread (1605 x 61, 2 busy cores) and was never faster (up to 1e6 x 50)
+    """Orthonormal basis of ``range(E)`` (computed once per certificate; every dual
+    candidate filters it in :func:`_null_basis`).
+
+    From the Gram matrix: ``E^T E = V diag(lam) V^T``, ``U = E V_k diag(lam_k)^{-1/2}``
+    over the eigenvalues above :data:`RANGE_RTOL` times the largest (the directions of
+    ``E`` whose singular values exceed ``sqrt(RANGE_RTOL)`` times the largest), then one
+    Cholesky QR step ``U <- U R^{-T}`` with ``U^T U = R R^T``, which restores orthonormality
+    to rounding (the first step's columns are orthogonal to ``eps / RANGE_RTOL``). Any
+    orthonormal ``U`` keeps the bound valid; a direction left out (a singular value below
+    the cut) is one that :func:`_null_basis` would not hold to ``S u = 0`` anyway.
+    """
+    E = np.asarray(E, dtype=np.float64)  # the Gram matrix needs double precision
+    n, r = E.shape
+    if r == 0:
+        return np.zeros((n, 0))
+    # one BLAS thread: the budget counts CPU seconds, and threads on these tall, thin
+    # products cost far more CPU than they save in wall time
     with threadpool_limits(1, "blas"):
-        U, sv, _ = np.linalg.svd(E, full_matrices=False)
-    # sv is descending: the kept columns are the first ones, all of them unless E is
-    # rank deficient (only then a copy of U's columns)
-    m = int(np.count_nonzero(sv > 1e-12 * max(sv[0], np.finfo(float).tiny)))
-    return U if m == U.shape[1] else np.ascontiguousarray(U[:, :m])
+        lam, V = np.linalg.eigh(E.T @ E)
+        keep = lam > RANGE_RTOL * max(float(lam[-1]), np.finfo(float).tiny)
+        if not keep.any():
+            return np.zeros((n, 0))
+        # descending, as the singular vectors: the strongest direction first
+        U = E @ (V[:, keep] / np.sqrt(lam[keep]))[:, ::-1]
+        R = np.linalg.cholesky(U.T @ U)  # lower: U^T U = R R^T, and U R^{-T} is orthonormal
+        return U @ sl.solve_triangular(R, np.eye(R.shape[0]), lower=True).T
 
 
 def _null_basis(S, U, SU=None):

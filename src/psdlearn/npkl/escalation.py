@@ -160,24 +160,32 @@ def smoothed_multipliers(terms, E, mu):
     hi)``, which is also ``-w l_mu'(z)``: ``S(a_mu)`` is the gradient of the smoothed
     objective at ``K = E E^T`` (hinge: ``clip(gamma (1 - z) / mu, 0, gamma)``).
     """
-    loss, t, w = terms.loss, terms.targets, terms.weights
     z = terms.margins(E)
+    return _envelope_multipliers(terms, z, mu), z
+
+
+def _envelope_multipliers(terms, z, mu):
+    """``a_mu`` of :func:`smoothed_multipliers` at the margins ``z``."""
+    loss, t, w = terms.loss, terms.targets, terms.weights
     lo, hi = loss.domain(w)
-    return np.clip(w * (loss.conjugate_derivative(lo, t, w) - z) / mu, lo, hi), z
+    return np.clip(w * (loss.conjugate_derivative(lo, t, w) - z) / mu, lo, hi)
+
+
+def _penalty(terms, z, mu):
+    """The loss term at the margins ``z``: ``sum_k w_k l(z_k; t_k)``, or with ``mu > 0``
+    each kinked term replaced by its Moreau envelope (Huber smoothing), ``w l_mu(z) = h(a)
+    - a z - mu a^2 / (2 w)`` at ``a`` of :func:`smoothed_multipliers`; for the hinge ``w (u
+    - mu / 2)`` for ``u = t - z > mu``, ``w u^2 / (2 mu)`` on ``[0, mu]``, 0 below."""
+    t, w = terms.targets, terms.weights
+    if not mu:
+        return float(w @ terms.loss.value(z, t)) if len(terms) else 0.0
+    a = _envelope_multipliers(terms, z, mu)
+    return float(np.sum(terms.loss.conjugate(a, t, w) - a * z - mu * a * a / (2.0 * w)))
 
 
 def _smoothed_objective(problem, terms, E, mu):
-    """Objective with each kinked term replaced by its Moreau envelope (Huber smoothing).
-
-    ``w l_mu(z) = h(a) - a z - mu a^2 / (2 w)`` at ``a`` of :func:`smoothed_multipliers`;
-    for the hinge ``w (u - mu / 2)`` for ``u = t - z > mu``, ``w u^2 / (2 mu)`` on
-    ``[0, mu]``, 0 below.
-    """
-    a, z = smoothed_multipliers(terms, E, mu)
-    t, w = terms.targets, terms.weights
-    penalty = terms.loss.conjugate(a, t, w) - a * z - mu * a * a / (2.0 * w)
-    return graph_term(E, problem.laplacian) + float(penalty.sum())
-
+    """Objective with each kinked term replaced by its Moreau envelope (:func:`_penalty`)."""
+    return graph_term(E, problem.laplacian) + _penalty(terms, terms.margins(E), mu)
 
 
 def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
@@ -230,18 +238,37 @@ def _ray_search(problem, E, values, vectors, smoothing):
             out[over] *= (radius / norms[over])[:, None]
         return out
 
-    objective = _escalation_objective(problem, terms, smoothing)
-    f0 = objective(E)
+    on_ray = _ray_objective(problem, terms, E, U, smoothing)
+    if on_ray is None:  # the ball's projection: the objective of each candidate
+        objective = _escalation_objective(problem, terms, smoothing)
+
+        def on_ray(s):
+            return objective(candidate(s))
+
+    f0 = on_ray(0.0)
     scale = max(float(np.einsum("ij,ij->", E, E)) / max(E.shape[1], 1), 1.0)
     hi = scale
     # grow the bracket while the objective still decreases at its right end
-    while hi < 1e6 * scale and objective(candidate(2 * hi)) < objective(candidate(hi)):
+    while hi < 1e6 * scale and on_ray(2 * hi) < on_ray(hi):
         hi *= 2.0
-    res = minimize_scalar(lambda s: objective(candidate(s)), bounds=(0.0, 2 * hi),
-                          method="bounded", options={"xatol": 1e-6 * hi})
+    res = minimize_scalar(on_ray, bounds=(0.0, 2 * hi), method="bounded",
+                          options={"xatol": 1e-6 * hi})
     if res.fun >= f0:  # res.fun: the objective at res.x
         return candidate, 0.0, f0, f0
     return candidate, float(res.x), f0, float(res.fun)
+
+
+def _ray_objective(problem, terms, E, U, smoothing):
+    """The searched objective along ``K(s) = E E^T + s U U^T`` as a function of ``s``, in
+    ``O(m)`` a call: its graph term is ``tr(E^T L E) + s tr(U^T L U)`` and its margins
+    ``z(s) = z_E + s z_U``, each computed once. None for the ball-constrained loss, whose
+    candidates have their long rows scaled back (not linear in ``s``)."""
+    if terms.loss.bounded:
+        return None
+    mu = smoothing if _kinked(terms) else 0.0
+    graph_E, graph_U = graph_term(E, problem.laplacian), graph_term(U, problem.laplacian)
+    z_E, z_U = terms.margins(E), terms.margins(U)
+    return lambda s: graph_E + s * graph_U + _penalty(terms, z_E + s * z_U, mu)
 
 
 def rank_descent(problem, E, values, vectors):
