@@ -144,3 +144,42 @@ def test_ray_objective_is_the_objective_of_the_candidates(loss, mu):
     for s in (0.0, 0.05, 1.0, 30.0):
         expected = full(np.hstack([E, np.sqrt(s) * U]))
         assert on_ray(s) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge"])
+def test_block_bound_never_beats_what_its_first_eigenpair_allows(loss, monkeypatch):
+    """The ``k``-block's bound is at most ``conj + lambda_1 min(tau, f / u_1^T L u_1)``
+    (:func:`_block_may_certify`), so skipping the block where that cannot certify loses
+    no certificate: here the block is forced to run, and the bound it reaches (the larger
+    of it and the single eigenvalue's) stays below that value."""
+    import psdlearn as pl
+    import psdlearn.npkl.certificate as cm
+
+    rng = np.random.default_rng(6)
+    n = 150
+    y = np.arange(n) % 3
+    X = rng.normal(scale=2.0, size=(3, 2))[y] + rng.normal(size=(n, 2))
+    L = sp.csr_matrix(knn_laplacian(X, n_neighbors=5))
+    iu, ju = np.triu_indices(n, 1)
+    pick = rng.choice(len(iu), 200, replace=False)
+    pairs = np.column_stack([iu[pick], ju[pick]]).astype(np.int64)
+    signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
+    problem = NPKLProblem(L, pairs, signs, loss, 5.0, 1.0)
+    # rank 1 where the optimum needs more: S has negative eigenvalues, not certified
+    E = pl.NPKL(loss=loss, rank=1, graph="precomputed", gamma=5.0, certificate_tol=None,
+                random_state=0).fit(L, np.column_stack([pairs, signs])).embedding_
+    seen = []
+    real = cm._block_may_certify
+
+    def forced(problem_, f, conj, lam, u, tau, lmin, tol):
+        seen.append((f, conj + float(cm._times(min(lam, 0.0), tau if lmin is None else
+                                                  min(tau, f * float(u @ u) /
+                                                      float(u @ (L @ u)))))))
+        assert not real(problem_, f, conj, lam, u, tau, lmin, tol)  # not certifiable
+        return True
+
+    monkeypatch.setattr(cm, "_block_may_certify", forced)
+    cert = cm.certify(problem, E, laplacian_min_eig=0.01)  # delta of knn_laplacian
+    assert len(seen) == 1 and not cert.certified
+    f, best = seen[0]
+    assert cert.lower_bound <= best + 1e-12 * abs(f)

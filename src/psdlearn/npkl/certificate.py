@@ -529,6 +529,26 @@ def _negative_part(values, w, tau):
     return float(np.sum(_times(head, w[: len(head)])) + _times(nu, tau))
 
 
+def _block_may_certify(problem, f, conj, lam, u, tau, lmin, tol):
+    """Whether the ``k``-block's bound could certify, from the smallest eigenpair alone.
+
+    With ``nu = min(lambda_k, 0) <= 0`` and ``w_1 <= tau``, the block's negative part
+    (:func:`_negative_part`) is at most ``(lambda_1 - nu) w_1 + nu tau <= lambda_1 w_1``,
+    and its weight (:func:`_eigen_weights`) is at least ``min(tau, f / u^T L u)`` (for a
+    unit ``u``, ``u^T L^{-1} u >= 1 / u^T L u`` by Cauchy-Schwarz): one product with ``L``
+    bounds the best lower bound the block can reach, ``conj + lambda_1 w_1``. Where even
+    that leaves a gap above ``tol``, the block (Lanczos on ``k`` vectors and a CG solve per
+    eigenvector) cannot certify, and the single eigenvalue's bound stands.
+    """
+    w = tau
+    if lmin is not None and lmin > 0:
+        curvature = float(u @ (problem.laplacian @ u)) / float(u @ u)
+        if curvature > 0:
+            w = min(tau, f / curvature)
+    best = conj + float(_times(min(lam, 0.0), w))
+    return f - best <= tol * max(abs(f), np.finfo(float).tiny)
+
+
 def _diagonal_trace_bound(terms, f):
     """``tau >= tr(K*)`` from quadratic diagonal terms ``w_i (K_ii - t_i)^2`` on every sample.
 
@@ -715,7 +735,9 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
             best = (found, prepared)
     (lower, lam, values, vectors), prepared = best
     k_block = max(n_eig, N_BOUND_EIG if refine else 1)
-    if k_block > 1 and values[0] < 0 and f - lower > tol * max(abs(f), np.finfo(float).tiny):
+    if (k_block > 1 and values[0] < 0 and f - lower > tol * max(abs(f), np.finfo(float).tiny)
+            and (n_eig > 1 or _block_may_certify(problem, f, prepared[1], values[0],
+                                                 vectors[:, 0], tau, lmin, tol))):
         # a block for the bound alone gets BLOCK_RESTARTS and no fallback (module
         # docstring, "Cost"); one whose vectors the escalation needs, the full search
         lanczos = {} if n_eig > 1 else {"maxiter": BLOCK_RESTARTS, "fallback": False}
