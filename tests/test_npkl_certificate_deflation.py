@@ -149,9 +149,10 @@ def test_ray_objective_is_the_objective_of_the_candidates(loss, mu):
 @pytest.mark.parametrize("loss", ["square", "hinge"])
 def test_block_bound_never_beats_what_its_first_eigenpair_allows(loss, monkeypatch):
     """The ``k``-block's bound is at most ``conj + lambda_1 min(tau, f / u_1^T L u_1)``
-    (:func:`_block_may_certify`), so skipping the block where that cannot certify loses
-    no certificate: here the block is forced to run, and the bound it reaches (the larger
-    of it and the single eigenvalue's) stays below that value."""
+    (:func:`_block_may_help`), so skipping the block where that neither certifies nor
+    shrinks the gap much loses no certificate: here the block is forced to run, and the
+    bound it reaches (the larger of it and the single eigenvalue's) stays below that
+    value."""
     import psdlearn as pl
     import psdlearn.npkl.certificate as cm
 
@@ -169,17 +170,57 @@ def test_block_bound_never_beats_what_its_first_eigenpair_allows(loss, monkeypat
     E = pl.NPKL(loss=loss, rank=1, graph="precomputed", gamma=5.0, certificate_tol=None,
                 random_state=0).fit(L, np.column_stack([pairs, signs])).embedding_
     seen = []
-    real = cm._block_may_certify
 
-    def forced(problem_, f, conj, lam, u, tau, lmin, tol):
-        seen.append((f, conj + float(cm._times(min(lam, 0.0), tau if lmin is None else
-                                                  min(tau, f * float(u @ u) /
-                                                      float(u @ (L @ u)))))))
-        assert not real(problem_, f, conj, lam, u, tau, lmin, tol)  # not certifiable
+    def forced(problem_, f, conj, lower, lam, u, tau, lmin, tol):
+        w = min(tau, f * float(u @ u) / float(u @ (L @ u)))
+        seen.append((f, conj + float(cm._times(min(lam, 0.0), w))))
         return True
 
-    monkeypatch.setattr(cm, "_block_may_certify", forced)
+    monkeypatch.setattr(cm, "_block_may_help", forced)
     cert = cm.certify(problem, E, laplacian_min_eig=0.01)  # delta of knn_laplacian
     assert len(seen) == 1 and not cert.certified
     f, best = seen[0]
     assert cert.lower_bound <= best + 1e-12 * abs(f)
+
+
+def test_block_past_the_budget_leaves_the_smallest_eigenpairs_bound(monkeypatch):
+    """Under a time budget, a ``k``-block that passes it does not skip the certificate:
+    the bound of the smallest eigenpair alone (the one a skipped block gives) is
+    returned, with its numbers and no note."""
+    import psdlearn as pl
+    import psdlearn.npkl.certificate as cm
+
+    rng = np.random.default_rng(7)
+    n = 150
+    y = np.arange(n) % 3
+    X = rng.normal(scale=2.0, size=(3, 2))[y] + rng.normal(size=(n, 2))
+    L = sp.csr_matrix(knn_laplacian(X, n_neighbors=5))
+    iu, ju = np.triu_indices(n, 1)
+    pick = rng.choice(len(iu), 200, replace=False)
+    pairs = np.column_stack([iu[pick], ju[pick]]).astype(np.int64)
+    signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
+    problem = NPKLProblem(L, pairs, signs, "square", 5.0, 1.0)
+    E = pl.NPKL(loss="square", rank=1, graph="precomputed", gamma=5.0,
+                certificate_tol=None, random_state=0).fit(
+        L, np.column_stack([pairs, signs])).embedding_
+    monkeypatch.setattr(cm, "_block_may_help", lambda *args: False)
+    single = cm.certify(problem, E, laplacian_min_eig=0.01)
+    real = cm.smallest_eigenpairs
+
+    def over_in_block(S, k=1, **kw):
+        if k > 1:
+            raise cm._OverBudget
+        return real(S, k, **kw)
+
+    monkeypatch.setattr(cm, "_block_may_help", lambda *args: True)
+    monkeypatch.setattr(cm, "smallest_eigenpairs", over_in_block)
+    cut = cm.certify(problem, E, laplacian_min_eig=0.01, time_budget=1e9)
+    assert cut.note == "" and np.isfinite(cut.lower_bound) and not cut.certified
+    assert cut.lower_bound == pytest.approx(single.lower_bound, rel=1e-12)
+
+    def over(S, k=1, **kw):
+        raise cm._OverBudget
+
+    monkeypatch.setattr(cm, "smallest_eigenpairs", over)  # past it in the first eigenpair
+    skipped = cm.certify(problem, E, laplacian_min_eig=0.01, time_budget=1e9)
+    assert skipped.note.startswith("skipped") and np.isnan(skipped.lower_bound)

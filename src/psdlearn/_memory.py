@@ -24,12 +24,12 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
   (``4 nnz_c``) and the coarse embedding (``4 n_c r``), with ``n_c``, ``nnz_c`` the
   fractions :data:`COARSE_SAMPLES`, :data:`COARSE_ENTRIES` of ``n``, ``nnz``;
 - **certificate**: ``X``, the index, ``L`` (and its value-ordered copy), the
-  embedding, with float32 its float64 copy
-  (``8 n r``: the certificate computes in float64), and its orthonormal basis
-  (``8 n r``), then either the SVD's copy of the embedding (``8 n r``) or the dual matrix
-  (``12 nnz``) and either the basis's product by it (``8 n r``) or, after it, the
-  Lanczos vectors (``8 n (ncv + 4)``, ``ncv = 32``); the directions of the basis that the
-  dual matrix annihilates are a mask of its columns, not a copy.
+  embedding, with float32 its float64 copy (``8 n r``: the certificate computes in
+  float64), and its orthonormal basis (``8 n r``), then either the basis's first pass
+  (``8 n r``, before its Cholesky QR step) or the dual matrix (``12 nnz``) and either
+  the basis's product by it (``8 n r``) or, after it, the Lanczos vectors
+  (``8 n (ncv + 4)``, ``ncv = 32``); the directions of the basis that the dual matrix
+  annihilates are a mask of its columns, not a copy.
 
 The solve and the certificate also hold the ``gamma_0`` vector kept for
 ``partial_fit`` (``4 n``, float32; ``gamma="auto"`` with a margin loss). The peak is
@@ -216,12 +216,13 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
                   "spare half-step arrays": 3 * f * n * r if solver == "admm" else 0},
     }
     if certificate:
-        # the SVD of E (its copy and U), then the Lanczos run on the dual matrix with U kept
+        # the basis of range(E) (a first pass and its Cholesky QR step), then the Lanczos
+        # run on the dual matrix with the basis kept
         cert = {**base, **kept, "Laplacian": laplacian, "embedding": f * n * r,
                 "float64 copy of the embedding": 8 * n * r if f < 8 else 0,
                 "range basis": 8 * n * r}
         phases["certificate"] = max(
-            ({**cert, "SVD copy of the embedding": 8 * n * r},
+            ({**cert, "first pass of the range basis": 8 * n * r},
              # the basis's product with S is freed before the Lanczos run, which keeps
              # the basis (its deflation set)
              {**cert, "dual matrix": laplacian,

@@ -76,7 +76,11 @@ it cannot beat the single eigenvalue (``nu ~ lambda_min``): it gets
 :data:`BLOCK_RESTARTS` ARPACK restarts, and the single-eigenvalue bound stands if it has
 not converged by then (a9a hinge at rank 16: the block at 100 restarts did not converge
 in 12 s of CPU, after which the fallback recomputed the known smallest eigenpair; its
-converged values, ``-1.08e-4 ... -7.9e-5``, form such a cluster).
+converged values, ``-1.08e-4 ... -7.9e-5``, form such a cluster). The block runs only
+where its bound could certify or shrink the gap by :data:`BLOCK_MIN_GAIN` (its best value
+follows from the smallest eigenpair, :func:`_block_may_help`), and under a time budget a
+block that passes it leaves the smallest eigenpair's bound in place; the basis of
+``range(E)`` comes from the Gram matrix ``E^T E`` (:func:`_range_basis`).
 
 **Rank escalation** and the rounds of ``rank="adaptive"`` are in
 :mod:`psdlearn.npkl.escalation`, which bounds each round's fit with :func:`certify`.
@@ -105,6 +109,9 @@ KINK = 1e-6
 N_BOUND_EIG = 4
 #: ARPACK restarts of the ``N_BOUND_EIG``-block of the bound (module docstring, "Cost").
 BLOCK_RESTARTS = 20
+#: The ``k``-block of the bound runs only where it could certify or shrink the gap of the
+#: smallest eigenpair's bound by at least this share (:func:`_block_may_help`).
+BLOCK_MIN_GAIN = 0.5
 #: Lanczos tolerance (relative to the shift) of the cheap bound (``refine=False``): the
 #: Ritz values are lowered by their residuals, so the bound stays valid, only looser; the
 #: intermediate rounds need the eigenvectors as directions, not ``lambda_min`` to 1e-9.
@@ -529,24 +536,26 @@ def _negative_part(values, w, tau):
     return float(np.sum(_times(head, w[: len(head)])) + _times(nu, tau))
 
 
-def _block_may_certify(problem, f, conj, lam, u, tau, lmin, tol):
-    """Whether the ``k``-block's bound could certify, from the smallest eigenpair alone.
+def _block_may_help(problem, f, conj, lower, lam, u, tau, lmin, tol):
+    """Whether the ``k``-block's bound could certify, or halve the gap of ``lower``, the
+    bound of the smallest eigenpair alone.
 
     With ``nu = min(lambda_k, 0) <= 0`` and ``w_1 <= tau``, the block's negative part
     (:func:`_negative_part`) is at most ``(lambda_1 - nu) w_1 + nu tau <= lambda_1 w_1``,
     and its weight (:func:`_eigen_weights`) is at least ``min(tau, f / u^T L u)`` (for a
     unit ``u``, ``u^T L^{-1} u >= 1 / u^T L u`` by Cauchy-Schwarz): one product with ``L``
-    bounds the best lower bound the block can reach, ``conj + lambda_1 w_1``. Where even
-    that leaves a gap above ``tol``, the block (Lanczos on ``k`` vectors and a CG solve per
-    eigenvector) cannot certify, and the single eigenvalue's bound stands.
+    bounds the best lower bound the block can reach, ``conj + lambda_1 w_1``. Where that
+    neither certifies nor gains :data:`BLOCK_MIN_GAIN` of the gap, the block (Lanczos on
+    ``k`` vectors and a CG solve per eigenvector) is not run.
     """
     w = tau
     if lmin is not None and lmin > 0:
         curvature = float(u @ (problem.laplacian @ u)) / float(u @ u)
         if curvature > 0:
             w = min(tau, f / curvature)
-    best = conj + float(_times(min(lam, 0.0), w))
-    return f - best <= tol * max(abs(f), np.finfo(float).tiny)
+    best_gap = f - (conj + float(_times(min(lam, 0.0), w)))
+    return best_gap <= max(tol * max(abs(f), np.finfo(float).tiny),
+                           (1.0 - BLOCK_MIN_GAIN) * (f - lower))
 
 
 def _diagonal_trace_bound(terms, f):
@@ -600,7 +609,8 @@ def certify(problem, E, multipliers=None, *, tol=CERTIFICATE_TOL, laplacian_min_
         Seconds of process CPU time the certificate may take (checked at every product of
         the eigen-solve and before every CG solve of the weights); past it the bound is
         skipped and the certificate says so in ``note`` (its bounds NaN, ``certified``
-        False). None: no limit.
+        False), unless only the ``k``-block that refines it was running: the bound of the
+        smallest eigenpair is then returned. None: no limit.
 
     Returns
     -------
@@ -736,13 +746,19 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
     (lower, lam, values, vectors), prepared = best
     k_block = max(n_eig, N_BOUND_EIG if refine else 1)
     if (k_block > 1 and values[0] < 0 and f - lower > tol * max(abs(f), np.finfo(float).tiny)
-            and (n_eig > 1 or _block_may_certify(problem, f, prepared[1], values[0],
-                                                 vectors[:, 0], tau, lmin, tol))):
+            and (n_eig > 1 or _block_may_help(problem, f, prepared[1], lower, values[0],
+                                              vectors[:, 0], tau, lmin, tol))):
         # a block for the bound alone gets BLOCK_RESTARTS and no fallback (module
         # docstring, "Cost"); one whose vectors the escalation needs, the full search
         lanczos = {} if n_eig > 1 else {"maxiter": BLOCK_RESTARTS, "fallback": False}
-        block_lower, block_lam, block_values, block_vectors = bound(prepared, k_block,
-                                                                    **lanczos)
+        try:
+            block_lower, block_lam, block_values, block_vectors = bound(prepared, k_block,
+                                                                        **lanczos)
+        except _OverBudget:
+            if n_eig > 1:  # the escalation needs the block's vectors
+                raise
+            # the block only refines the bound: the smallest eigenpair's stands
+            block_lower, block_lam, block_values = -np.inf, lam, np.zeros(0)
         # several strongly negative eigenvalues can make the k-block bound lower than
         # the single-eigenvalue one: both are valid, keep the larger
         if block_lower > lower:
@@ -753,10 +769,10 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
     rel = gap / max(abs(f), np.finfo(float).tiny)
     descent = float("nan")
     if (refine and rel > tol and len(values) and values[0] < 0
-            and -float(_times(min(lam, 0.0), tau)) >= 0.5 * gap
-            and (deadline is None or time.process_time() <= deadline)):
+            and -float(_times(min(lam, 0.0), tau)) >= 0.5 * gap):
         # the negative curvature dominates the bound: whether it is missing rank (a
-        # scalar search, a few dozen objective evaluations; not once over the budget)
+        # scalar search along the ray, about the cost of two objective evaluations, also
+        # past the budget: the warning's advice depends on it)
         from psdlearn.npkl.escalation import rank_descent
 
         descent = rank_descent(problem, E, values[:1], vectors[:, :1])
