@@ -224,3 +224,30 @@ def test_block_past_the_budget_leaves_the_smallest_eigenpairs_bound(monkeypatch)
     monkeypatch.setattr(cm, "smallest_eigenpairs", over)  # past it in the first eigenpair
     skipped = cm.certify(problem, E, laplacian_min_eig=0.01, time_budget=1e9)
     assert skipped.note.startswith("skipped") and np.isnan(skipped.lower_bound)
+
+
+def test_bound_without_an_eigenvector_still_runs_the_block(monkeypatch):
+    """Where Lanczos gives no eigenvector (the Gershgorin fallback of
+    ``smallest_eigenpairs``), nothing predicts the block's bound: it runs, and the
+    certificate is computed."""
+    import psdlearn.npkl.certificate as cm
+
+    rng = np.random.default_rng(8)
+    n = 120
+    L = sp.csr_matrix(knn_laplacian(rng.standard_normal((n, 2)), n_neighbors=5))
+    pairs = np.column_stack([np.arange(0, 60), np.arange(60, 120)]).astype(np.int64)
+    signs = np.where(np.arange(60) % 2 == 0, 1.0, -1.0)
+    problem = NPKLProblem(L, pairs, signs, "square", 5.0, 1.0)
+    E = 0.1 * rng.standard_normal((n, 1))
+    real = cm.smallest_eigenpairs
+    ks = []
+
+    def no_vector_alone(S, k=1, **kw):
+        ks.append(k)
+        if k == 1:
+            return np.array([-1.0]), np.zeros((S.shape[0], 0))
+        return real(S, k, **kw)
+
+    monkeypatch.setattr(cm, "smallest_eigenpairs", no_vector_alone)
+    cert = cm.certify(problem, E, laplacian_min_eig=0.01)
+    assert ks == [1, cm.N_BOUND_EIG] and np.isfinite(cert.lower_bound)

@@ -746,8 +746,9 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
     (lower, lam, values, vectors), prepared = best
     k_block = max(n_eig, N_BOUND_EIG if refine else 1)
     if (k_block > 1 and values[0] < 0 and f - lower > tol * max(abs(f), np.finfo(float).tiny)
-            and (n_eig > 1 or _block_may_help(problem, f, prepared[1], lower, values[0],
-                                              vectors[:, 0], tau, lmin, tol))):
+            and (n_eig > 1 or vectors.shape[1] == 0  # no eigenvector: Gershgorin's bound
+                 or _block_may_help(problem, f, prepared[1], lower, values[0],
+                                    vectors[:, 0], tau, lmin, tol))):
         # a block for the bound alone gets BLOCK_RESTARTS and no fallback (module
         # docstring, "Cost"); one whose vectors the escalation needs, the full search
         lanczos = {} if n_eig > 1 else {"maxiter": BLOCK_RESTARTS, "fallback": False}
