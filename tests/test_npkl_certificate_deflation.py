@@ -146,17 +146,12 @@ def test_ray_objective_is_the_objective_of_the_candidates(loss, mu):
         assert on_ray(s) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("loss", ["square", "hinge"])
-def test_block_bound_never_beats_what_its_first_eigenpair_allows(loss, monkeypatch):
-    """The ``k``-block's bound is at most ``conj + lambda_1 min(tau, f / u_1^T L u_1)``
-    (:func:`_block_may_help`), so skipping the block where that neither certifies nor
-    shrinks the gap much loses no certificate: here the block is forced to run, and the
-    bound it reaches (the larger of it and the single eigenvalue's) stays below that
-    value."""
+def _rank_one_fit(loss, seed):
+    """Three blobs, 200 random pairs and a rank-1 fit where the optimum needs more: its
+    dual matrix has negative eigenvalues and it is not certified."""
     import psdlearn as pl
-    import psdlearn.npkl.certificate as cm
 
-    rng = np.random.default_rng(6)
+    rng = np.random.default_rng(seed)
     n = 150
     y = np.arange(n) % 3
     X = rng.normal(scale=2.0, size=(3, 2))[y] + rng.normal(size=(n, 2))
@@ -165,10 +160,22 @@ def test_block_bound_never_beats_what_its_first_eigenpair_allows(loss, monkeypat
     pick = rng.choice(len(iu), 200, replace=False)
     pairs = np.column_stack([iu[pick], ju[pick]]).astype(np.int64)
     signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
-    problem = NPKLProblem(L, pairs, signs, loss, 5.0, 1.0)
-    # rank 1 where the optimum needs more: S has negative eigenvalues, not certified
     E = pl.NPKL(loss=loss, rank=1, graph="precomputed", gamma=5.0, certificate_tol=None,
                 random_state=0).fit(L, np.column_stack([pairs, signs])).embedding_
+    return NPKLProblem(L, pairs, signs, loss, 5.0, 1.0), E
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge"])
+def test_block_bound_never_beats_what_its_first_eigenpair_allows(loss, monkeypatch):
+    """The ``k``-block's bound is at most ``conj + lambda_1 min(tau, f / u_1^T L u_1)``
+    (:func:`_block_may_help`), so skipping the block where that neither certifies nor
+    shrinks the gap much loses no certificate: here the block is forced to run, and the
+    bound it reaches (the larger of it and the single eigenvalue's) stays below that
+    value."""
+    import psdlearn.npkl.certificate as cm
+
+    problem, E = _rank_one_fit(loss, seed=6)
+    L = problem.laplacian
     seen = []
 
     def forced(problem_, f, conj, lower, lam, u, tau, lmin, tol):
@@ -187,22 +194,9 @@ def test_block_past_the_budget_leaves_the_smallest_eigenpairs_bound(monkeypatch)
     """Under a time budget, a ``k``-block that passes it does not skip the certificate:
     the bound of the smallest eigenpair alone (the one a skipped block gives) is
     returned, with its numbers and no note."""
-    import psdlearn as pl
     import psdlearn.npkl.certificate as cm
 
-    rng = np.random.default_rng(7)
-    n = 150
-    y = np.arange(n) % 3
-    X = rng.normal(scale=2.0, size=(3, 2))[y] + rng.normal(size=(n, 2))
-    L = sp.csr_matrix(knn_laplacian(X, n_neighbors=5))
-    iu, ju = np.triu_indices(n, 1)
-    pick = rng.choice(len(iu), 200, replace=False)
-    pairs = np.column_stack([iu[pick], ju[pick]]).astype(np.int64)
-    signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
-    problem = NPKLProblem(L, pairs, signs, "square", 5.0, 1.0)
-    E = pl.NPKL(loss="square", rank=1, graph="precomputed", gamma=5.0,
-                certificate_tol=None, random_state=0).fit(
-        L, np.column_stack([pairs, signs])).embedding_
+    problem, E = _rank_one_fit("square", seed=7)
     monkeypatch.setattr(cm, "_block_may_help", lambda *args: False)
     single = cm.certify(problem, E, laplacian_min_eig=0.01)
     real = cm.smallest_eigenpairs
