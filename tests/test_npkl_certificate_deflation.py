@@ -141,9 +141,12 @@ def test_ray_objective_is_the_objective_of_the_candidates(loss, mu):
         assert on_ray is None
         return
     full = _escalation_objective(problem, terms, mu)
+    # the same from the caller's objective at E (the graph term then read off it)
+    given = _ray_objective(problem, terms, E, U, mu, f0=full(E))
     for s in (0.0, 0.05, 1.0, 30.0):
         expected = full(np.hstack([E, np.sqrt(s) * U]))
         assert on_ray(s) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert given(s) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
 def _rank_one_fit(loss, seed):

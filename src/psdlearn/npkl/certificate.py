@@ -772,11 +772,11 @@ def _certify(problem, E, f, multipliers, *, tol, laplacian_min_eig, n_eig,
     if (refine and rel > tol and len(values) and values[0] < 0
             and -float(_times(min(lam, 0.0), tau)) >= 0.5 * gap):
         # the negative curvature dominates the bound: whether it is missing rank (a
-        # scalar search along the ray, about the cost of two objective evaluations, also
+        # scalar search along the ray, about the cost of one objective evaluation, also
         # past the budget: the warning's advice depends on it)
         from psdlearn.npkl.escalation import rank_descent
 
-        descent = rank_descent(problem, E, values[:1], vectors[:, :1])
+        descent = rank_descent(problem, E, values[:1], vectors[:, :1], objective=f)
     cert = Certificate(objective=f, lower_bound=float(lower), gap_bound=float(gap),
                        relative_gap=float(rel), lambda_min=lam, trace_bound=float(tau),
                        certified=bool(rel <= tol), tol=float(tol), rank_descent=descent)

@@ -217,11 +217,12 @@ def escalate(problem, E, values, vectors, smoothing=HINGE_ESCALATION_SMOOTHING):
     return candidate(s), s
 
 
-def _ray_search(problem, E, values, vectors, smoothing):
+def _ray_search(problem, E, values, vectors, smoothing, f0=None):
     """The scalar search of :func:`escalate`: ``(candidate, s, f0, f_s)``, with
-    ``candidate(s)`` the embedding at ``s``, ``f0`` the searched objective at ``E`` and
-    ``f_s`` at the chosen ``s`` (``s = 0`` and ``f_s = f0`` when the ray does not
-    descend; ``s = 0`` and ``f0 = f_s = None`` when no eigenvalue is negative)."""
+    ``candidate(s)`` the embedding at ``s``, ``f0`` the searched objective at ``E`` (the
+    caller's when it has it) and ``f_s`` at the chosen ``s`` (``s = 0`` and ``f_s = f0``
+    when the ray does not descend; ``s = 0`` and ``f0 = f_s = None`` when no eigenvalue is
+    negative)."""
     E = np.asarray(E, dtype=np.float64)
     values = np.asarray(values)[: vectors.shape[1]]  # no vectors after a Lanczos failure
     U = vectors[:, values < 0]
@@ -238,7 +239,7 @@ def _ray_search(problem, E, values, vectors, smoothing):
             out[over] *= (radius / norms[over])[:, None]
         return out
 
-    on_ray = _ray_objective(problem, terms, E, U, smoothing)
+    on_ray = _ray_objective(problem, terms, E, U, smoothing, f0)
     if on_ray is None:  # the ball's projection: the objective of each candidate
         objective = _escalation_objective(problem, terms, smoothing)
 
@@ -258,29 +259,34 @@ def _ray_search(problem, E, values, vectors, smoothing):
     return candidate, float(res.x), f0, float(res.fun)
 
 
-def _ray_objective(problem, terms, E, U, smoothing):
+def _ray_objective(problem, terms, E, U, smoothing, f0=None):
     """The searched objective along ``K(s) = E E^T + s U U^T`` as a function of ``s``, in
     ``O(m)`` a call: its graph term is ``tr(E^T L E) + s tr(U^T L U)`` and its margins
-    ``z(s) = z_E + s z_U``, each computed once. None for the ball-constrained loss, whose
-    candidates have their long rows scaled back (not linear in ``s``)."""
+    ``z(s) = z_E + s z_U``, each computed once (``tr(E^T L E)`` as ``f0`` minus the loss
+    term when the searched objective at ``E`` is given). None for the ball-constrained
+    loss, whose candidates have their long rows scaled back (not linear in ``s``)."""
     if terms.loss.bounded:
         return None
     mu = smoothing if _kinked(terms) else 0.0
-    graph_E, graph_U = graph_term(E, problem.laplacian), graph_term(U, problem.laplacian)
     z_E, z_U = terms.margins(E), terms.margins(U)
+    graph_E = (graph_term(E, problem.laplacian) if f0 is None
+               else f0 - _penalty(terms, z_E, mu))
+    graph_U = graph_term(U, problem.laplacian)
     return lambda s: graph_E + s * graph_U + _penalty(terms, z_E + s * z_U, mu)
 
 
-def rank_descent(problem, E, values, vectors):
+def rank_descent(problem, E, values, vectors, objective=None):
     """The relative decrease of the objective along the given eigenvectors.
 
     ``(f(E) - f(E_new)) / |f(E)|`` with ``E_new`` of :func:`escalate` on ``f`` itself (the
     exact hinge too: a scalar search needs no derivative), 0 when the ray does not
     descend: what one more column in that direction is worth to the problem that was
     solved. ``Certificate.rank_descent`` (the most negative eigenvector) tells the advice
-    of an uncertified fit whether the rank is what is missing.
+    of an uncertified fit whether the rank is what is missing. ``objective``: ``f(E)``
+    when the caller has it (the certificate does), which spares one pass over ``L``.
     """
-    _, step, f0, f_step = _ray_search(problem, E, values, vectors, smoothing=0.0)
+    _, step, f0, f_step = _ray_search(problem, E, values, vectors, smoothing=0.0,
+                                      f0=objective)
     if step <= 0:
         return 0.0
     return max(f0 - f_step, 0.0) / max(abs(f0), np.finfo(float).tiny)
