@@ -211,6 +211,21 @@ def test_critical_gamma_is_where_L_minus_gamma_G_stops_being_psd(loss):
     assert lo > 0 > hi
 
 
+@pytest.mark.parametrize("loss", ["hinge", "square", "pcp"])
+@pytest.mark.parametrize("n_pairs", [3, 12])
+def test_critical_gamma_of_few_pairs_among_many_points(loss, n_pairs):
+    # the dense solve runs on the Schur complement of the rows no pair touches (most of
+    # them here): gamma_0 is still where L - gamma G stops being positive semidefinite
+    X, y = _blobs(200)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, n_pairs, n_pairs, random_state=1)
+    assert len(np.unique(C.pairs)) < 100
+    g0 = critical_gamma(L, C.pairs, C.signs, loss)
+    G = loss_gradient_matrix(200, C.pairs, C.signs, loss).toarray()
+    assert sl.eigvalsh(L.toarray() - 0.999 * g0 * G)[0] > 0
+    assert sl.eigvalsh(L.toarray() - 1.001 * g0 * G)[0] < 0
+
+
 @pytest.mark.parametrize("n_pairs", [30, 0.6])
 def test_critical_gamma_by_lobpcg_matches_the_dense_pencil(monkeypatch, n_pairs):
     # 30 + 30 pairs: lambda_max about 12; 0.6 n + 0.6 n: about 80, where LOBPCG's relative

@@ -57,12 +57,34 @@ def test_scores_are_bounded_signed_and_flip_with_the_sign(separable):
 def test_partial_fit_updates_the_scores(separable):
     X, y, C = separable
     model = pl.NPKL(loss="square", random_state=0).fit(X, C)
+    assert model.constraint_scores_.shape == (C.n_pairs,)  # read, and kept, before the update
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.partial_fit(X, [[3, 57, 1]])
     assert model.constraint_scores_.shape == (C.n_pairs + 1,)
     idx, rows = model.suspicious_constraints(k=1)
     assert rows[0].tolist() == [3, 57, 1]
+
+
+def test_scores_are_those_of_the_last_fit_whenever_read(separable):
+    # the scores are computed on first read: a refit, or a copy taken before the read,
+    # must score its own kernel
+    import pickle
+
+    from psdlearn.npkl._suspicious import constraint_scores
+
+    X, y, C = separable
+    model = pl.NPKL(loss="square", random_state=0).fit(X, C)
+    first = model.constraint_scores_
+    with pytest.raises(AttributeError):
+        pl.NPKL().constraint_scores_
+    other = pl.PairwiseConstraints.from_labels(y, 5, 5, random_state=3)
+    copy = pickle.loads(pickle.dumps(model.fit(X, other)))
+    for fitted in (model, copy):
+        np.testing.assert_array_equal(
+            fitted.constraint_scores_,
+            constraint_scores(fitted.embedding_, fitted.laplacian_, other.pairs, other.signs))
+    assert first.shape == (C.n_pairs,) != model.constraint_scores_.shape
 
 
 class _FixedFolds:

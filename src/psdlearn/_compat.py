@@ -5,6 +5,8 @@ scikit-learn does not promise these across releases; the lowest supported versio
 module imports them from here, so that a rename upstream is fixed once.
 
 - ``_fit_context``: the decorator of ``fit`` that validates ``_parameter_constraints``.
+- ``BaseEstimator``: scikit-learn's, with its private ``_get_param_names`` read once per
+  class (below).
 - ``Interval``, ``StrOptions``, ``Options``, ``RealNotInt``: the constraint types of
   ``_parameter_constraints``; ``Hidden`` keeps a constraint (the ``"deprecated"`` default
   of a renamed parameter) out of the error messages.
@@ -13,13 +15,36 @@ Behaviour that differs between supported versions of an optional dependency is s
 here too: :func:`hnsw_build_threads` and :func:`visited_array` (faiss-cpu).
 """
 
+import functools
 from contextlib import contextmanager
 
+import sklearn.base
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Hidden, Interval, Options, RealNotInt, StrOptions
 
-__all__ = ["Hidden", "Interval", "Options", "RealNotInt", "StrOptions", "_fit_context",
-           "hnsw_build_threads", "visited_array"]
+__all__ = ["BaseEstimator", "Hidden", "Interval", "Options", "RealNotInt", "StrOptions",
+           "_fit_context", "hnsw_build_threads", "visited_array"]
+
+
+class BaseEstimator(sklearn.base.BaseEstimator):
+    """scikit-learn's ``BaseEstimator`` with the constructor's parameter names read once
+    per class.
+
+    scikit-learn reads them from the signature of ``__init__`` on every ``get_params``
+    (parameter validation, ``clone``, ``repr``), about 0.05 ms a call and several calls per
+    ``fit``: a tenth of the fit of a few hundred points. A class's signature does not
+    change, so its names are cached per class (a subclass gets its own entry).
+    """
+
+    @classmethod
+    def _get_param_names(cls):
+        return list(_param_names(cls))
+
+
+@functools.cache
+def _param_names(cls):
+    return tuple(super(BaseEstimator, cls)._get_param_names())
+
 
 #: First faiss-cpu release whose multi-threaded HNSW ``add`` builds the same graph on
 #: nearly every run (measured: 1.8.0 to 1.15.0 do not, faiss documents their insertion

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin, clone
+from sklearn.base import ClusterMixin, clone
 from sklearn.cluster import KMeans
 from sklearn.metrics import euclidean_distances
 from sklearn.utils import check_array, check_random_state, get_tags
@@ -28,7 +28,7 @@ from psdlearn._cluster_kernels import (
     group_sums,
     saturation_assign,
 )
-from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, Interval, StrOptions, _fit_context
 from psdlearn._training_rows import TrainingRows
 from psdlearn.constraints import check_side_info
 

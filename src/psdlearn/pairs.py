@@ -15,12 +15,12 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import ClassifierMixin, clone
 from sklearn.metrics import roc_auc_score
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
-from psdlearn._compat import StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, StrOptions, _fit_context
 from psdlearn.cluster import _default_learner, check_learner, learner_embedding
 from psdlearn.constraints import PairwiseConstraints
 

@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics.pairwise import (
     laplacian_kernel,
     linear_kernel,
@@ -42,7 +42,7 @@ from sklearn.metrics.pairwise import (
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Interval, RealNotInt, StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, Interval, RealNotInt, StrOptions, _fit_context
 from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import center_kernel

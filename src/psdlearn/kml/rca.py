@@ -25,12 +25,12 @@ import warnings
 
 import numpy as np
 from scipy.linalg import eigh
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.decomposition import PCA
 from sklearn.utils import deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Hidden, Interval, StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, Hidden, Interval, StrOptions, _fit_context
 from psdlearn._mahalanobis import MahalanobisMixin
 from psdlearn.constraints import PairwiseConstraints
 from psdlearn.kml._similar import similar_set

@@ -49,7 +49,6 @@ from psdlearn.npkl import _kernels as K
 from psdlearn.npkl._deferred_certificate import run_rounds
 from psdlearn.npkl._fit_graph import in_order, is_training_data
 from psdlearn.npkl._settings import warn_uncertified
-from psdlearn.npkl._suspicious import constraint_scores
 from psdlearn.npkl.bcd import (
     PARTIAL,
     initial_embedding,
@@ -134,8 +133,7 @@ def partial_fit(est, X, y):
     if not deferred:
         warn_uncertified(est)
     est.side_info_ = C
-    est.constraint_scores_ = constraint_scores(est.embedding_, est.laplacian_, C.pairs,
-                                               C.signs)
+    est.__dict__.pop("constraint_scores_", None)  # scored for the union on first read
     return est
 
 

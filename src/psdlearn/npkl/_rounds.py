@@ -11,7 +11,6 @@ import sys
 import time
 import warnings
 from dataclasses import replace
-from functools import cache
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -21,13 +20,6 @@ from psdlearn._progress import progress_bar, warn_interrupted
 from psdlearn._solver import SolveOptions
 from psdlearn.npkl.losses import get_loss
 from psdlearn.npkl.solvers import RESTART, WARM, map_rows
-
-
-@cache
-def _param_names(cls):
-    """The constructor parameters of an estimator class (scikit-learn reads the signature
-    on every ``get_params``: a tenth of a millisecond, per fit of a small problem)."""
-    return tuple(cls._get_param_names())
 
 
 def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumbered=None,
@@ -102,7 +94,7 @@ def solve_rounds(est, spec, problem, rank, rng, start=None, order=None, renumber
 
     options = SolveOptions(max_iter=est.max_iter, tol=est.tol, random_state=rng,
                            callback=callback, verbose=est.verbose,
-                           params={**{k: getattr(est, k) for k in _param_names(type(est))},
+                           params={**{k: getattr(est, k) for k in est._get_param_names()},
                                    **est.solver_options_,
                                    "rank": rank, "gamma": est.gamma_},
                            state=state, owns_start=owned and E0 is not None)

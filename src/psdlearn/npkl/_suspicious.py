@@ -70,6 +70,31 @@ def constraint_scores(E, L, pairs, signs):
         _cosines(E[rows], local) + _cosines(neighbours, local))
 
 
+class ScoresOnRead:
+    """``NPKL.constraint_scores_``, computed from ``embedding_``, ``laplacian_`` and
+    ``side_info_`` when first read.
+
+    A non-data descriptor: the first read stores the scores in the instance ``__dict__``,
+    where later reads find them; a fit removes them (its new kernel scores anew). The fit
+    itself does not need them, and on a fit of a few hundred points they cost a twentieth
+    of it. Without a fitted in-memory embedding (unfitted, or a fit on a Dask array) the
+    attribute is missing (``AttributeError``).
+    """
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        fitted = obj.__dict__
+        E, C = fitted.get("embedding_"), fitted.get("side_info_")
+        if not isinstance(E, np.ndarray) or C is None or "laplacian_" not in fitted:
+            raise AttributeError(self.name)
+        fitted[self.name] = constraint_scores(E, fitted["laplacian_"], C.pairs, C.signs)
+        return fitted[self.name]
+
+
 def most_suspicious(scores, constraints, k):
     """The ``k`` highest scores: their indices and ``[i, j, sign]`` rows (ties by index)."""
     k = min(int(k), len(scores))

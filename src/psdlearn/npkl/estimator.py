@@ -28,11 +28,11 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import factorized
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Hidden, Interval, Options, StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, Hidden, Interval, Options, StrOptions, _fit_context
 from psdlearn._constraint_checks import warn_conflicts
 from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
@@ -54,7 +54,7 @@ from psdlearn.npkl._out_of_sample import (
     select_n_neighbors,
 )
 from psdlearn.npkl._settings import check_dtype, resolve_solver_options, warn_uncertified
-from psdlearn.npkl._suspicious import constraint_scores, most_suspicious
+from psdlearn.npkl._suspicious import ScoresOnRead, most_suspicious
 from psdlearn.npkl.distributed.fit import is_dask_array
 from psdlearn.npkl.problem import (
     LOSSES,
@@ -477,6 +477,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     certificate_ = DeferredAttribute()
     rank_path_ = DeferredAttribute()
     certificate_time_ = DeferredAttribute()
+    constraint_scores_ = ScoresOnRead()
 
     @property
     def n_neighbors_transform_(self):
@@ -611,8 +612,7 @@ class NPKL(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                     self.embedding_)
             self.laplacian_ = L
             self.side_info_ = C
-            with phase("the constraint scores"):
-                self.constraint_scores_ = constraint_scores(self.embedding_, L, C.pairs, C.signs)
+            self.__dict__.pop("constraint_scores_", None)  # scored for this fit on first read
         return self
 
     def partial_fit(self, X, y):

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import block_diag, pinvh
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels, rbf_kernel
@@ -33,7 +33,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, Interval, StrOptions, _fit_context
 from psdlearn._exact_knn import value_order
 from psdlearn._interrupt import fitting, phase
 from psdlearn._linalg import psd_factor

@@ -44,12 +44,12 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state, deprecated
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from psdlearn._compat import Interval, StrOptions, _fit_context
+from psdlearn._compat import BaseEstimator, Interval, StrOptions, _fit_context
 from psdlearn._interrupt import fitting, phase
 from psdlearn._mahalanobis import MahalanobisMixin
 from psdlearn._progress import warn_interrupted
