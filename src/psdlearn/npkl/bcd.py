@@ -401,21 +401,14 @@ def solve_bcd(
     ``objective_history`` is non-increasing up to rounding (Theorem 1 of Hu & Kwok 2015).
     """
     gamma = float(problem.gamma)
-    L = problem.laplacian.tocsr()
-    n = L.shape[0]
+    n = problem.n_samples
     E = (np.array(E0, dtype=dtype, order="C", copy=True) if copy
          else np.asarray(E0, dtype=dtype, order="C"))
     if E.ndim != 2 or E.shape[0] != n:
         raise ValueError(f"E0 must have shape ({n}, rank), got {E.shape}.")
     if not np.all(np.isfinite(E)):
         raise ValueError("E0 contains NaN or inf.")
-    # the graph's own index arrays (int32 below 2^31 entries), not int64 copies of them
-    Lp = np.ascontiguousarray(L.indptr)
-    Li = np.ascontiguousarray(L.indices)
-    Lx = np.ascontiguousarray(L.data, dtype=dtype)
-    diag = np.ascontiguousarray(L.diagonal(), dtype=dtype)
-    if not np.all(diag > 0):
-        raise ValueError("The Laplacian must have a positive diagonal (L positive definite).")
+    Lp, Li, Lx, diag = problem.sweep_arrays(dtype)
 
     table = get_loss(problem.loss)
     loss = table.kernel
@@ -434,9 +427,7 @@ def solve_bcd(
     Ts = np.ascontiguousarray(Ts, dtype=np.float64)
     pairs = np.ascontiguousarray(problem.pairs, dtype=np.int64).reshape(-1, 2)
     signs = np.ascontiguousarray(problem.signs, dtype=np.float64)
-    has_pair = np.diff(Tp) > 0
-    constrained = np.flatnonzero(has_pair).astype(np.int64)
-    free = np.flatnonzero(~has_pair).astype(np.int64)
+    constrained, free = problem.paired_rows
     alpha = np.zeros(len(Ti))  # dual warm starts, one per adjacency slot
     if unconstrained == "block":
         if block_iter < 1:  # a solver-only argument: no estimator validates it

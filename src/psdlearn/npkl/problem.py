@@ -354,6 +354,45 @@ class NPKLProblem:
         np.cumsum(indptr, out=indptr)
         return indptr, cols[order].astype(np.int64), vals[order]
 
+    def sweep_arrays(self, dtype=np.float64):
+        """The Laplacian as the BCD kernels read it: ``(indptr, indices, data, diagonal)``,
+        contiguous, ``data`` and ``diagonal`` in ``dtype``.
+
+        Computed and checked once per problem and ``dtype`` (every stage of a BCD solve
+        reads them); the arrays are shared, not to be modified.
+
+        Raises
+        ------
+        ValueError
+            If the diagonal of ``L`` is not positive (``L`` not positive definite).
+        """
+        key = np.dtype(dtype)
+        if key not in self._sweep_arrays:
+            L = self.laplacian.tocsr()
+            diagonal = np.ascontiguousarray(L.diagonal(), dtype=key)
+            if not np.all(diagonal > 0):
+                raise ValueError("The Laplacian must have a positive diagonal (L positive "
+                                 "definite).")
+            # the graph's own index arrays (int32 below 2^31 entries), not int64 copies
+            self._sweep_arrays[key] = (np.ascontiguousarray(L.indptr),
+                                       np.ascontiguousarray(L.indices),
+                                       np.ascontiguousarray(L.data, dtype=key), diagonal)
+        return self._sweep_arrays[key]
+
+    @cached_property
+    def _sweep_arrays(self):
+        return {}
+
+    @cached_property
+    def paired_rows(self):
+        """The samples in a pair and the others: ``(constrained, free)``, int64, increasing.
+
+        Computed once per problem from :meth:`neighbors`; shared, not to be modified.
+        """
+        has_pair = np.diff(self.neighbors()[0]) > 0
+        return (np.flatnonzero(has_pair).astype(np.int64),
+                np.flatnonzero(~has_pair).astype(np.int64))
+
     @cached_property
     def pair_slots(self):
         """Where each pair sits in :meth:`neighbors`: ``(slot of (i, j), slot of (j, i))``.
