@@ -46,8 +46,15 @@ def _must_link_components(n_samples, must_link):
     """Component number of each of ``n_samples`` points in the graph of the ``(m, 2)``
     must-link pairs (:meth:`PairwiseConstraints.must_link_components` without building
     the object, for callers that split the pairs many times)."""
-    graph = sp.coo_matrix((np.ones(len(must_link)), (must_link[:, 0], must_link[:, 1])),
-                          shape=(n_samples, n_samples))
+    rows, cols = must_link[:, 0], must_link[:, 1]
+    if np.any(rows[1:] < rows[:-1]):
+        order = np.argsort(rows, kind="stable")
+        rows, cols = rows[order], cols[order]
+    # CSR arrays directly: a COO matrix and its conversion cost as much as the search
+    indptr = np.zeros(n_samples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_samples), out=indptr[1:])
+    graph = sp.csr_array((np.ones(len(cols)), np.ascontiguousarray(cols), indptr),
+                         shape=(n_samples, n_samples))
     return connected_components(graph, directed=False)[1]
 
 

@@ -184,6 +184,20 @@ def _have_faiss():
     return True
 
 
+def _check_points(X):
+    """``check_array(X, accept_sparse="csr", dtype=np.float64)``, its common case first.
+
+    A 2-D float64 ndarray with a row, a column and a finite sum is returned as it is,
+    which is what ``check_array`` returns for it; its checks cost about 0.05 ms, and a fit
+    passes the same validated ``X`` through three of them (a fiftieth of a fit of a few
+    hundred points). Anything else goes through ``check_array``.
+    """
+    if (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.size
+            and np.isfinite(X.sum())):
+        return X
+    return check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+
+
 class NeighborIndex:
     """k-nearest-neighbour search over a fixed set of points: exact or approximate.
 
@@ -251,7 +265,7 @@ class NeighborIndex:
         """
         if self.method not in KNN_METHODS:
             raise ValueError(f"knn_method must be one of {KNN_METHODS}, got {self.method!r}.")
-        X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+        X = _check_points(X)
         n, d = X.shape
         method = self.method
         if method == "auto":
@@ -655,7 +669,7 @@ def knn_graph(X, n_neighbors=5, sigma="auto", *, knn_method="auto", n_jobs=None,
         Only with ``return_index=True``: ``method``, ``backend``, ``n_neighbors``,
         ``recall`` (estimated recall@k of the search, 1.0 when exact).
     """
-    X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+    X = _check_points(X)
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"X must have at least 2 samples to build a graph, got {n}.")
