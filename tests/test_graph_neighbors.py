@@ -427,3 +427,18 @@ def test_permute_rows_in_place_is_fancy_indexing(dtype):
         np.testing.assert_array_equal(A, expected)
     with pytest.raises(ValueError, match="C-contiguous"):
         permute_rows(np.zeros((4, 3)).T, np.arange(3))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_the_searches_reject_non_finite_points(bad):
+    # a validated float64 matrix skips scikit-learn's checks: not one with a NaN or inf
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    X[4, 1] = bad
+    for call in (lambda: NeighborIndex().fit(X), lambda: knn_graph(X, 5)):
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            call()
+    # another dtype is converted, as check_array converts it
+    S32, _ = knn_graph(np.nan_to_num(X, posinf=0.0).astype(np.float32), 5)
+    S64, _ = knn_graph(np.nan_to_num(X, posinf=0.0), 5)
+    assert abs(S32 - S64).max() < 1e-6
+

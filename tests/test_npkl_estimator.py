@@ -50,6 +50,26 @@ def test_get_params_roundtrip_and_clone():
     assert clone(model).get_params() == params
 
 
+def test_parameter_names_are_those_of_each_class_signature():
+    # the names are cached per class (psdlearn._compat.BaseEstimator): a subclass with its
+    # own __init__ has its own names, and every estimator's match its signature
+    import inspect
+
+    for cls in (pl.NPKL, pl.PSDBoost, pl.RCA, pl.KernelMetricLearner,
+                pl.GeneralizedNystroem, pl.ConstrainedClustering, pl.PairsClassifier):
+        names = sorted(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+        assert cls._get_param_names() == names
+
+    class Wider(pl.NPKL):
+        def __init__(self, extra=1, **kwargs):
+            super().__init__(**kwargs)
+            self.extra = extra
+
+    assert Wider._get_param_names() == ["extra"]
+    assert "extra" not in pl.NPKL().get_params()
+    assert clone(Wider(extra=5)).extra == 5
+
+
 @pytest.mark.parametrize(
     "kwargs,match",
     [({"loss": "huber"}, "loss"), ({"solver": "newton"}, "solver"), ({"gamma": -1.0}, "gamma"),
