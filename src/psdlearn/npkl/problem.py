@@ -361,6 +361,17 @@ class NPKLProblem:
         Computed and checked once per problem and ``dtype`` (every stage of a BCD solve
         reads them); the arrays are shared, not to be modified.
 
+        Parameters
+        ----------
+        dtype : numpy dtype, default=np.float64
+            The type of ``data`` and ``diagonal`` (that of the solver's iterate).
+
+        Returns
+        -------
+        indptr, indices : ndarray
+            The CSR structure of ``L`` (its own integer type).
+        data, diagonal : ndarray of ``dtype``
+
         Raises
         ------
         ValueError
