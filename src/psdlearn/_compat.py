@@ -31,9 +31,9 @@ class BaseEstimator(sklearn.base.BaseEstimator):
     per class.
 
     scikit-learn reads them from the signature of ``__init__`` on every ``get_params``
-    (parameter validation, ``clone``, ``repr``), about 0.05 ms a call and several calls per
-    ``fit``: a tenth of the fit of a few hundred points. A class's signature does not
-    change, so its names are cached per class (a subclass gets its own entry).
+    (parameter validation, ``clone``, ``repr``), several times per ``fit``, which shows
+    in fits of a few hundred points. A class's signature does not change, so its names
+    are cached per class (a subclass gets its own entry).
     """
 
     @classmethod

@@ -50,7 +50,7 @@ def _must_link_components(n_samples, must_link):
     if np.any(rows[1:] < rows[:-1]):
         order = np.argsort(rows, kind="stable")
         rows, cols = rows[order], cols[order]
-    # CSR arrays directly: a COO matrix and its conversion cost as much as the search
+    # CSR arrays directly: a COO matrix and its conversion cost more than the search
     indptr = np.zeros(n_samples + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n_samples), out=indptr[1:])
     graph = sp.csr_array((np.ones(len(cols)), np.ascontiguousarray(cols), indptr),

@@ -76,9 +76,9 @@ class ScoresOnRead:
 
     A non-data descriptor: the first read stores the scores in the instance ``__dict__``,
     where later reads find them; a fit removes them (its new kernel scores anew). The fit
-    itself does not need them, and on a fit of a few hundred points they cost a twentieth
-    of it. Without a fitted in-memory embedding (unfitted, or a fit on a Dask array) the
-    attribute is missing (``AttributeError``).
+    itself does not need them, and a fit of a few hundred points would pay for them
+    whether they are read or not. Without a fitted in-memory embedding (unfitted, or a fit
+    on a Dask array) the attribute is missing (``AttributeError``).
     """
 
     def __set_name__(self, owner, name):
