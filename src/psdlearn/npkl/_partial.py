@@ -196,11 +196,7 @@ def endpoint_sweeps(problem, E, rows, *, omega, tol, smoothing=0.0, random_state
     n_sweeps : int
         Passes run.
     """
-    L = problem.laplacian.tocsr()
-    Lp = np.ascontiguousarray(L.indptr, dtype=np.int64)
-    Li = np.ascontiguousarray(L.indices, dtype=np.int64)
-    Lx = np.ascontiguousarray(L.data, dtype=np.float64)
-    diag = np.ascontiguousarray(L.diagonal(), dtype=np.float64)
+    Lp, Li, Lx, diag = problem.sweep_arrays(np.float64)
     Tp, Ti, Ts = problem.neighbors()
     Tp = np.ascontiguousarray(Tp, dtype=np.int64)
     Ti = np.ascontiguousarray(Ti, dtype=np.int64)

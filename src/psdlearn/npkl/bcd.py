@@ -258,7 +258,7 @@ def parallel_split(problem, rank, parallel="auto"):
     if (parallel is False or threads < 2
             or (parallel == "auto" and L.nnz * int(rank) < PARALLEL_MIN_WORK)):
         return None
-    free = np.flatnonzero(np.diff(problem.neighbors()[0]) == 0).astype(np.int64)
+    free = problem.paired_rows[1]
     if len(free) < 2:
         return None
     work = int((L.indptr[free + 1] - L.indptr[free]).sum()) * int(rank)
