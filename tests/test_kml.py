@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -671,6 +672,51 @@ def test_interrupt_keeps_the_repetition_before_it_and_reraises_without_one(xor,
     calls.extend([1, 1])                  # the next call is the third: the first repetition
     with pytest.raises(KeyboardInterrupt):
         clone(est).fit(X, C)
+
+
+def test_an_interrupt_at_any_line_of_the_repetition_loop_keeps_a_consistent_model(xor):
+    """A Ctrl-C arrives between any two lines: raised by a line tracer at each line event
+    of the fit's loop in turn, it must leave ``n_iter_``, ``objective_history_`` and
+    ``embedding_`` of one and the same repetition (transform replays ``n_iter_`` of them)."""
+    from psdlearn.kml import estimator
+
+    X, _, C = xor
+    est = pl.KernelMetricLearner(n_landmarks=100, n_iter=4, random_state=0)
+    code, previous = estimator.KernelMetricLearner._fit_landmarks.__code__, sys.gettrace()
+
+    def fit_stopped_at(event):
+        seen = [0]
+
+        def local(frame, kind, arg):
+            if kind == "line":
+                seen[0] += 1
+                if seen[0] == event:
+                    raise KeyboardInterrupt
+            return local
+
+        sys.settrace(lambda frame, kind, arg: local if frame.f_code is code else None)
+        try:
+            return clone(est).fit(X, C), seen[0]
+        except KeyboardInterrupt:
+            return None, seen[0]
+        finally:
+            sys.settrace(previous)
+
+    _, n_lines = fit_stopped_at(0)
+    rest = np.setdiff1d(np.arange(len(X)), fit_stopped_at(0)[0].landmark_indices_)
+    kept = set()
+    for event in range(1, n_lines + 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitInterruptedWarning)
+            model, _ = fit_stopped_at(event)
+        if model is None:
+            continue
+        kept.add(model.n_iter_)
+        assert model.objective_history_.shape == (model.n_iter_,)
+        # an out-of-sample copy of the rows: transform replays n_iter_ repetitions
+        shifted = X[rest[:40]] + 1e-9
+        assert_allclose(model.transform(shifted), model.embedding_[rest[:40]], atol=1e-6)
+    assert kept >= {1, 2, 3, 4}  # the interrupt fell in every repetition
 
 
 # ------------------------------------------------- width by cross-validation

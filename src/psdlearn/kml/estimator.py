@@ -625,18 +625,21 @@ class KernelMetricLearner(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                           desc="KernelMetricLearner", unit="block") as bar:
             try:
                 for idx, w, err in self._repetitions(X[rest], self.n_iter, bar):
-                    last = (idx, w)
                     history.append(float(err.mean()) if len(err) else 0.0)
+                    # one store: a Ctrl-C between two statements cannot leave the kept
+                    # repetition and the count of repetitions out of step
+                    last = (idx, w, len(history))
                     bar.set_postfix(repetition=len(history), error=f"{history[-1]:.4g}",
                                     refresh=False)
             except KeyboardInterrupt:
                 if last is None:
                     raise
                 interrupted = True
+        indices[rest], weights[rest], n_done = last
+        del history[n_done:]
         if interrupted:
-            warn_interrupted("KernelMetricLearner", len(history), unit="repetitions",
+            warn_interrupted("KernelMetricLearner", n_done, unit="repetitions",
                              stacklevel=5)
-        indices[rest], weights[rest] = last
         W = _sparse_rows(indices, weights, m)
         self.weights_ = W
         self.embedding_ = np.asarray(W @ self._landmark_embedding)
