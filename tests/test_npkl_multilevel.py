@@ -96,11 +96,13 @@ def test_hierarchy_stops_at_the_coarsest_size():
 
 
 @pytest.mark.parametrize("loss", ["square", "hinge"])
-def test_hierarchy_ends_before_a_level_whose_optimum_is_zero(loss):
+def test_a_level_whose_optimum_is_zero_is_solved_at_the_ratio_of_the_level_above(loss):
     """Restricted to coarser piecewise-constant embeddings, the pairs buy less against the
     graph: the critical gamma_0 grows level by level. With gamma between two levels'
-    gamma_0 the coarser level's solution is K = 0 (BCD empties it), a stationary start for
-    the level above; the hierarchy ends before it."""
+    gamma_0 the coarser level's solution at gamma is K = 0 (BCD empties it), a stationary
+    start for the level above. That level is solved at a gamma raised above its gamma_0,
+    to at most the ratio gamma / gamma_0 of the level above; a first coarse level at or
+    below its gamma_0 ends the hierarchy."""
     from psdlearn.npkl.gamma import critical_gamma
 
     _, y, L = _graph(3000, seed=3)
@@ -114,13 +116,99 @@ def test_hierarchy_ends_before_a_level_whose_optimum_is_zero(loss):
     gamma = float(np.sqrt(g0[0] * g0[1]))
     problem = NPKLProblem(L, C.pairs, C.signs.astype(float), loss, gamma)
     levels = ML.hierarchy(problem, 4, coarsest=100)
-    assert [lv.problem.n_samples for lv in levels] == [full[0].problem.n_samples]
-    # the level left out: its solution at this gamma is zero
-    coarse = full[1].problem
-    coarse = NPKLProblem(coarse.laplacian, coarse.pairs, coarse.signs, loss, gamma)
-    res = solve_bcd(coarse, initial_embedding(coarse.n_samples, 4, 0), max_iter=2000,
-                    tol=1e-8, smoothing=0.01 if loss == "hinge" else 0.0)
-    assert np.mean(np.sum(res.embedding ** 2, axis=1)) < 1e-10
+    sizes = [lv.problem.n_samples for lv in levels]
+    assert sizes[:2] == [full[0].problem.n_samples, full[1].problem.n_samples]
+    assert levels[0].problem.gamma == gamma
+    raised = levels[1].problem.gamma
+    assert 1.0 < raised / g0[1] <= gamma / g0[0] * (1 + 1e-9)
+    smoothing = 0.01 if loss == "hinge" else 0.0
+    for weight, empty in ((gamma, True), (raised, False)):
+        coarse = full[1].problem
+        coarse = NPKLProblem(coarse.laplacian, coarse.pairs, coarse.signs, loss, weight)
+        res = solve_bcd(coarse, initial_embedding(coarse.n_samples, 4, 0), max_iter=2000,
+                        tol=1e-8, smoothing=smoothing)
+        assert (np.mean(np.sum(res.embedding ** 2, axis=1)) < 1e-10) == empty
+    below = NPKLProblem(L, C.pairs, C.signs.astype(float), loss, 0.9 * g0[0])
+    assert ML.hierarchy(below, 4, coarsest=100) == []
+
+
+def test_multilevel_start_through_a_raised_level_reaches_the_plain_optimum():
+    from psdlearn.npkl.bcd import fit_bcd
+    from psdlearn.npkl.gamma import critical_gamma
+    from psdlearn.npkl.solvers import BCD_OPTIONS
+
+    _, y, L = _graph(3000, seed=3)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    full = ML.hierarchy(NPKLProblem(L, C.pairs, C.signs.astype(float), "square", 1e6), 6,
+                        coarsest=100)
+    g0 = [critical_gamma(lv.problem.laplacian, lv.problem.pairs, lv.problem.signs,
+                         "square") for lv in full[:2]]
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "square",
+                          float(np.sqrt(g0[0] * g0[1])))
+    assert ML.hierarchy(problem, 6, coarsest=100)[1].problem.gamma > problem.gamma
+    params = {**{key: default for key, (default, _) in BCD_OPTIONS.items()},
+              "certificate_tol": None, "extrapolation": False}
+    values = []
+    for multilevel in (False, True):
+        options = SolveOptions(max_iter=5000, tol=1e-9, random_state=np.random.RandomState(0),
+                               params={**params, "multilevel": multilevel})
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(ML, "COARSEST", 100)
+            res = fit_bcd(problem, initial_embedding(3000, 6, 0), options)
+        assert res.converged
+        assert (len(res.info["multilevel_levels"]) >= 2) == multilevel
+        values.append(problem.objective(res.embedding))
+    np.testing.assert_allclose(values[1], values[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("loss", ["square", "hinge", "squared_hinge", "linear", "pcp"])
+def test_pair_bound_is_at_most_lambda_max(loss):
+    """Each pair's two-point vector is a feasible point of the Rayleigh quotient of
+    (G, L), so the bound never exceeds lambda_max (dense generalized eigenvalues)."""
+    from scipy.linalg import eigh
+
+    from psdlearn.npkl.gamma import loss_gradient_matrix, pair_lambda_bound
+
+    for seed in range(4):
+        _, y, L = _graph(80, seed=seed, k=6)
+        rng = np.random.default_rng(seed)
+        pairs = np.unique(np.sort(rng.choice(80, size=(25, 2)), axis=1), axis=0)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        signs = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1.0, -1.0)
+        G = loss_gradient_matrix(80, pairs, signs, loss)
+        lam = eigh(G.toarray(), L.toarray(), eigvals_only=True)[-1]
+        bound = pair_lambda_bound(L, G)
+        assert 0 < bound <= lam * (1 + 1e-12)
+
+
+def test_pair_bound_is_lambda_max_for_one_pair_of_equal_degrees():
+    """L = 2 I, one pair: G's top eigenvector is e_i + sign e_j itself."""
+    from psdlearn.npkl.gamma import critical_gamma, loss_gradient_matrix, pair_lambda_bound
+
+    L = sp.identity(5, format="csr") * 2.0
+    for sign in (1.0, -1.0):
+        G = loss_gradient_matrix(5, np.array([[1, 3]]), np.array([sign]), "square")
+        bound = pair_lambda_bound(L, G)
+        np.testing.assert_allclose(bound, 1.0 / critical_gamma(L, [[1, 3]], [sign], "square"),
+                                   rtol=1e-12)
+    assert pair_lambda_bound(L, sp.csr_matrix((5, 5))) == 0.0
+
+
+def test_hierarchy_keeps_a_level_by_the_pair_bound_without_an_eigen_solve(monkeypatch):
+    """Far above every level's critical gamma the two-point vectors decide: no eigen-solve,
+    and the same levels as the eigen-solve decides."""
+    _, y, L = _graph(3000, seed=3)
+    C = PairwiseConstraints.from_labels(y, n_must=40, n_cannot=40, random_state=0)
+    problem = NPKLProblem(L, C.pairs, C.signs.astype(float), "hinge", 1e6)
+    with monkeypatch.context() as m:
+        m.setattr(ML, "pair_lambda_bound", lambda *a: 0.0)  # the eigen-solve decides
+        exact = ML.hierarchy(problem, 4, coarsest=100)
+    calls = []
+    monkeypatch.setattr(ML, "critical_gamma", lambda *a, **k: calls.append(1))
+    levels = ML.hierarchy(problem, 4, coarsest=100)
+    assert calls == [] and len(levels) == len(exact) >= 2
+    for a, b in zip(levels, exact, strict=True):
+        np.testing.assert_array_equal(a.labels, b.labels)
 
 
 @pytest.fixture(scope="module")

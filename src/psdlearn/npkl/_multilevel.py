@@ -62,7 +62,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from psdlearn.npkl._partner_dual import MANY_PARTNERS
-from psdlearn.npkl.gamma import critical_gamma
+from psdlearn.npkl.gamma import critical_gamma, loss_gradient_matrix, pair_lambda_bound
 from psdlearn.npkl.losses import ROW_BALL, ROW_SQUARE, get_loss
 from psdlearn.npkl.problem import NPKLProblem
 
@@ -283,26 +283,62 @@ def hierarchy(problem, rank, coarsest=None):
 
     Aggregation repeats while the problem has more than ``coarsest`` samples and each
     step keeps at most :data:`MIN_REDUCTION` of them; a level is kept only when it has at
-    least ``rank`` samples, at least ``MIN_COARSEST_FRACTION * coarsest``, some pair, and
-    (margin losses) a nonzero optimum: ``gamma`` above the level's critical ``gamma_0``
-    (module docstring).
+    least ``rank`` samples, at least ``MIN_COARSEST_FRACTION * coarsest`` and some pair.
+    For the margin losses a level's loss weight is :func:`_level_gamma`'s: ``gamma``
+    where the level's optimum at ``gamma`` is not zero, else raised to keep the ratio
+    ``gamma / gamma_0`` of the level above (module docstring); below the first coarse
+    level such a level ends the hierarchy.
     """
     coarsest = COARSEST if coarsest is None else coarsest
     margin = get_loss(problem.loss).margin
     levels = []
-    current = problem
+    current, ratio = problem, None
     while current.n_samples > coarsest:
         labels, n_c = aggregate(current.laplacian)
         if (n_c > MIN_REDUCTION * current.n_samples or n_c < rank
                 or n_c < MIN_COARSEST_FRACTION * coarsest):
             break
         coarse = coarse_problem(current, labels, n_c)
-        if coarse.n_constraints == 0 or (margin and coarse.gamma <= critical_gamma(
-                coarse.laplacian, coarse.pairs, coarse.signs, coarse.loss)):
+        if coarse.n_constraints == 0:
             break
+        if margin:
+            chosen = _level_gamma(coarse, problem.gamma, ratio)
+            if chosen is None:
+                break
+            gamma, ratio = chosen
+            if gamma != coarse.gamma:
+                coarse = NPKLProblem(coarse.laplacian, coarse.pairs, coarse.signs,
+                                     coarse.loss, gamma, coarse.b)
         levels.append(Level(labels, coarse))
         current = coarse
     return levels
+
+
+def _level_gamma(coarse, gamma, ratio):
+    """The loss weight of a coarse level (a margin loss) and its ratio ``gamma / gamma_0``.
+
+    ``gamma`` when the level's optimum at ``gamma`` is not zero: the pairs' two-point
+    vectors prove it in ``O(m)`` when ``gamma`` times their bound on ``lambda_max(G, L)``
+    (:func:`~psdlearn.npkl.gamma.pair_lambda_bound`) exceeds 1, and that product is the
+    ratio returned (a lower bound of it); otherwise :func:`critical_gamma` decides. A level
+    whose optimum at ``gamma`` is zero is solved at ``ratio * gamma_0``, the ratio of the
+    level above it (``ratio``), whose optimum is not zero; None when there is no such level
+    (``ratio`` None: the first coarse level).
+
+    Returns
+    -------
+    (gamma, ratio) or None
+    """
+    G = loss_gradient_matrix(coarse.n_samples, coarse.pairs, coarse.signs, coarse.loss)
+    bound = gamma * pair_lambda_bound(coarse.laplacian, G)
+    if bound > 1.0:
+        return gamma, bound
+    gamma0 = critical_gamma(coarse.laplacian, coarse.pairs, coarse.signs, coarse.loss)
+    if gamma > gamma0:
+        return gamma, gamma / gamma0
+    if ratio is None or not np.isfinite(gamma0):
+        return None
+    return ratio * gamma0, ratio
 
 
 def sweep_work(problem, rank):

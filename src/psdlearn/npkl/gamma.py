@@ -55,7 +55,7 @@ from psdlearn._progress import progress_bar
 from psdlearn.npkl.losses import get_loss
 
 __all__ = ["AUTO_GAMMA_FACTOR", "PCP_AUTO_FACTOR", "auto_gamma", "critical_gamma",
-           "loss_gradient_matrix"]
+           "loss_gradient_matrix", "pair_lambda_bound"]
 
 #: ``gamma="auto"`` is this multiple of :func:`critical_gamma` for the margin losses (the
 #: measurements behind it are in the method notes of the documentation).
@@ -115,6 +115,38 @@ def loss_gradient_matrix(n_samples, pairs, signs, loss):
     G = terms.matrix(alpha)
     G.eliminate_zeros()  # pcp: its cannot-links and diagonal
     return G
+
+
+def pair_lambda_bound(laplacian, G):
+    """A lower bound on ``lambda_max(G, L)`` from the two-point vectors of the pairs.
+
+    For each pair ``(i, j)`` with ``G_ij != 0``, ``x = e_i + sign(G_ij) e_j`` gives the
+    Rayleigh quotient ``(G_ii + G_jj + 2 |G_ij|) / (L_ii + L_jj + 2 sign(G_ij) L_ij)``,
+    which is at most ``lambda_max(G, L)`` (``L`` positive definite); the bound is the
+    largest of them. ``O(m)``: it decides that a problem's optimum is not zero
+    (``gamma * bound > 1``) without an eigen-solve.
+
+    Parameters
+    ----------
+    laplacian : sparse matrix of shape (n, n)
+        Positive definite ``L``.
+    G : sparse matrix of shape (n, n)
+        Symmetric, :func:`loss_gradient_matrix`.
+
+    Returns
+    -------
+    float
+        0 when ``G`` has no off-diagonal entry.
+    """
+    upper = sp.triu(G, k=1).tocoo()
+    if upper.nnz == 0:
+        return 0.0
+    i, j, g = upper.row, upper.col, upper.data
+    L = sp.csr_matrix(laplacian)
+    dL, dG = L.diagonal(), sp.csr_matrix(G).diagonal()
+    s = np.sign(g)
+    denom = dL[i] + dL[j] + 2.0 * s * np.asarray(L[i, j]).ravel()
+    return float(np.max((dG[i] + dG[j] + 2.0 * np.abs(g)) / denom))
 
 
 def critical_gamma(laplacian, pairs, signs, loss, random_state=0, *, start=None,
