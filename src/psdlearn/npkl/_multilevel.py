@@ -34,17 +34,19 @@ simply pull against each other as they do in the fine problem. Up to the dropped
 ``Phi_c(E_c) = Phi(P E_c)``: the coarse minimum is the best piecewise-constant point.
 
 **Levels.** Aggregation repeats until the graph has at most :data:`COARSEST` samples
-(or stops shrinking), or until a level whose optimum is ``K = 0``: restricted to
-piecewise-constant embeddings, the graph term weighs more against the pairs, and the
-critical loss weight ``gamma_0`` of the coarse problem
+(or stops shrinking). Restricted to piecewise-constant embeddings, the graph term weighs
+more against the pairs, and the critical loss weight ``gamma_0`` of the coarse problem
 (:func:`psdlearn.npkl.gamma.critical_gamma`) grows as the levels coarsen. Where it
-reaches the problem's ``gamma`` the coarse solution is zero, and a zero start is a
-stationary point of every row update: the next finer level would start at the rounding
-level, where its first sweeps may even find it vanished (method notes, "Multilevel
-start"). The coarsening stops before such a level. The coarsest level kept is solved
-from the random start; each level's solution, prolonged by ``P``, starts the next finer
-one; every coarse level stops at ``COARSE_TOL_FACTOR * tol`` (a smoothed one at
-``SMOOTHING_TOL_FACTOR * tol``, :mod:`psdlearn.npkl.bcd`); the finest level is then
+reaches the problem's ``gamma`` the coarse solution at ``gamma`` is zero, and a zero
+start is a stationary point of every row update (method notes, "Multilevel start"). Such
+a level is solved at a raised weight instead: ``r * gamma_0`` of its own, with ``r`` the
+ratio ``gamma / gamma_0`` of the level above it (:func:`_level_gamma`). Its solution is
+then not the restriction of the fine problem's but a start, as the smoothed coarse levels
+of the hinge are: the level above solves its own problem from it. A first coarse level
+with a zero optimum ends the hierarchy (there is no ratio to keep). The coarsest level
+is solved from the random start; each level's solution, prolonged by ``P``, starts the
+next finer one; every coarse level stops at ``COARSE_TOL_FACTOR * tol`` (a smoothed one
+at ``SMOOTHING_TOL_FACTOR * tol``, :mod:`psdlearn.npkl.bcd`); the finest level is then
 solved by :func:`psdlearn.npkl.bcd.fit_bcd` to ``tol`` and certified as from any other
 start. The fine problem is convex in ``K`` and only its start changes, so the optimum is
 the same. The prolonged point is piecewise constant: its error is the
