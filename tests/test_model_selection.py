@@ -238,6 +238,40 @@ def test_critical_gamma_by_lobpcg_matches_the_dense_pencil(monkeypatch, n_pairs)
     assert critical_gamma(L, C.pairs, C.signs, "square") == pytest.approx(dense, rel=1e-5)
 
 
+def test_critical_gamma_survives_a_lobpcg_run_that_returns_its_start(monkeypatch):
+    """scipy's LOBPCG returns its iterate of smallest absolute residual, which can be the
+    start: a Ritz value below a pair's two-point Rayleigh quotient. The one-vector runs
+    here are made to do exactly that; the wider run then finds lambda_max."""
+    X, y = _blobs(400, d=2)
+    L = knn_laplacian(X)
+    C = pl.PairwiseConstraints.from_labels(y, 30, 30, random_state=0)
+    dense = critical_gamma(L, C.pairs, C.signs, "square")
+    monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
+    lobpcg, widths = gamma_module.lobpcg, []
+
+    def stuck(A, X, B=None, **kwargs):
+        widths.append(X.shape[1])
+        if X.shape[1] > 1:
+            return lobpcg(A, X, B=B, **kwargs)
+        x = X[:, 0]
+        return np.array([(x @ (A @ x)) / (x @ (B @ x))]), X
+
+    monkeypatch.setattr(gamma_module, "lobpcg", stuck)
+    assert critical_gamma(L, C.pairs, C.signs, "square") == pytest.approx(dense, rel=1e-5)
+    assert widths[-1] == gamma_module._LOBPCG_WIDE_BLOCK
+
+
+def test_critical_gamma_needs_no_wider_run_where_lobpcg_converges(monkeypatch):
+    X, y = _blobs(400, d=2)
+    L = knn_laplacian(X)
+    monkeypatch.setattr(gamma_module, "_DENSE_MAX", 100)
+    monkeypatch.setattr(gamma_module, "_lobpcg_wide", None)  # a call would raise
+    for n_pairs in (30, 0.6):
+        C = pl.PairwiseConstraints.from_labels(y, n_pairs, n_pairs, random_state=0)
+        for loss in ("square", "hinge"):
+            assert np.isfinite(critical_gamma(L, C.pairs, C.signs, loss))
+
+
 def test_verbose_gamma_0_shows_its_products_and_changes_nothing(capsys):
     # minutes at 10^7 points between the graph and the solver's first bar: the eigen-solve
     # has a bar of its own; it counts the products with G and leaves them as they were
