@@ -59,6 +59,8 @@ aggregation for second and fourth order elliptic problems. Computing, 56(3).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
@@ -309,8 +311,7 @@ def hierarchy(problem, rank, coarsest=None):
                 break
             gamma, ratio = chosen
             if gamma != coarse.gamma:
-                coarse = NPKLProblem(coarse.laplacian, coarse.pairs, coarse.signs,
-                                     coarse.loss, gamma, coarse.b)
+                coarse = replace(coarse, gamma=gamma)
         levels.append(Level(labels, coarse))
         current = coarse
     return levels

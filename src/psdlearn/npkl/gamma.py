@@ -267,12 +267,7 @@ def _lobpcg_largest(G, L, rng, start, bar):
     vectors : ndarray of shape (n, 1)
     """
     n = G.shape[0]
-
-    def product(X):
-        bar.update(1)
-        return G @ X
-
-    A = LinearOperator(G.shape, matvec=product, matmat=product, dtype=G.dtype)
+    A = _counted(G, bar)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         scale = None
@@ -303,25 +298,30 @@ def _lobpcg_wide(G, L, rng, bound, bar):
     one, the one-vector run can hand back its start. The wider block separates them.
     The result is at least ``bound``; the vector returned is the top Ritz vector.
     """
-    def product(X):
-        bar.update(1)
-        return G @ X
-
-    A = LinearOperator(G.shape, matvec=product, matmat=product, dtype=G.dtype)
-    X = np.hstack([_start_block(G, rng) for _ in range(_LOBPCG_WIDE_BLOCK)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        vals, X = lobpcg(A, X, B=L, largest=True, tol=_LOBPCG_RTOL * bound, maxiter=300)
+        vals, X = lobpcg(_counted(G, bar), _start_block(G, rng, _LOBPCG_WIDE_BLOCK), B=L,
+                         largest=True, tol=_LOBPCG_RTOL * bound, maxiter=300)
     top = int(np.argmax(vals))
     return max(float(vals[top]), bound), X[:, top:top + 1]
 
 
-def _start_block(G, rng):
-    """LOBPCG's random start block (:data:`_LOBPCG_BLOCK` columns), its rows where ``G``
+def _counted(G, bar):
+    """``G`` as a LinearOperator whose every product advances ``bar`` (scipy's LOBPCG has
+    no callback; the products are those of ``G`` itself)."""
+    def product(X):
+        bar.update(1)
+        return G @ X
+
+    return LinearOperator(G.shape, matvec=product, matmat=product, dtype=G.dtype)
+
+
+def _start_block(G, rng, columns=_LOBPCG_BLOCK):
+    """LOBPCG's random start block (``columns`` columns), its rows where ``G``
     has entries scaled by ``max(1, sqrt(n / n_G) / 2)`` (``n_G`` such rows), so that they
     carry a fifth of its norm or more (:func:`_lobpcg_largest`)."""
     n = G.shape[0]
-    X = rng.standard_normal((n, _LOBPCG_BLOCK))
+    X = rng.standard_normal((n, columns))
     rows = np.flatnonzero(np.diff(sp.csr_matrix(G).indptr) > 0)
     if len(rows):
         X[rows] *= max(1.0, 0.5 * np.sqrt(n / len(rows)))
