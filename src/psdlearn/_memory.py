@@ -6,7 +6,10 @@ neighbours, ``r`` the rank, ``nnz ~ 2 n k`` the stored entries of the symmetrise
 - **graph**: ``X`` (``8 n d``), the neighbour index (exact: a kd-tree's copy of ``X``;
   approximate: the HNSW index, float32 vectors and ``2 M`` level-0 links per point,
   ``n (4 d + 8 M)``, and from :data:`psdlearn.graph.HNSW_SPATIAL_MIN_SAMPLES` points in
-  at most ``HNSW_SPATIAL_MAX_FEATURES`` features its int64 insertion order, ``8 n``;
+  at most ``HNSW_SPATIAL_MAX_FEATURES`` features its int64 insertion order, ``8 n``; or,
+  from :data:`psdlearn.graph.NNDESCENT_MIN_SAMPLES` points with pynndescent installed,
+  NN-descent's float32 copy of ``X``, its trees' indices and its lists of ``l`` entries,
+  ``n (4 d + 4 NNDESCENT_TREES + 8 l)``;
   faiss's visited marks, a byte per point and thread, are left to the margin), the
   neighbour lists (``16 n (k + 1)``: int64 indices and float64
   distances, at least :data:`psdlearn.graph.SIGMA_NEIGHBORS` for the width rule) and the
@@ -53,6 +56,9 @@ __all__ = ["MemoryEstimate", "available_memory", "check_memory", "guard_npkl_fit
 BASELINE_BYTES = 300 * 2**20
 #: HNSW links per point and level 0 (``2 M``, ``M = psdlearn.graph.HNSW_M``).
 HNSW_LEVEL0_LINKS = 24
+#: Random-projection trees pynndescent builds from about 3·10^5 points on (kept with its
+#: lists, each holding an int32 index per point).
+NNDESCENT_TREES = 12
 #: Lanczos vectors of the certificate's eigen-solve (ARPACK ``ncv``).
 LANCZOS_VECTORS = 32
 #: Neighbours the width rule reads at least (``psdlearn.graph.SIGMA_NEIGHBORS``).
@@ -184,8 +190,15 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     if graph != "knn":
         index = 0
     elif knn_method == "approximate":
-        from psdlearn.graph import _spatial_insertion
-        index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS + (8 if _spatial_insertion(n, d) else 0))
+        from psdlearn._nndescent import have_pynndescent
+        from psdlearn.graph import NNDESCENT_MIN_SAMPLES, _nndescent_length, _spatial_insertion
+        if n >= NNDESCENT_MIN_SAMPLES and have_pynndescent():
+            # its float32 copy of X, its trees' point indices and the lists (int32 index,
+            # float32 distance)
+            length = _nndescent_length(n, max(k, SIGMA_NEIGHBORS) + 1)
+            index = n * (4 * d + 4 * NNDESCENT_TREES + 8 * length)
+        else:
+            index = n * (4 * d + 4 * HNSW_LEVEL0_LINKS + (8 if _spatial_insertion(n, d) else 0))
     else:
         index = x_bytes + 8 * n  # the kd-tree's (or brute force's) copy and its order
     lists = 16 * n * (max(k, SIGMA_NEIGHBORS) + 1)

@@ -26,7 +26,11 @@ All neighbour searches of the library go through :class:`NeighborIndex`:
 - ``"approximate"``: a hierarchical navigable small world (HNSW) graph (faiss-cpu's
   ``IndexHNSWFlat``, optional extra ``ann``; Malkov & Yashunin 2020), deterministic for a
   given seed on one thread (``n_jobs=1``). On integer-valued data it indexes the distinct
-  rows and searches by (distance, index), the exact search's order among tied points;
+  rows and searches by (distance, index), the exact search's order among tied points.
+  From :data:`NNDESCENT_MIN_SAMPLES` continuous points, when pynndescent is installed
+  (the same extra), the indexed points' own lists come from NN-descent instead (Dong,
+  Moses & Li 2011), which builds them directly rather than searching a graph built for
+  new queries; pynndescent's numba code then holds Ctrl-C until the lists are done;
 - ``"auto"``: exact up to :data:`AUTO_EXACT_MAX_SAMPLES` points (or in at most
   :data:`AUTO_TREE_MAX_FEATURES` dimensions, where the kd-tree stays fast), approximate
   above when faiss is installed.
@@ -38,6 +42,9 @@ block coordinate descent. IEEE Transactions on Neural Networks and Learning Syst
 
 Hu, E.-L. & Kwok, J. T. (2013). Efficient kernel learning from side information using
 ADMM. IJCAI.
+
+Dong, W., Moses, C. & Li, K. (2011). Efficient k-nearest neighbor graph construction for
+generic similarity measures. WWW.
 
 Malkov, Y. A. & Yashunin, D. A. (2020). Efficient and robust approximate nearest neighbor
 search using hierarchical navigable small world graphs. IEEE TPAMI 42(4).
@@ -58,7 +65,8 @@ from sklearn.utils.extmath import row_norms
 
 from psdlearn import _exact_knn
 from psdlearn._compat import hnsw_build_threads, visited_array
-from psdlearn._hnsw import HNSW
+from psdlearn._hnsw import HNSW, integral
+from psdlearn._nndescent import NNDescentGraph, have_pynndescent
 from psdlearn._order import spatial_order
 from psdlearn._progress import progress_bar
 from psdlearn._sparse_graph import laplacian_arrays, symmetric_maximum
@@ -140,6 +148,15 @@ HNSW_INDEX_BIAS = 0.5
 HNSW_INTEGER_TIE_FACTOR = 3.0
 #: Seed of faiss's level draws when ``random_state`` is None (faiss's own default).
 _FAISS_DEFAULT_SEED = 12345
+#: From this many continuous points the approximate search builds the indexed points'
+#: lists by NN-descent (pynndescent, when installed) instead of searching an HNSW graph:
+#: about twice as fast at 10^7 points, and once per process pynndescent compiles for
+#: about 20 s, which the HNSW search does not (the measurements are in the notes on the
+#: neighbour search).
+NNDESCENT_MIN_SAMPLES = 2_000_000
+#: NN-descent lists hold the point, the ``k`` neighbours asked for and this many more:
+#: the last entries of a list are the ones it gets wrong most often.
+NNDESCENT_SPARE_NEIGHBORS = 1
 
 #: Rows of each query block: it bounds the memory of a block and lets Ctrl-C and the
 #: progress bar act between blocks. Brute force: at most ``_QUERY_WORK`` distance terms per
@@ -214,8 +231,10 @@ class NeighborIndex:
         for the same values in any container. ``"approximate"``: HNSW (faiss); among
         points tied at the k-th distance it keeps the lowest indices of the
         ``HNSW_TIE_FACTOR * k`` candidates it found, as the exact search tends to, and on
-        integer-valued data it searches by (distance, index) (``HNSW_INDEX_BIAS``).
-        ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at most
+        integer-valued data it searches by (distance, index) (``HNSW_INDEX_BIAS``). From
+        ``NNDESCENT_MIN_SAMPLES`` continuous points, with pynndescent installed,
+        NN-descent lists instead (built by the first :meth:`kneighbors`, ties in index
+        order). ``"auto"``: exact for at most ``AUTO_EXACT_MAX_SAMPLES`` points or at most
         ``AUTO_TREE_MAX_FEATURES`` dense features, approximate beyond (exact, with a
         warning, when faiss is not installed).
     n_jobs : int, optional
@@ -232,7 +251,7 @@ class NeighborIndex:
     Attributes
     ----------
     method_ : {"exact", "approximate"}
-    backend_ : {"kd_tree", "brute", "hnsw"}
+    backend_ : {"kd_tree", "brute", "hnsw", "nndescent"}
     n_samples_fit_ : int
     n_features_in_ : int
 
@@ -294,14 +313,28 @@ class NeighborIndex:
             else:
                 self._norms = row_norms(self._X, squared=True)
         else:
-            self.backend_ = "hnsw"
-            self._build_hnsw(X)
+            self._seed = (_FAISS_DEFAULT_SEED if self.random_state is None
+                          else int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
+            self._nnd = None
+            self.backend_ = ("nndescent" if n >= NNDESCENT_MIN_SAMPLES and have_pynndescent()
+                             and not integral(X) else "hnsw")
+            if self.backend_ == "hnsw":  # NN-descent builds its lists on the first query
+                self._build_hnsw(X)
         return self
+
+    def _nn_descent(self, length=0):
+        """The NN-descent lists, built (again) where they hold fewer than ``length``
+        entries (the point itself included)."""
+        length = _nndescent_length(self.n_samples_fit_, length)
+        if self._nnd is None or self._nnd.n_neighbors < length:
+            self._nnd = NNDescentGraph(self._X, length,
+                                       seed=self._seed, n_threads=_n_threads(self.n_jobs),
+                                       verbose=self.verbose)
+        return self._nnd
 
     def _build_hnsw(self, X):
         faiss = _faiss()
-        seed = (_FAISS_DEFAULT_SEED if self.random_state is None
-                else int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
+        seed = self._seed
 
         def add(index, hnsw):
             # faiss before 1.15.1 inserts in an unspecified order on several threads;
@@ -354,6 +387,12 @@ class NeighborIndex:
         k_query = k + 1 if own else k
         dist = np.empty((n_q, k))
         ind = np.empty((n_q, k), dtype=np.int64)
+        if own and self.backend_ == "nndescent":
+            lists = self._nn_descent(k_query).lists()
+            for start in range(0, n_q, _MAX_BLOCK):
+                rows = np.arange(start, min(start + _MAX_BLOCK, n_q))
+                dist[rows], ind[rows] = _drop_self(*NNDescentGraph.own(lists, rows, k), rows)
+            return dist, ind
         if self.backend_ == "hnsw" and own and self._hnsw.integer:
             # one search per distinct row, shared by its copies (each then drops itself)
             d_nodes, i_nodes = self._search_blocks(self._hnsw.query_rows, self._hnsw.n_nodes,
@@ -423,6 +462,8 @@ class NeighborIndex:
         bottom layer at the point itself instead of descending the upper layers from the
         global entry point (at n = 1e5, 10-d: a quarter less query time, the same recall).
         """
+        if self.backend_ == "nndescent":
+            return self._nn_descent().query(Q, k)
         if self.backend_ == "hnsw":
             faiss = _faiss()
             faiss.omp_set_num_threads(_n_threads(self.n_jobs))
@@ -464,8 +505,11 @@ class NeighborIndex:
         n = self.n_samples_fit_
         queries = np.sort(rng.choice(n, size=min(int(n_queries), n), replace=False))
         k = int(n_neighbors)
-        d_a, i_a = self._query(self._X[queries], k + 1,  # as kneighbors
-                               entry=self._hnsw.node_of(queries))
+        if self.backend_ == "nndescent":  # the lists kneighbors returns
+            d_a, i_a = NNDescentGraph.own(self._nn_descent(k + 1).lists(), queries, k)
+        else:
+            d_a, i_a = self._query(self._X[queries], k + 1,  # as kneighbors
+                                   entry=self._hnsw.node_of(queries))
         _, i_a = _drop_self(d_a, i_a, queries)
         exact = NearestNeighbors(algorithm="brute", n_jobs=self.n_jobs).fit(self._X)
         d_e, i_e = exact.kneighbors(self._X[queries], n_neighbors=k + 1)
@@ -511,6 +555,12 @@ def sigma_rule(distances):
                          f"values, got shape {distances.shape}.")
     sigma = 0.5 * float(np.mean(distances[:, :SIGMA_NEIGHBORS]))
     return sigma if sigma > 0 else 1.0
+
+
+def _nndescent_length(n_samples, length):
+    """Entries of the NN-descent lists built where ``length`` are asked for (the point
+    itself included)."""
+    return min(max(length, SIGMA_NEIGHBORS + 1) + NNDESCENT_SPARE_NEIGHBORS, n_samples)
 
 
 def _spatial_insertion(n_samples, n_features):
