@@ -52,17 +52,19 @@ def test_lists_of_the_indexed_points_are_near_exact(nndescent, points):
 
 
 def test_same_values_in_another_container_give_the_same_lists(nndescent, points):
-    a = NeighborIndex("approximate", random_state=3).fit(points).kneighbors(n_neighbors=5)
-    b = NeighborIndex("approximate", random_state=3).fit(
-        sp.csr_matrix(points)).kneighbors(n_neighbors=5)
-    c = NeighborIndex("approximate", random_state=3).fit(
-        np.asfortranarray(points)).kneighbors(n_neighbors=5)
+    """... and the same seed the same lists, on two threads."""
+    def lists(X):
+        index = NeighborIndex("approximate", n_jobs=2, random_state=3).fit(X)
+        return index.kneighbors(n_neighbors=5)
+
+    a, b, c = lists(points), lists(sp.csr_matrix(points)), lists(np.asfortranarray(points))
     for other in (b, c):
         assert np.array_equal(a[1], other[1]) and np.array_equal(a[0], other[0])
 
 
 def test_longer_lists_than_built_are_built_again(nndescent, points):
-    index = NeighborIndex("approximate", random_state=0).fit(points)
+    # more threads than cores are asked for: numba's limit caps them
+    index = NeighborIndex("approximate", n_jobs=64, random_state=0).fit(points)
     _, short = index.kneighbors(n_neighbors=5)
     built = index._nnd.n_neighbors
     k = built + 4  # more than the first lists hold

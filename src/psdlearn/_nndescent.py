@@ -13,6 +13,7 @@ so a CSR matrix and a dense array of the same values give the same lists.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from psdlearn._hnsw import dense32
@@ -70,7 +71,9 @@ class NNDescentGraph:
         self.n_samples = X.shape[0]
         self.index = pynndescent.NNDescent(
             _as_dense32(X), n_neighbors=self.n_neighbors, random_state=seed,
-            n_jobs=n_threads, low_memory=True, verbose=bool(verbose))
+            # numba refuses more threads than it started with
+            n_jobs=min(n_threads, numba.config.NUMBA_NUM_THREADS), low_memory=True,
+            verbose=bool(verbose))
 
     def lists(self):
         """Every indexed point's list, the point itself first: ``(ind, dist)``, int32 and
@@ -82,8 +85,11 @@ class NNDescentGraph:
         """The ``k + 1`` first entries of the ``lists`` of the indexed points ``rows``:
         ``(dist, ind)``, float64 and int64, nearest first, ties in index order."""
         ind, dist = lists
-        return _index_order_ties(dist[rows, :k + 1].astype(np.float64),
-                                 ind[rows, :k + 1].astype(np.int64))
+        ind = ind[rows, :k + 1].astype(np.int64)
+        if np.any(ind < 0):  # pynndescent pads a list it could not fill with -1
+            raise RuntimeError("NN-descent found fewer than n_neighbors points for some "
+                               "point; use knn_method='exact'.")
+        return _index_order_ties(dist[rows, :k + 1].astype(np.float64), ind)
 
     def query(self, Q, k):
         """The ``k`` nearest indexed points of the new points ``Q``: ``(dist, ind)``,
