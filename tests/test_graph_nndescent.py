@@ -114,3 +114,22 @@ def test_ties_are_put_in_index_order():
     d, i = _index_order_ties(dist.copy(), ind.copy())
     assert np.array_equal(i, [[4, 2, 9, 7], [1, 8, 3, 5]])
     assert np.array_equal(d, dist)
+
+
+def test_npkl_fit_transform_and_pickle_through_nn_descent(nndescent, points):
+    import psdlearn as pl
+
+    labels = np.random.default_rng(0).integers(0, 2, len(points))
+    C = pl.PairwiseConstraints.from_labels(labels, n_must=30, n_cannot=30, random_state=0)
+    model = pl.NPKL(loss="square", rank=5, knn_method="approximate", certificate_tol=None,
+                    random_state=0).fit(points, C)
+    assert model.graph_info_["backend"] == "nndescent"
+    E = model.embedding_
+    # the training points map to their rows of the embedding
+    assert np.allclose(model.transform(points) @ model.transform(points).T, E @ E.T,
+                       atol=1e-8)
+    new = _mixture(50, seed=5)
+    T = model.transform(new)
+    assert T.shape == (50, E.shape[1]) and np.all(np.isfinite(T))
+    loaded = pickle.loads(pickle.dumps(model))
+    assert np.allclose(loaded.transform(new), T, atol=1e-12)
