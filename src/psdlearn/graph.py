@@ -150,7 +150,7 @@ HNSW_INTEGER_TIE_FACTOR = 3.0
 _FAISS_DEFAULT_SEED = 12345
 #: From this many continuous points the approximate search builds the indexed points'
 #: lists by NN-descent (pynndescent, when installed) instead of searching an HNSW graph:
-#: about twice as fast at 10^7 points, and once per process pynndescent compiles for
+#: 1.7-1.8 times as fast at 10^7 points, and once per process pynndescent compiles for
 #: about 20 s, which the HNSW search does not (the measurements are in the notes on the
 #: neighbour search).
 NNDESCENT_MIN_SAMPLES = 2_000_000
