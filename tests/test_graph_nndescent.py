@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
 from psdlearn import graph
-from psdlearn._nndescent import _index_order_ties
+from psdlearn._nndescent import NNDescentGraph
 from psdlearn.graph import NeighborIndex, knn_graph
 
 pytest.importorskip("pynndescent")
@@ -109,11 +109,12 @@ def test_knn_graph_through_nn_descent(nndescent, points):
 
 
 def test_ties_are_put_in_index_order():
-    dist = np.array([[0.0, 1.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0]])
-    ind = np.array([[4, 9, 2, 7], [1, 8, 3, 5]])
-    d, i = _index_order_ties(dist.copy(), ind.copy())
-    assert np.array_equal(i, [[4, 2, 9, 7], [1, 8, 3, 5]])
-    assert np.array_equal(d, dist)
+    dist = np.array([[0.0, 1.0, 1.0, 2.0], [0.0, 1.0, 2.0, 3.0]], dtype=np.float32)
+    ind = np.array([[4, 9, 2, 7], [1, 8, 3, 5]], dtype=np.int32)
+    # the two first entries: the tie at the cut keeps the lower index
+    d, i = NNDescentGraph.own((ind, dist), np.arange(2), 1)
+    assert np.array_equal(i, [[4, 2], [1, 8]])
+    assert np.array_equal(d, dist[:, :2])
 
 
 def test_npkl_fit_transform_and_pickle_through_nn_descent(nndescent, points):

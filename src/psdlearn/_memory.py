@@ -190,9 +190,8 @@ def npkl_memory_estimate(n_samples, n_features, *, rank, n_neighbors=5, dtype=np
     if graph != "knn":
         index = 0
     elif knn_method == "approximate":
-        from psdlearn._nndescent import have_pynndescent
-        from psdlearn.graph import NNDESCENT_MIN_SAMPLES, _nndescent_length, _spatial_insertion
-        if n >= NNDESCENT_MIN_SAMPLES and have_pynndescent():
+        from psdlearn.graph import _nndescent_length, _spatial_insertion, _uses_nndescent
+        if _uses_nndescent(n):
             # its float32 copy of X, its trees' point indices and the lists (int32 index,
             # float32 distance)
             length = _nndescent_length(n, max(k, SIGMA_NEIGHBORS) + 1)

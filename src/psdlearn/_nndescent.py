@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from psdlearn._hnsw import dense32
+from psdlearn._hnsw import _lowest_index_ties, dense32
 
 __all__ = ["NNDescentGraph", "have_pynndescent"]
 
@@ -83,29 +83,18 @@ class NNDescentGraph:
     @staticmethod
     def own(lists, rows, k):
         """The ``k + 1`` first entries of the ``lists`` of the indexed points ``rows``:
-        ``(dist, ind)``, float64 and int64, nearest first, ties in index order."""
+        ``(dist, ind)``, float64 and int64, nearest first; where points tie at the cut,
+        the lowest indices among the list's next entry are kept."""
         ind, dist = lists
-        ind = ind[rows, :k + 1].astype(np.int64)
+        ind = ind[rows, :k + 2].astype(np.int64)
         if np.any(ind < 0):  # pynndescent pads a list it could not fill with -1
             raise RuntimeError("NN-descent found fewer than n_neighbors points for some "
                                "point; use knn_method='exact'.")
-        return _index_order_ties(dist[rows, :k + 1].astype(np.float64), ind)
+        return _lowest_index_ties(dist[rows, :k + 2].astype(np.float64), ind, k + 1)
 
     def query(self, Q, k):
         """The ``k`` nearest indexed points of the new points ``Q``: ``(dist, ind)``,
         float64 and int64, nearest first. The first call builds the search structure."""
         wide = min(max(QUERY_FACTOR * k, QUERY_MIN), self.n_samples)
         ind, dist = self.index.query(dense32(Q), k=wide, epsilon=QUERY_EPSILON)
-        dist, ind = _index_order_ties(dist.astype(np.float64), ind.astype(np.int64))
-        return dist[:, :k], ind[:, :k]
-
-
-def _index_order_ties(dist, ind):
-    """Rows sorted by distance reordered by (distance, index), in place: only the rows
-    that hold equal distances are touched."""
-    rows = np.flatnonzero(np.any(dist[:, 1:] == dist[:, :-1], axis=1))
-    if len(rows):
-        order = np.lexsort((ind[rows], dist[rows]))
-        dist[rows] = np.take_along_axis(dist[rows], order, axis=1)
-        ind[rows] = np.take_along_axis(ind[rows], order, axis=1)
-    return dist, ind
+        return _lowest_index_ties(dist.astype(np.float64), ind.astype(np.int64), k)

@@ -316,8 +316,8 @@ class NeighborIndex:
             self._seed = (_FAISS_DEFAULT_SEED if self.random_state is None
                           else int(check_random_state(self.random_state).randint(0, 2**31 - 1)))
             self._nnd = None
-            self.backend_ = ("nndescent" if n >= NNDESCENT_MIN_SAMPLES and have_pynndescent()
-                             and not integral(X) else "hnsw")
+            self.backend_ = ("nndescent" if _uses_nndescent(n) and not integral(X)
+                             else "hnsw")
             if self.backend_ == "hnsw":  # NN-descent builds its lists on the first query
                 self._build_hnsw(X)
         return self
@@ -555,6 +555,11 @@ def sigma_rule(distances):
                          f"values, got shape {distances.shape}.")
     sigma = 0.5 * float(np.mean(distances[:, :SIGMA_NEIGHBORS]))
     return sigma if sigma > 0 else 1.0
+
+
+def _uses_nndescent(n_samples):
+    """Whether the approximate search of ``n_samples`` continuous points is NN-descent."""
+    return n_samples >= NNDESCENT_MIN_SAMPLES and have_pynndescent()
 
 
 def _nndescent_length(n_samples, length):
